@@ -18,7 +18,7 @@ app = typer.Typer(help="Serve, roll out, store, export, train LoRA, publish, eva
                   no_args_is_help=True, pretty_exceptions_enable=False, add_completion=False)
 models_app = typer.Typer(help="Base models.", no_args_is_help=True)
 tasks_app = typer.Typer(help="Task registries.", no_args_is_help=True)
-serve_app = typer.Typer(help="Start and stop the local vLLM server.", no_args_is_help=True)
+serve_app = typer.Typer(help="Start the local vLLM server or the bundled task sites.", no_args_is_help=True)
 adapters_app = typer.Typer(help="Published adapters: versions in the store and the one vLLM serves.",
                            no_args_is_help=True)
 jobs_app = typer.Typer(help="Rollout jobs on the service (LORALOOP_API_URL or LORALOOP_BROKER_URL).",
@@ -84,6 +84,19 @@ def tasks_import(fmt: str = typer.Argument(..., metavar="FORMAT", help="the publ
         splits[task.split] = splits.get(task.split, 0) + 1
     typer.echo(f"{out}: imported {len(registry.tasks)} valid tasks "
                f"({', '.join(f'{k}: {v}' for k, v in splits.items())}); use --task_registry {out}")
+
+
+@tasks_app.command("snapshot")
+def tasks_snapshot(source: str = typer.Option("real", "--source", help="real (AGI Inc's REAL, from agisdk)"),
+                   version: str = typer.Option("v2", "--version", "--task_version", help="v1 | v2"),
+                   out: Path = typer.Option(Path("configs/real_v2_task_registry.json"), "--out")) -> None:
+    """Freeze a published web task registry (tasks + eval scripts) into one JSON file, offline."""
+    from loraloop.tasks.real_snapshot import write_snapshot
+
+    doc = write_snapshot(source, version, out)
+    sites = sorted({t["website"]["id"] for t in doc["tasks"]})
+    typer.echo(f"{out}: {len(doc['tasks'])} tasks of {source} {version} (agisdk {doc['agisdk_version']}) over "
+               f"{', '.join(sites)}; {len(doc['eval_scripts'])} eval scripts; use --task_registry {out}")
 
 
 def _run_rollout(experiment: str, task_registry: Path, subset: Optional[str], sample_size: Optional[int],
@@ -365,6 +378,14 @@ def serve_vllm(action: str = typer.Argument("start", help="start | stop"),
         typer.echo("stopped" if vllm_server.stop(port or settings.vllm_port) else "not running")
     else:
         raise LoraloopError(f"serve vllm: action must be start or stop, got {action!r}")
+
+
+@serve_app.command("sites")
+def serve_sites(host: str = typer.Option("127.0.0.1", "--host"), port: int = typer.Option(8090, "--port")) -> None:
+    """Serve the bundled task sites (shop, mail) with REAL's /config and /finish protocol."""
+    from loraloop.envs.web.sites.app import serve
+
+    serve(host, port)
 
 
 @app.command("serve-api")

@@ -55,6 +55,17 @@ class Settings(BaseSettings):
     command_timeout_s: float = 20.0
     output_cap_bytes: int = 65536
 
+    # Web environment (Playwright + Chromium) and REAL's llm_boolean judge.
+    chromium_path: str = Field("/usr/bin/chromium", description="the Chromium Playwright drives")
+    sites_url: str = Field("http://127.0.0.1:8090", description="where the bundled sites run (service `sites`)")
+    web_action_timeout_ms: int = Field(5000, description="longest wait for an element to act on")
+    web_load_timeout_ms: int = Field(15000, description="longest wait for a page to load")
+    web_step_timeout_s: float = Field(60.0, description="a step that takes longer fails the episode")
+    web_axtree_chars: int = Field(6000, description="the accessibility tree is cut past this size")
+    judge_url: str = Field("", description="OpenAI-compatible server grading llm_boolean evals")
+    judge_model: str = Field("SmolLM2-135M-Instruct", description="the judge's served model name")
+    judge_api_key: str = "EMPTY"
+
     # Rollouts.
     concurrency: int = Field(8, description="episodes in flight per process (embedded default)")
     model_concurrency: int = Field(32, description="model requests in flight per process")

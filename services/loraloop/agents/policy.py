@@ -44,7 +44,8 @@ class OpenAIPolicy:
 
     def __init__(self, *, model: str, base_url: str, api_key: str = "EMPTY", temperature: float = 0.0,
                  max_tokens: int = 192, seed: int | None = None, timeout: float = 120.0, retries: int = 4,
-                 max_in_flight: int = 32, tools: list[dict] | None = None) -> None:
+                 max_in_flight: int = 32, tools: list[dict] | None = None,
+                 stop: list[str] | None = None) -> None:
         from openai import OpenAI
 
         self.model = model
@@ -54,6 +55,7 @@ class OpenAIPolicy:
         self.seed = seed
         self.slots = request_slots(max_in_flight)
         self.tools = tools  # tool-call protocol: the reply's first tool call becomes the action text
+        self.stop = stop
         self.client = OpenAI(base_url=base_url, api_key=api_key, timeout=timeout, max_retries=retries)
 
     def act(self, messages: list[dict[str, str]]) -> Reply:
@@ -63,7 +65,7 @@ class OpenAIPolicy:
         started = time.perf_counter()
         try:
             with self.slots:
-                extra = {"tools": self.tools} if self.tools else {"stop": ["The output of the OS"]}
+                extra = {"tools": self.tools} if self.tools else {"stop": self.stop} if self.stop else {}
                 response = self.client.chat.completions.create(
                     model=self.model, messages=messages, temperature=self.temperature,
                     max_tokens=self.max_tokens, seed=self.seed, **extra,

@@ -7,15 +7,18 @@ from typing import Callable
 
 from loraloop.agents.policy import OpenAIPolicy, Policy, ScriptedTeacher
 from loraloop.agents.prompts import build_messages
+from loraloop.agents.web_teacher import ScriptedWebTeacher
 from loraloop.envs.shell.env import ShellEnv
 from loraloop.envs.shell.tools import TOOLS
+from loraloop.envs.web.env import WebEnv
 from loraloop.errors import EnvironmentFailure, ServiceUnavailable
 from loraloop.logs import get_logger
 from loraloop.rollout.sampler import EpisodeSpec
 from loraloop.settings import Settings, get_settings
 from loraloop.store import open_store
 from loraloop.store.trajectories import EpisodeRecorder, obs_hash, parse_episode
-from loraloop.tasks.registry import Registry, load_registry
+from loraloop.tasks.real_format import WebTask
+from loraloop.tasks.registry import Registry, Task, load_registry
 
 OBS_SUMMARY_CHARS = 400
 
@@ -26,15 +29,32 @@ def cached_registry(path: str) -> Registry:
     return load_registry(path)
 
 
-def make_policy(spec: EpisodeSpec, task, settings: Settings) -> Policy:
+def make_env(spec: EpisodeSpec, task: Task, settings: Settings) -> ShellEnv | WebEnv:
+    """The environment a task runs in: a browser for REAL tasks, a container for shell tasks."""
+    if isinstance(task, WebTask):
+        return WebEnv(task, settings, max_rounds=spec.max_steps, screenshots=spec.screenshots)
+    return ShellEnv(task, settings, max_rounds=spec.max_steps, protocol=spec.protocol)
+
+
+def make_policy(spec: EpisodeSpec, task: Task, settings: Settings, env: ShellEnv | WebEnv) -> Policy:
     """The experiment's policy: the scripted teacher or an OpenAI-compatible model."""
     if spec.policy == "scripted":
-        return ScriptedTeacher(task)
+        return ScriptedWebTeacher(task, env.origin) if isinstance(env, WebEnv) else ScriptedTeacher(task)
     return OpenAIPolicy(model=spec.model or settings.base_model_name, base_url=settings.vllm_url,
                         api_key=settings.vllm_api_key, temperature=spec.temperature,
                         max_tokens=settings.max_tokens, seed=spec.seed, timeout=settings.request_timeout_s,
                         retries=settings.model_retries, max_in_flight=settings.model_concurrency,
-                        tools=TOOLS if spec.protocol == "tools" else None)
+                        tools=TOOLS if spec.protocol == "tools" and isinstance(env, ShellEnv) else None,
+                        stop=env.stop)
+
+
+def save_screenshot(store, key: str, step: int, png: bytes | None) -> str | None:
+    """Store the page's PNG next to the trajectory (`<episode>/step_003.png`) and return its key."""
+    if not png:
+        return None
+    shot = f"{key.removesuffix('.jsonl')}/step_{step:03d}.png"
+    store.put_bytes(shot, png)
+    return shot
 
 
 def stored_summary(store, key: str) -> dict | None:
@@ -62,15 +82,15 @@ def run_episode(spec: EpisodeSpec, settings: Settings | None = None,
     if done_before is not None:
         log.info("already stored, skipped")
         return {**done_before, "task_id": spec.task_id, "attempt": spec.attempt}
-    env = ShellEnv(task, settings, max_rounds=spec.max_steps, protocol=spec.protocol)
+    env = make_env(spec, task, settings)
     recorder.start(task_id=spec.task_id, run_id=spec.run_id, mode=spec.mode, attempt_idx=spec.attempt,
                    task_seed=spec.task_seed, seed=spec.seed, task_registry=spec.task_registry,
-                   env="shell", policy=spec.policy, worker_model=spec.model or settings.base_model_name,
+                   env=task.env, policy=spec.policy, worker_model=spec.model or settings.base_model_name,
                    worker_temperature=spec.temperature, max_steps=spec.max_steps,
                    model_url=settings.vllm_url if spec.policy == "openai" else None,
                    use_manager=False, use_cache=False, use_macros=False, protocol=spec.protocol,
                    system_prompt=env.instructions, examples=env.examples, split=task.split,
-                   category=task.category)
+                   category=task.category, goal=task.description)
     started = time.perf_counter()
     outcome = {"success": False, "reward": 0.0, "status": "error", "error": None}
     steps = errors = 0
@@ -79,7 +99,7 @@ def run_episode(spec: EpisodeSpec, settings: Settings | None = None,
     try:
         first = env.reset()
         recorder.records[0]["first_observation"] = first
-        policy = make_policy(spec, task, settings)
+        policy = make_policy(spec, task, settings, env)
         turns: list[tuple[str, str]] = []
         observation = first
         while True:
@@ -89,6 +109,7 @@ def run_episode(spec: EpisodeSpec, settings: Settings | None = None,
             messages = build_messages(env.instructions, env.examples, first, turns, settings.prompt_char_budget)
             reply = policy.act(messages)
             step_started = time.perf_counter()
+            shown = getattr(env, "last_screenshot", None)  # the page the model saw
             result = env.step(reply.text)
             error = result.info.get("error")
             errors += bool(error)
@@ -98,7 +119,9 @@ def run_episode(spec: EpisodeSpec, settings: Settings | None = None,
                           model=reply.model, last_action_error=error, reward=result.reward, done=result.done,
                           model_latency_ms=round(reply.latency_ms, 1),
                           elapsed_ms=round((time.perf_counter() - step_started) * 1000, 1),
-                          completion_tokens=reply.completion_tokens)
+                          completion_tokens=reply.completion_tokens, url=result.info.get("url"),
+                          action_text=result.info.get("action"),
+                          screenshot=save_screenshot(store, recorder.key, steps, shown))
             log.info("step", fields={"step": steps, "action": result.info.get("action_kind")})
             step_ms.append(recorder.records[-1]["elapsed_ms"])
             model_ms.append(recorder.records[-1]["model_latency_ms"])

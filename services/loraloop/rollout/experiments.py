@@ -22,6 +22,7 @@ class Experiment:
     max_steps: int = 8
     temperature: float = 0.0
     protocol: str = "text"
+    screenshots: bool = False  # web: a PNG of every page the model saw, stored with the trajectory
     description: str = ""
 
 

@@ -26,6 +26,7 @@ class EpisodeSpec:
     model: str | None
     max_steps: int
     protocol: str = "text"
+    screenshots: bool = False
 
     def to_dict(self) -> dict:
         """The spec as a JSON-ready dict."""
@@ -54,6 +55,7 @@ def plan_rollout(registry: Registry, registry_path: str, experiment: Experiment,
         EpisodeSpec(mode=experiment.name, run_id=run_id, task_registry=registry_path, task_id=task.index,
                     task_index=i, attempt=k, seed=rollout_seed(task_seed, i, k), task_seed=task_seed,
                     temperature=temp, policy=experiment.policy, model=model or experiment.model,
-                    max_steps=experiment.max_steps, protocol=experiment.protocol)
+                    max_steps=experiment.max_steps, protocol=experiment.protocol,
+                    screenshots=experiment.screenshots)
         for i, task in enumerate(tasks) for k in range(rollouts_per_task)
     ]

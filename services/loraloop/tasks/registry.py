@@ -10,7 +10,10 @@ from pathlib import Path
 import yaml
 
 from loraloop.errors import TaskFormatError
+from loraloop.tasks.real_format import WebTask, is_web_task, parse_web_task
 from loraloop.tasks.shell_format import ShellTask, parse_shell_task
+
+Task = ShellTask | WebTask
 
 REGISTRY_FILE = "registry.yaml"
 
@@ -39,9 +42,9 @@ class Registry:
 
     name: str
     env: str
-    tasks: list[ShellTask] = field(default_factory=list)
+    tasks: list[Task] = field(default_factory=list)
 
-    def get(self, index: str) -> ShellTask:
+    def get(self, index: str) -> Task:
         """Return the task with this index, or fail naming it.
 
         AgentBench names task i of dev.json `dev-001-dev-00000`, while AReaL's examples and datasets
@@ -62,7 +65,7 @@ class Registry:
         names |= {label for t in self.tasks for label in t.labels}
         return sorted(n for n in names if n)
 
-    def select(self, subset: str | None = None, sample_size: int | None = None, seed: int = 0) -> list[ShellTask]:
+    def select(self, subset: str | None = None, sample_size: int | None = None, seed: int = 0) -> list[Task]:
         """Tasks in `subset` (split, category or label; `a+b` for both), then a seeded sample of `sample_size`."""
         tasks = self.tasks
         if subset:  # "train+family:count-ext": every term must match (split, category or label)
@@ -80,8 +83,10 @@ class Registry:
         return list(tasks)
 
 
-def _without_stem(task: ShellTask) -> str | None:
-    """`dev-001-dev-00000` -> `dev-001-00000`: the index with its file stem left out."""
+def _without_stem(task: Task) -> str | None:
+    """`dev-001-dev-00000` -> `dev-001-00000`: the index with its file stem left out; a REAL task's bare id."""
+    if isinstance(task, WebTask):
+        return task.id
     tail = f"{task.category}-{task.index[-5:]}"
     if not task.category or not task.index.endswith(tail):
         return None
@@ -111,7 +116,7 @@ def _read_json(path: Path) -> list:
     return data if isinstance(data, list) else [data]
 
 
-def _load_set(root: Path, spec: TaskSet) -> list[ShellTask]:
+def _load_set(root: Path, spec: TaskSet) -> list[Task]:
     paths = sorted(Path(p) for p in glob.glob(str(root / spec.files)))
     if any(ch in spec.files for ch in "*?["):
         paths = [p for p in paths if p.name.endswith(TASK_SUFFIXES) and p.is_file()]
@@ -122,6 +127,9 @@ def _load_set(root: Path, spec: TaskSet) -> list[ShellTask]:
     for path in paths:
         stem = path.name.removesuffix(".jsonl").removesuffix(".json")
         for i, raw in enumerate(_read_json(path)):
+            if is_web_task(raw):
+                tasks.append(parse_web_task(raw, file=str(path), number=i, split=spec.split, scripts_dir=scripts_dir))
+                continue
             index = f"{spec.index_prefix}{stem}-{i:05d}" if spec.stem_in_index else f"{spec.index_prefix}{i:05d}"
             tasks.append(parse_shell_task(raw, file=str(path), number=i, index=index, split=spec.split,
                                           category=stem, scripts_dir=scripts_dir))
@@ -173,7 +181,9 @@ def load_registry(path: str | Path) -> Registry:
     path = Path(path)
     if path.is_dir() and (path / REGISTRY_FILE).exists():
         path = path / REGISTRY_FILE
-    if path.suffix in (".yaml", ".yml") and path.is_file():
+    if path.is_file() and path.suffix == ".json" and (snapshot := _snapshot(path)) is not None:
+        registry = snapshot
+    elif path.suffix in (".yaml", ".yml") and path.is_file():
         registry = _registry_yaml(path)
     elif path.is_dir() and (published := agentbench_registry(path)) is not None:
         return published
@@ -194,8 +204,25 @@ def load_registry(path: str | Path) -> Registry:
     return registry
 
 
-def missing_scripts(task: ShellTask) -> list[str]:
-    """Script files a task names that do not exist under its scripts folder."""
+def _snapshot(path: Path) -> Registry | None:
+    """A REAL registry snapshot (`loraloop tasks snapshot`): tasks and eval scripts in one JSON file."""
+    doc = _read_json(path)
+    if len(doc) != 1 or not isinstance(doc[0], dict) or "tasks" not in doc[0]:
+        return None
+    doc = doc[0]
+    if not isinstance(doc["tasks"], list) or not isinstance(doc.get("eval_scripts", {}), dict):
+        raise TaskFormatError(f"{path}: field 'tasks' must be a list and 'eval_scripts' an object")
+    name = f"{doc.get('source', 'real')}-{doc.get('version', '')}".rstrip("-")
+    return Registry(name=name, env="web", tasks=[
+        parse_web_task(raw, file=str(path), number=i, split=str(doc.get("split", "")),
+                       scripts=doc.get("eval_scripts", {}))
+        for i, raw in enumerate(doc["tasks"])])
+
+
+def missing_scripts(task: Task) -> list[str]:
+    """Script files a task names that do not exist under its scripts folder (REAL tasks check theirs on load)."""
+    if isinstance(task, WebTask):
+        return []
     base = task.scripts_dir or Path(".")
     scripts = list(task.init) + [task.example] + list(getattr(task.evaluation, "checks", ()))
     return [str(base / s.file) for s in scripts if s is not None and s.file and not (base / s.file).is_file()]

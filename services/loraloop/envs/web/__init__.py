@@ -1,0 +1,1 @@
+"""The browser environment: Playwright, BrowserGym actions, REAL tasks."""

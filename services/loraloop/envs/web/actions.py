@@ -1,0 +1,146 @@
+"""BrowserGym's action strings, parsed safely: Python call syntax read by `ast`, never executed.
+
+`parse_action(text)` finds the action in a model's output (a fenced block, an `Action:` line or a
+bare call) and returns an Action (name + bound arguments) or raises ActionError naming what is wrong.
+"""
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+_REQUIRED = object()
+
+# name -> ordered (parameter, default); _REQUIRED marks a parameter without a default.
+SIGNATURES: dict[str, tuple[tuple[str, Any], ...]] = {
+    "click": (("bid", _REQUIRED), ("button", "left"), ("modifiers", [])),
+    "dblclick": (("bid", _REQUIRED), ("button", "left"), ("modifiers", [])),
+    "hover": (("bid", _REQUIRED),),
+    "fill": (("bid", _REQUIRED), ("value", _REQUIRED)),
+    "clear": (("bid", _REQUIRED),),
+    "select_option": (("bid", _REQUIRED), ("options", _REQUIRED)),
+    "check": (("bid", _REQUIRED),),
+    "uncheck": (("bid", _REQUIRED),),
+    "press": (("bid", _REQUIRED), ("key_comb", _REQUIRED)),
+    "focus": (("bid", _REQUIRED),),
+    "drag_and_drop": (("from_bid", _REQUIRED), ("to_bid", _REQUIRED)),
+    "upload_file": (("bid", _REQUIRED), ("file", _REQUIRED)),
+    "scroll": (("delta_x", _REQUIRED), ("delta_y", _REQUIRED)),
+    "goto": (("url", _REQUIRED),),
+    "go_back": (),
+    "go_forward": (),
+    "new_tab": (),
+    "tab_close": (),
+    "tab_focus": (("index", _REQUIRED),),
+    "send_msg_to_user": (("text", _REQUIRED),),
+    "report_infeasible": (("reason", _REQUIRED),),
+    "noop": (("wait_ms", 1000),),
+    "mouse_click": (("x", _REQUIRED), ("y", _REQUIRED), ("button", "left")),
+    "mouse_move": (("x", _REQUIRED), ("y", _REQUIRED)),
+    "keyboard_type": (("text", _REQUIRED),),
+    "keyboard_press": (("key", _REQUIRED),),
+}
+FINAL_ACTIONS = ("send_msg_to_user", "report_infeasible")
+_CALL_START = re.compile(r"\b(" + "|".join(sorted(SIGNATURES, key=len, reverse=True)) + r")\s*\(")
+_FENCE = re.compile(r"```(?:python|py)?\s*\n?(.*?)```", re.S)
+
+
+class ActionError(ValueError):
+    """The model's output holds no valid action; the message says what to fix."""
+
+
+@dataclass(frozen=True)
+class Action:
+    """One parsed action: its name and its arguments by parameter name."""
+
+    name: str
+    args: dict[str, Any] = field(default_factory=dict)
+
+    def text(self) -> str:
+        """The canonical action string (`click('12')`), as BrowserGym writes it."""
+        required = [p for p, default in SIGNATURES[self.name] if default is _REQUIRED]
+        parts = [repr(self.args[p]) for p in required]
+        parts += [f"{p}={self.args[p]!r}" for p, default in SIGNATURES[self.name]
+                  if default is not _REQUIRED and self.args.get(p, default) != default]
+        return f"{self.name}({', '.join(parts)})"
+
+
+def _bind(name: str, call: ast.Call) -> dict[str, Any]:
+    params = SIGNATURES[name]
+    try:
+        positional = [ast.literal_eval(a) for a in call.args]
+        keywords = {k.arg: ast.literal_eval(k.value) for k in call.keywords}
+    except (ValueError, SyntaxError, TypeError) as exc:
+        raise ActionError(f"{name}: arguments must be literals (strings, numbers, lists), got "
+                          f"{ast.unparse(call)!r}") from exc
+    if len(positional) > len(params):
+        raise ActionError(f"{name} takes at most {len(params)} argument(s), got {len(positional)}")
+    args = dict(zip((p for p, _ in params), positional))
+    for key, value in keywords.items():
+        if key not in dict(params):
+            raise ActionError(f"{name} has no parameter {key!r} (parameters: {', '.join(p for p, _ in params)})")
+        if key in args:
+            raise ActionError(f"{name}: parameter {key!r} given twice")
+        args[key] = value
+    for param, default in params:
+        if param not in args:
+            if default is _REQUIRED:
+                raise ActionError(f"{name} needs argument {param!r}")
+            args[param] = default
+    for param in ("bid", "from_bid", "to_bid"):
+        if param in args:
+            args[param] = str(args[param])
+    return args
+
+
+def _parse_call(source: str) -> Action | None:
+    try:
+        tree = ast.parse(source.strip(), mode="eval")
+    except SyntaxError:
+        return None
+    call = tree.body
+    if not isinstance(call, ast.Call) or not isinstance(call.func, ast.Name):
+        return None
+    if call.func.id not in SIGNATURES:
+        raise ActionError(f"unknown action {call.func.id!r} (known: {', '.join(SIGNATURES)})")
+    return Action(call.func.id, _bind(call.func.id, call))
+
+
+def _candidates(text: str) -> list[str]:
+    """Places an action may be written, most explicit first: fenced blocks, `Action:` lines, bare calls."""
+    found = [block.strip() for block in _FENCE.findall(text)]
+    for match in re.finditer(r"(?im)^\s*(?:action|act)\s*:\s*(.+)$", text):
+        found.append(match.group(1).strip().strip("`"))
+    for match in _CALL_START.finditer(text):
+        found.append(text[match.start():])
+    found += re.findall(r"(?m)^\s*([A-Za-z_]\w*\(.*)$", text)  # a call of an unknown name gets named
+    return found
+
+
+def _first_call(snippet: str) -> Action | None:
+    """The call at the start of `snippet`: the shortest prefix ending in ')' that parses."""
+    for end in (i + 1 for i, ch in enumerate(snippet) if ch == ")"):
+        action = _parse_call(snippet[:end])
+        if action is not None:
+            return action
+    return None
+
+
+def parse_action(text: str) -> Action:
+    """The first valid action in a model's output, or ActionError saying why there is none."""
+    if not text or not text.strip():
+        raise ActionError("empty output: write one action, e.g. click('12')")
+    unknown: ActionError | None = None
+    for snippet in _candidates(text):
+        try:
+            action = _first_call(snippet)
+        except ActionError as exc:
+            unknown = unknown or exc
+            continue
+        if action is not None:
+            return action
+    if unknown is not None:
+        raise unknown
+    raise ActionError("no action found: end your reply with one action such as click('12') or "
+                      "send_msg_to_user('done')")

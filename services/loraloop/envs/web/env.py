@@ -1,0 +1,289 @@
+"""WebEnv: a REAL task in a fresh browser context; BrowserGym actions in, AX-tree text out, REAL grading.
+
+reset() prepares the site (`/config?run_id&task_id`) and opens the task URL; step() runs one
+action; `send_msg_to_user`/`report_infeasible` read the site's `/finish` state and grade it.
+"""
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import uuid
+from dataclasses import dataclass, field
+from urllib.parse import urlsplit
+
+from loraloop.envs.base import StepResult
+from loraloop.envs.web.actions import FINAL_ACTIONS, Action, ActionError, parse_action
+from loraloop.envs.web.browser import get_browser
+from loraloop.envs.web.evaluate import Judge, grade
+from loraloop.envs.web.observe import accessibility_text
+from loraloop.envs.web.prompts import INSTRUCTIONS, format_observation
+from loraloop.errors import EnvironmentFailure
+from loraloop.settings import Settings, get_settings
+from loraloop.tasks.real_format import WebTask
+
+BUNDLED_ORIGIN = "http://localhost:8090"  # bundled tasks' URL origin; LORALOOP_SITES_URL replaces it
+_BID = re.compile(r"^[a-z]*[0-9]+$")
+
+
+def task_url(task: WebTask, settings: Settings) -> str:
+    """The task's site URL, with the bundled sites' origin mapped to where they run."""
+    if task.url.startswith(BUNDLED_ORIGIN):
+        return settings.sites_url.rstrip("/") + task.url[len(BUNDLED_ORIGIN):]
+    return task.url
+
+
+@dataclass
+class PageState:
+    """What happened in the browser since the last observation: dialogs, crashes, new tabs."""
+
+    dialogs: list[str] = field(default_factory=list)
+    crashed: bool = False
+    new_tabs: int = 0
+
+
+class WebEnv:
+    """One REAL episode: a fresh context on this process's Chromium; the env the HALO seed trains on."""
+
+    def __init__(self, task: WebTask, settings: Settings | None = None, *, max_rounds: int = 15,
+                 episode_id: str | None = None, screenshots: bool = False) -> None:
+        self.task = task
+        self.settings = settings or get_settings()
+        self.max_rounds = max_rounds
+        self.episode_id = episode_id or uuid.uuid4().hex
+        self.screenshots = screenshots
+        self.instructions = INSTRUCTIONS
+        self.examples: list[dict[str, str]] = []
+        self.stop: list[str] | None = None
+        self.url = task_url(task, self.settings)
+        self.origin = "{0.scheme}://{0.netloc}".format(urlsplit(self.url))
+        self.host = get_browser(self.settings.chromium_path)
+        self.context = self.page = None
+        self.events = PageState()
+        self.turn = 0
+        self.done = False
+        self.last_error = ""
+        self.last_screenshot: bytes | None = None
+
+    # ---- sync interface -------------------------------------------------------------------------
+    def reset(self) -> str:
+        """Prepare the site for this run, open the task URL in a fresh context; return the first observation."""
+        self.close()
+        self.turn, self.done, self.last_error = 0, False, ""
+        return self._run(self._reset())
+
+    def step(self, action: str) -> StepResult:
+        """Apply one model turn: parse its action and run it, or grade the episode on a final action."""
+        if self.done or self.page is None:
+            raise EnvironmentFailure(f"episode {self.episode_id} is not running (reset first)")
+        self.turn += 1
+        try:
+            parsed = parse_action(action)
+        except ActionError as exc:
+            parsed, self.last_error = None, f"invalid action: {exc}"
+        info: dict = {"turn": self.turn, "action_kind": parsed.name if parsed else "invalid", "url": self.page.url}
+        if parsed is not None:
+            info["action"] = parsed.text()
+            if parsed.name in FINAL_ACTIONS:
+                return self._run(self._finish(parsed, info))
+            self.last_error = self._run(self._act(parsed))
+        if self.last_error:
+            info["error"] = self.last_error
+        observation = self._run(self._observe())
+        if self.turn >= self.max_rounds:
+            self.done = True
+            info.update(status="round_limit", success=False, answer=None, num_turns=self.turn)
+            return StepResult(observation, 0.0, True, info)
+        return StepResult(observation, 0.0, False, info)
+
+    def close(self) -> None:
+        """Close this episode's context (its tabs and storage); the browser stays for the next one."""
+        if self.context is not None:
+            context, self.context, self.page = self.context, None, None
+            try:
+                self.host.run(context.close(), timeout=15)
+            except Exception:  # a dead browser took the context with it
+                pass
+
+    def _run(self, coro):
+        return self.host.run(coro, timeout=self.settings.web_step_timeout_s)
+
+    # ---- browser side (runs on the browser loop) -----------------------------------------------
+    async def _reset(self) -> str:
+        self.events = PageState()
+        self._cdp_sessions: dict = {}
+        self.context = await self.host.new_context(viewport={"width": 1280, "height": 720})
+        self.context.set_default_timeout(self.settings.web_action_timeout_ms)
+        self.context.set_default_navigation_timeout(self.settings.web_load_timeout_ms)
+        self.context.on("page", self._on_page)
+        setup = await self.context.new_page()
+        config = f"{self.url}/config?run_id={self.episode_id}&task_id={self.task.index}&latency=0"
+        try:
+            await setup.goto(config, wait_until="domcontentloaded")
+            await setup.close()
+            self.page = await self.context.new_page()
+            await self.page.goto(self.url, wait_until="domcontentloaded")
+        except Exception as exc:
+            raise EnvironmentFailure(f"task {self.task.index}: site {self.url} did not load: "
+                                     f"{_first_line(exc)}") from exc
+        self.events.new_tabs = 0
+        return await self._observe(goal=True)
+
+    def _on_page(self, page) -> None:
+        page.on("dialog", self._on_dialog)
+        page.on("crash", self._on_crash)
+        if self.page is not None:  # a popup or a new tab: it becomes the active page, as in BrowserGym
+            self.events.new_tabs += 1
+            self.page = page
+
+    async def _on_dialog(self, dialog) -> None:
+        self.events.dialogs.append(f"{dialog.type} {dialog.message!r}")
+        await dialog.dismiss()
+
+    def _on_crash(self, _page) -> None:
+        self.events.crashed = True
+
+    async def _act(self, action: Action) -> str:
+        """Run a non-final action; return the error text ('' when it worked)."""
+        page = self.page
+        before = page.url
+        try:
+            await self._perform(page, action)
+            await self._settle()
+        except ActionError as exc:
+            return str(exc)
+        except Exception as exc:
+            if self.events.crashed:
+                raise EnvironmentFailure(f"the page crashed during {action.text()}") from exc
+            if not self.page.is_closed():
+                await (await self._cdp()).send("Page.stopLoading")  # a timed-out goto leaves a pending load
+            return f"{action.text()} failed: {_first_line(exc)}"
+        if self.events.crashed:
+            raise EnvironmentFailure(f"the page crashed during {action.text()}")
+        return await self._keep_on_site(before)
+
+    async def _settle(self) -> None:
+        """Wait for the DOM of a navigation the action started (not BrowserGym's fixed 0.5 s sleep)."""
+        try:
+            await self.page.wait_for_load_state("domcontentloaded", timeout=self.settings.web_load_timeout_ms)
+        except Exception as exc:
+            await (await self._cdp()).send("Page.stopLoading")  # keep the page that was there
+            raise ActionError(f"the page did not load within {self.settings.web_load_timeout_ms / 1000:g} s "
+                              f"({_first_line(exc)})") from exc
+
+    async def _keep_on_site(self, before: str) -> str:
+        """Leaving the task's site is refused: the page goes back and the agent is told."""
+        url = self.page.url
+        if url.startswith(self.origin) or url.startswith("about:"):
+            return ""
+        try:
+            await self.page.goto(before if before.startswith(self.origin) else self.url, wait_until="domcontentloaded")
+        except Exception as exc:
+            raise EnvironmentFailure(f"cannot return to the task site after leaving it for {url}") from exc
+        return f"navigation to {url} is outside the task's site ({self.origin}); went back"
+
+    async def _perform(self, page, action: Action) -> None:
+        a = action.args
+        name = action.name
+        if name in ("click", "dblclick"):
+            await getattr(await self._element(page, a["bid"]), name)(button=a["button"], modifiers=a["modifiers"])
+        elif name in ("hover", "clear", "check", "uncheck", "focus"):
+            await getattr(await self._element(page, a["bid"]), name)()
+        elif name == "fill":
+            await (await self._element(page, a["bid"])).fill(str(a["value"]))
+        elif name == "select_option":
+            await (await self._element(page, a["bid"])).select_option(a["options"])
+        elif name == "press":
+            await (await self._element(page, a["bid"])).press(str(a["key_comb"]))
+        elif name == "drag_and_drop":
+            await (await self._element(page, a["from_bid"])).drag_to(await self._element(page, a["to_bid"]))
+        elif name == "upload_file":
+            await (await self._element(page, a["bid"])).set_input_files(a["file"])
+        elif name == "scroll":
+            await page.mouse.wheel(float(a["delta_x"]), float(a["delta_y"]))
+        elif name == "goto":
+            await page.goto(str(a["url"]), wait_until="domcontentloaded")
+        elif name in ("go_back", "go_forward"):
+            await getattr(page, name)(wait_until="domcontentloaded")
+        elif name == "new_tab":
+            self.page = await self.context.new_page()
+        elif name == "tab_close":
+            await self._close_tab(page)
+        elif name == "tab_focus":
+            pages = self.context.pages
+            if not isinstance(a["index"], int) or not 0 <= a["index"] < len(pages):
+                raise ActionError(f"tab_focus: no tab {a['index']!r} (open tabs: 0..{len(pages) - 1})")
+            self.page = pages[a["index"]]
+            await self.page.bring_to_front()
+        elif name == "noop":
+            await asyncio.sleep(min(float(a["wait_ms"]), 10_000) / 1000)
+        elif name in ("mouse_click", "mouse_move"):
+            await getattr(page.mouse, name.removeprefix("mouse_"))(float(a["x"]), float(a["y"]))
+        elif name == "keyboard_type":
+            await page.keyboard.type(str(a["text"]))
+        elif name == "keyboard_press":
+            await page.keyboard.press(str(a["key"]))
+
+    async def _close_tab(self, page) -> None:
+        if len(self.context.pages) == 1:
+            raise ActionError("tab_close: the last tab cannot be closed")
+        await page.close()
+        self.page = self.context.pages[-1]
+
+    async def _element(self, page, bid: str):
+        if not _BID.match(bid):
+            raise ActionError(f"{bid!r} is not a bid (bids look like '12' or 'a12')")
+        locator = page.locator(f'[bid="{bid}"]')
+        if await locator.count() == 0:
+            raise ActionError(f"no element with bid {bid!r} on the page")
+        return locator.first
+
+    async def _observe(self, goal: bool = False) -> str:
+        if self.events.crashed:
+            raise EnvironmentFailure("the page's renderer crashed")
+        try:
+            tree = await accessibility_text(self.page, await self._cdp(), self.settings.web_axtree_chars)
+            title = await self.page.title()
+        except Exception as exc:
+            if self.events.crashed or "crash" in str(exc).lower():
+                raise EnvironmentFailure("the page's renderer crashed") from exc
+            raise EnvironmentFailure(f"cannot read the page at {self.page.url}: {_first_line(exc)}") from exc
+        tabs = [(p.url, p is self.page) for p in self.context.pages]
+        notes = [f"A {d} dialog appeared and was dismissed." for d in self.events.dialogs]
+        if self.events.new_tabs:
+            notes.append(f"{self.events.new_tabs} new tab(s) opened; the newest is now active.")
+        self.events.dialogs, self.events.new_tabs = [], 0
+        if self.screenshots:
+            self.last_screenshot = await self.page.screenshot(type="png")
+        return format_observation(goal=self.task.goal if goal else None, url=self.page.url, title=title,
+                                  tabs=tabs, error=self.last_error, notes=notes, tree=tree)
+
+    async def _cdp(self):
+        if self.page not in self._cdp_sessions:
+            self._cdp_sessions[self.page] = await self.context.new_cdp_session(self.page)
+        return self._cdp_sessions[self.page]
+
+    async def _finish(self, action: Action, info: dict) -> StepResult:
+        """Read the site's final state as REAL does (`<url>/finish`, the JSON in its <pre>) and grade it."""
+        answer = str(action.args.get("text", action.args.get("reason", "")))
+        page = await self.context.new_page()
+        try:
+            await page.goto(f"{self.url}/finish", wait_until="domcontentloaded")
+            state = json.loads(await page.inner_text("pre"))
+        except Exception as exc:
+            raise EnvironmentFailure(f"task {self.task.index}: cannot read {self.url}/finish: "
+                                     f"{_first_line(exc)}") from exc
+        finally:
+            await page.close()
+        judge = (Judge(self.settings.judge_url, self.settings.judge_model, self.settings.judge_api_key)
+                 if self.settings.judge_url else None)
+        result = await asyncio.get_running_loop().run_in_executor(None, grade, self.task, state, answer, judge)
+        self.done = True
+        info.update(status="completed", success=result.success, answer=answer, num_turns=self.turn,
+                    evals=result.results, final_state_differences=state.get("differences"))
+        return StepResult(None, result.reward, True, info)
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return text[0][:300] if text else type(exc).__name__

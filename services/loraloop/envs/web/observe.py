@@ -1,0 +1,105 @@
+"""What the agent sees of a page: bids marked in the DOM and the accessibility tree in BrowserGym's text form.
+
+Every element gets a `bid` attribute (kept across steps, new elements get new ones). Chromium's
+own accessibility tree (CDP `Accessibility.getFullAXTree`) is joined to the bids through the DOM's
+backend node ids and flattened one node a line, tab-indented: `[bid] role 'name', prop=value`.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+# Marks elements lacking a bid; returns how many elements the page has.
+MARK_JS = """() => {
+  let next = window.__loraloopBid || 0;
+  const all = document.querySelectorAll('*');
+  for (const el of all) {
+    if (!el.hasAttribute('bid')) { el.setAttribute('bid', String(next++)); }
+  }
+  window.__loraloopBid = next;
+  return all.length;
+}"""
+
+SKIPPED_ROLES = {"none", "LineBreak", "InlineTextBox", "ListMarker"}
+SHOWN_PROPERTIES = ("focused", "expanded", "selected", "checked", "pressed", "disabled", "required",
+                    "readonly", "level", "valuemin", "valuemax", "multiselectable", "invalid", "hasPopup")
+
+
+def _value(field: dict | None) -> Any:
+    return (field or {}).get("value")
+
+
+def _bids(node: dict, out: dict[int, str]) -> None:
+    """Walk CDP's DOM tree (iteratively; pages can be deep) collecting backendNodeId -> bid."""
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        attrs = current.get("attributes") or []
+        for i in range(0, len(attrs) - 1, 2):
+            if attrs[i] == "bid":
+                out[current["backendNodeId"]] = attrs[i + 1]
+                break
+        stack.extend(current.get("children") or ())
+        if current.get("contentDocument"):
+            stack.append(current["contentDocument"])
+        stack.extend(current.get("shadowRoots") or ())
+
+
+def _line(node: dict, bid: str | None) -> str | None:
+    role = _value(node.get("role")) or ""
+    name = str(_value(node.get("name")) or "").strip()
+    if node.get("ignored") or role in SKIPPED_ROLES:
+        return None
+    if role in ("generic", "group", "paragraph", "Section", "LabelText") and not name:
+        return None
+    props = []
+    value = _value(node.get("value"))
+    if value not in (None, "") and role not in ("StaticText",):
+        props.append(f"value={str(value)!r}")
+    for prop in node.get("properties") or ():
+        pname = prop.get("name")
+        pvalue = _value(prop.get("value"))
+        if pname not in SHOWN_PROPERTIES or pvalue in (None, False, "false", ""):
+            continue
+        props.append(pname if pvalue is True else f"{pname}={pvalue!r}" if isinstance(pvalue, str)
+                     else f"{pname}={pvalue}")
+    head = f"[{bid}] {role} {name!r}" if bid is not None and role != "StaticText" else f"{role} {name!r}"
+    return head + (", " + ", ".join(props) if props else "")
+
+
+def flatten_axtree(ax_nodes: list[dict], bids: dict[int, str], max_chars: int | None = None) -> str:
+    """BrowserGym's text form of the AX tree; a StaticText repeating its parent's name is dropped."""
+    by_id = {n["nodeId"]: n for n in ax_nodes}
+    roots = [n for n in ax_nodes if not n.get("parentId") or n["parentId"] not in by_id]
+    lines: list[str] = []
+    used = 0
+    stack: list[tuple[dict, int, str]] = [(r, 0, "") for r in reversed(roots)]
+    while stack:
+        node, depth, parent_name = stack.pop()
+        line = _line(node, bids.get(node.get("backendDOMNodeId")))
+        name = str(_value(node.get("name")) or "").strip()
+        role = _value(node.get("role"))
+        if line is not None and role == "StaticText" and name and name in parent_name:
+            line = None
+        if line is not None:
+            text = "\t" * depth + line
+            used += len(text) + 1
+            if max_chars is not None and used > max_chars:
+                lines.append("\t" * depth + "... (tree truncated)")
+                break
+            lines.append(text)
+        child_depth = depth + (line is not None)
+        child_parent = name if line is not None else parent_name
+        for child in reversed(node.get("childIds") or ()):
+            if child in by_id:
+                stack.append((by_id[child], child_depth, child_parent))
+    return "\n".join(lines)
+
+
+async def accessibility_text(page, cdp, max_chars: int | None = None) -> str:
+    """Mark new elements with bids and return the page's flattened accessibility tree."""
+    await page.evaluate(MARK_JS)
+    dom = await cdp.send("DOM.getDocument", {"depth": -1, "pierce": True})
+    ax = await cdp.send("Accessibility.getFullAXTree")
+    bids: dict[int, str] = {}
+    _bids(dom["root"], bids)
+    return flatten_axtree(ax["nodes"], bids, max_chars)
