@@ -5,47 +5,34 @@ from __future__ import annotations
 import html
 import json
 import re
-import subprocess
-import sys
-import tempfile
-import threading
-import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
-import jmespath
 import pytest
-import uvicorn
 
-from loraloop.envs.web.sites import create_app
+from loraloop.agents.web_teacher import ScriptedWebTeacher
+from loraloop.envs.base import StepResult
+from loraloop.envs.web.env import WebEnv
 from loraloop.envs.web.sites.state import collection_diff, initial_final_diff
 
-from tests.conftest import free_port
+from loraloop.settings import Settings
+from loraloop.tasks.registry import load_registry
 
 TASKS = Path(__file__).resolve().parents[1] / "configs" / "tasks" / "web"
 SCRIPTS = TASKS / "eval_scripts"
 TASK_FILES = sorted(TASKS.glob("*/*.json"))
 REPORT_KEYS = {"initialstate", "finalstate", "differences", "initialfinaldiff", "actionhistory"}
 FINAL = ("send_msg_to_user", "report_infeasible")
+REGISTRY = load_registry(TASKS)
 
 
 @pytest.fixture(scope="module")
-def origin():
-    """The sites served by uvicorn in a background thread on a free loopback port."""
-    port = free_port()
-    server = uvicorn.Server(uvicorn.Config(create_app(), host="127.0.0.1", port=port, log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 30
-    while not server.started:
-        assert time.monotonic() < deadline, "the sites did not start"
-        time.sleep(0.05)
-    yield f"http://127.0.0.1:{port}"
-    server.should_exit = True
-    thread.join(timeout=10)
+def origin(sites_url):
+    """The sites on a free loopback port (conftest's `sites_url`)."""
+    return sites_url
 
 
 def report(page: str) -> dict:
@@ -154,77 +141,27 @@ def test_task_set_is_complete():
         assert task["solution"][-1]["do"] in FINAL and task["wrong_path"][-1]["do"] in FINAL
 
 
-def grade(task: dict, state: dict, scripts_dir: Path) -> list[bool]:
-    """One verdict per eval, as REAL's evaluator gives them (jmespath equality, or a script's SUCCESS)."""
-    verdicts = []
-    for check in task["evals"]:
-        if "script" in check:
-            with tempfile.NamedTemporaryFile("w", suffix=".json") as handle:
-                json.dump(state, handle)
-                handle.flush()
-                proc = subprocess.run([sys.executable, str(scripts_dir / check["script"]), handle.name],
-                                      capture_output=True, text=True, timeout=30)
-            verdicts.append("SUCCESS" in proc.stdout.upper())
-        else:
-            verdicts.append(jmespath.search(check["query"], state) == check["expected_value"])
-    return verdicts
+def play(env: WebEnv, teacher: ScriptedWebTeacher) -> StepResult:
+    """Reset a fresh run and let the scripted teacher act until the episode ends; return the last step."""
+    messages = [{"role": "user", "content": env.reset()}]
+    while True:
+        result = env.step(teacher.act(messages).text)
+        assert "error" not in result.info, f"step {result.info['turn']}: {result.info['error']}"
+        if result.done:
+            return result
+        messages.append({"role": "user", "content": result.observation})
 
 
-@pytest.fixture(scope="module")
-def browser():
-    """One headless Chromium for the module; each task gets a fresh context."""
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(executable_path="/usr/bin/chromium",
-                                              args=["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"])
-        yield chromium
-        chromium.close()
-
-
-def perform(page, origin: str, step: dict) -> None:
-    """One solution step, located like Playwright's get_by_role(role, name=name, exact=True).nth(nth)."""
-    action = step["do"]
-    if action == "goto":
-        page.goto(origin + step["value"])
-    elif action == "go_back":
-        page.go_back()
-    else:
-        target = page.get_by_role(step["role"], name=step["name"], exact=True).nth(step.get("nth", 0))
-        if action == "fill":
-            target.fill(step["value"])
-        elif action == "select_option":
-            target.select_option(label=step["value"])
-        elif action == "press":
-            target.press(step["value"])
-        else:
-            getattr(target, action)()
-    page.wait_for_load_state()
-
-
-def play(browser, origin: str, task: dict, steps: list[dict]) -> dict:
-    """Reset a fresh run, open the task's site, perform the steps and return the /finish document."""
-    site_url = re.sub(r"^https?://[^/]+", origin, task["website"]["url"])
-    context = browser.new_context()
-    context.set_default_timeout(5000)
+@pytest.mark.parametrize("index", [t.index for t in REGISTRY.tasks])
+def test_task_solution_passes_and_wrong_path_fails(origin, index):
+    """Through the web environment itself: bids from its AX tree, its actions, REAL's grading."""
+    task = REGISTRY.get(index)
+    env = WebEnv(task, Settings(sites_url=origin), max_rounds=len(task.solution) + len(task.wrong_path) + 2)
     try:
-        page = context.new_page()
-        page.goto(f"{site_url}/config?run_id={uuid.uuid4()}&task_id={task['id']}&latency=0")
-        page.goto(site_url)
-        for step in steps:
-            if step["do"] in FINAL:
-                break
-            perform(page, origin, step)
-        page.goto(f"{site_url}/finish")
-        return json.loads(page.inner_text("pre"))
+        solved = play(env, ScriptedWebTeacher(task, env.origin))
+        assert solved.info["success"] and solved.reward == 1.0, \
+            f"solution fails evals {[r for r in solved.info['evals'] if not r['passed']]}"
+        wrong = play(env, ScriptedWebTeacher(task, env.origin, steps=task.wrong_path))
+        assert wrong.info["success"] is False and wrong.reward == 0.0, "the wrong path passes every eval"
     finally:
-        context.close()
-
-
-@pytest.mark.parametrize("path", TASK_FILES, ids=[path.stem for path in TASK_FILES])
-def test_task_solution_passes_and_wrong_path_fails(origin, browser, path):
-    task = json.loads(path.read_text())
-    solved = grade(task, play(browser, origin, task, task["solution"]), SCRIPTS)
-    assert all(solved), f"solution fails evals {[e for e, ok in zip(task['evals'], solved) if not ok]}"
-    wrong = grade(task, play(browser, origin, task, task["wrong_path"]), SCRIPTS)
-    assert not all(wrong), "the wrong path passes every eval"
+        env.close()

@@ -5,7 +5,7 @@ from celery import Celery, Task
 
 from loraloop.rollout.episode import run_episode
 from loraloop.rollout.sampler import EpisodeSpec
-from loraloop.settings import get_settings
+from loraloop.settings import Settings, get_settings
 
 _settings = get_settings()
 app = Celery("loraloop", broker=_settings.broker_url or "memory://",
@@ -20,12 +20,16 @@ app.conf.update(
 
 
 @app.task(name="loraloop.run_episode", acks_late=True)
-def run_episode_task(spec: dict) -> dict:
-    """Celery entry point: run the episode (unless its job was cancelled) and report it to the job."""
+def run_episode_task(spec: dict, settings: Settings | None = None) -> dict:
+    """Celery entry point: run the episode (unless its job was cancelled) and report it to the job.
+
+    Workers read their settings from the environment; the embedded default passes its own
+    (`task.apply` runs in-process, so the object is never serialized).
+    """
     from loraloop.rollout.jobs import job_book
 
     episode = EpisodeSpec(**spec)
-    settings = get_settings()
+    settings = settings or get_settings()
     book = job_book(settings.broker_url) if settings.broker_url else None
     if book is not None and book.cancelled(episode.run_id):
         summary = {"task_id": episode.task_id, "attempt": episode.attempt, "success": False,

@@ -94,7 +94,8 @@ def execute(specs: list[EpisodeSpec], settings: Settings, *, concurrency: int | 
     with progress_bar(quiet) as progress:
         bar = progress.add_task(mode, total=len(specs), solved=0, failed=0, rate="-", epm=0.0)
         with ThreadPoolExecutor(max_workers=concurrency or settings.concurrency) as pool:
-            futures = [pool.submit(lambda s: task.apply(args=(s.to_dict(),)).get(propagate=False), spec)
+            futures = [pool.submit(lambda s: task.apply(args=(s.to_dict(),), kwargs={"settings": settings})
+                                   .get(propagate=False), spec)
                        for spec in specs]
             for future in as_completed(futures):
                 summaries.append(_summary(future.result()))
