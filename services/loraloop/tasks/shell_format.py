@@ -53,6 +53,8 @@ class CheckEval:
 class ShellTask:
     """One OS-interaction task with its registry index and the folder its scripts live in."""
 
+    env = "shell"  # a class attribute, not a field: which environment runs the task
+
     index: str
     description: str
     evaluation: MatchEval | CheckEval
