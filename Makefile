@@ -46,7 +46,7 @@ PORT ?=
 opt = $(if $(2),$(1) $(2),)
 
 .PHONY: help setup docker images model vllm-up vllm-down demo loop test rollout worker rollout-api serve-api jobs \
-        bench clean up up-lora down logs ps export train publish eval tunnel cpu-wheels
+        bench clean up up-lora down logs ps export train publish eval tunnel cpu-wheels sites
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -82,7 +82,7 @@ loop: setup images model ## BC on a task family, eval on unseen variants, SEEDS=
 test: setup images model ## install and run the tests (real Docker, Redis, S3, vLLM CPU)
 	bash scripts/test.sh
 
-rollout: ## collect episodes: make rollout EXPERIMENT=... SUBSET=... SAMPLE_SIZE=...
+rollout: ## collect episodes: make rollout EXPERIMENT=... SUBSET=... SAMPLE_SIZE=... (web: TASK_REGISTRY=configs/tasks/web EXPERIMENT=web_teacher)
 	$(LORALOOP) rollout --experiment $(EXPERIMENT) --task_registry $(TASK_REGISTRY) \
 	  $(call opt,--subset,$(SUBSET)) $(call opt,--sample_size,$(SAMPLE_SIZE)) \
 	  --rollouts_per_task $(ROLLOUTS_PER_TASK) --seed $(SEED) --task_seed $(TASK_SEED) \
@@ -96,6 +96,9 @@ rollout-api: ## the rollout jobs API on PORT (default 8080; needs LORALOOP_BROKE
 
 serve-api: ## the Task Server API (AReaL) on PORT (default 5000): make serve-api TASK=os-dev
 	$(LORALOOP) serve-api --task $(TASK) --task_registry $(TASK_REGISTRY) --host $(HOST) --port $(or $(PORT),5000)
+
+sites: ## the bundled task websites on PORT (default 8090) for web rollouts here (the stack's service `sites`)
+	$(LORALOOP) serve sites --host $(HOST) --port $(or $(PORT),8090)
 
 jobs: ## list rollout jobs (LORALOOP_API_URL or LORALOOP_BROKER_URL)
 	$(LORALOOP) jobs list

@@ -42,6 +42,8 @@ from typing import Callable, Iterator
 
 import uvicorn
 from browsergym.core import _get_global_playwright
+from browsergym.core.action.functions import check, uncheck
+from browsergym.core.action.highlevel import HighLevelActionSet
 from browsergym.core.env import BrowserEnv
 from browsergym.core.task import AbstractBrowserTask
 from browsergym.utils.obs import flatten_axtree_to_str
@@ -62,6 +64,10 @@ REGISTRY = ROOT / "configs" / "tasks" / "web"
 RESULTS = ROOT / "bench" / "results" / "web_env.md"
 TARGET = 3.0
 OURS, BGYM = "loraloop WebEnv", "BrowserGym BrowserEnv"
+# BrowserGym's default action subsets plus its own check/uncheck, which it ships but leaves out of
+# "bid"; the scripted solutions tick radio buttons with check('bid'), as WebEnv accepts.
+BGYM_ACTIONS = HighLevelActionSet(subsets=["chat", "infeas", "bid", "nav", "tab", "custom"],
+                                  custom_actions=[check, uncheck])
 
 
 @dataclass
@@ -71,6 +77,12 @@ class Episode:
     success: bool
     reset_s: float
     steps_s: list[float] = field(default_factory=list)
+    trace: list[str] = field(default_factory=list)  # each action, with the env's error text if any
+
+    def record(self, action: str, seconds: float, error: str) -> None:
+        """Note one step: its wall time and the action (with its error) for the mismatch report."""
+        self.steps_s.append(seconds)
+        self.trace.append(f"{action} -> {error}" if error else action)
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -180,7 +192,7 @@ def play_ours(task: WebTask, settings: Settings) -> Episode:
         for step in task.solution:
             action = step_action(step, observation, settings.sites_url)
             result, step_s = timed(lambda: env.step(action))
-            episode.steps_s.append(step_s)
+            episode.record(action, step_s, result.info.get("error", ""))
             if result.done:
                 episode.success = bool(result.info.get("success"))
                 break
@@ -190,17 +202,22 @@ def play_ours(task: WebTask, settings: Settings) -> Episode:
         env.close()
 
 
+def browsergym_env(task: WebTask, settings: Settings, slow_mo: int) -> BrowserEnv:
+    """BrowserGym's env for one bundled task, with its defaults but for the action set (see BGYM_ACTIONS)."""
+    return BrowserEnv(task_entrypoint=BundledTask, headless=True, action_mapping=BGYM_ACTIONS.to_python_code,
+                      task_kwargs={"task": task, "url": task_url(task, settings), "slow_mo": slow_mo})
+
+
 def play_browsergym(task: WebTask, settings: Settings, slow_mo: int) -> Episode:
-    """One scripted episode through BrowserGym's BrowserEnv (its default action set and delays)."""
-    env = BrowserEnv(task_entrypoint=BundledTask, headless=True,
-                     task_kwargs={"task": task, "url": task_url(task, settings), "slow_mo": slow_mo})
+    """One scripted episode through BrowserGym's BrowserEnv (its observation and delays)."""
+    env = browsergym_env(task, settings, slow_mo)
     try:
         (obs, _info), reset_s = timed(env.reset)
         episode = Episode(False, reset_s)
         for step in task.solution:
             action = step_action(step, flatten_axtree_to_str(obs["axtree_object"]), settings.sites_url)
             (obs, _reward, terminated, truncated, info), step_s = timed(lambda: env.step(action))
-            episode.steps_s.append(step_s)
+            episode.record(action, step_s, obs["last_action_error"])
             if terminated or truncated:
                 episode.success = bool(info["task_info"].get("success"))
                 break
@@ -214,8 +231,7 @@ def warm_up(task: WebTask, settings: Settings, slow_mo: int) -> None:
     ours = WebEnv(task, settings)
     ours.reset()
     ours.close()
-    theirs = BrowserEnv(task_entrypoint=BundledTask, headless=True,
-                        task_kwargs={"task": task, "url": task_url(task, settings), "slow_mo": slow_mo})
+    theirs = browsergym_env(task, settings, slow_mo)
     theirs.reset()
     theirs.close()
 
@@ -248,6 +264,16 @@ def per_episode_table(tasks: list[WebTask], episodes: dict[str, list[Episode]]) 
                       f"{statistics.median(theirs.steps_s) * 1000:.0f}",
                       style=None if ours.success == theirs.success else "bold red")
     return table
+
+
+def print_traces(tasks: list[WebTask], episodes: dict[str, list[Episode]], indexes: list[str]) -> None:
+    """Both sides' actions (and action errors) for each listed episode, to stderr."""
+    for task, ours, theirs in zip(tasks, episodes[OURS], episodes[BGYM]):
+        if task.index in indexes:
+            for side, episode in ((OURS, ours), (BGYM, theirs)):
+                print(f"  {task.index} {side} ({'solved' if episode.success else 'failed'}):", file=sys.stderr)
+                for line in episode.trace:
+                    print(f"    {line[:300]}", file=sys.stderr)
 
 
 def markdown(episodes: dict[str, list[Episode]], mismatched: list[str], slow_mo: int) -> tuple[str, float]:
@@ -304,6 +330,7 @@ def main(argv: list[str] | None = None) -> int:
         args.out.write_text(table)
     if mismatched:
         print(f"FAILED: outcomes differ between the sides for {', '.join(mismatched)}", file=sys.stderr)
+        print_traces(tasks, episodes, mismatched)
     if step_speedup < TARGET:
         print(f"FAILED: step p50 speed-up {step_speedup:.1f}x is below the {TARGET:g}x target", file=sys.stderr)
     return 1 if mismatched or step_speedup < TARGET else 0

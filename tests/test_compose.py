@@ -32,6 +32,31 @@ def test_every_file_and_profile_validates(files, profile):
     assert proc.returncode == 0, proc.stderr
 
 
+def config(files):
+    proc = compose(files, "--profile", "*", "config", "--format", "json")
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)["services"]
+
+
+@pytest.mark.parametrize("files", FILES[:3], ids=["+".join(f) for f in FILES[:3]])
+def test_the_task_sites_are_a_healthy_service_the_workers_wait_for(files):
+    """`sites` in every stack: built from the local base, a healthcheck, the workers' depends_on
+    condition and LORALOOP_SITES_URL (service name by default, CI's loopback port with compose.ci.yaml)."""
+    services = config(files)
+    sites, worker = services["sites"], services["rollout-worker"]
+    assert sites["image"].startswith("loraloop/sites:") and sites["build"]["args"]["BASE"] == "debian:bookworm-slim"
+    assert sites["healthcheck"]["test"][0] == "CMD"
+    assert worker["depends_on"]["sites"]["condition"] == "service_healthy"
+    ci = "compose.ci.yaml" in files
+    assert worker["environment"]["LORALOOP_SITES_URL"] == ("http://127.0.0.1:28090" if ci else "http://sites:8090")
+    if ci:
+        assert sites["network_mode"] == "host" and not sites.get("ports")
+        assert sites["command"][-4:] == ["--host", "127.0.0.1", "--port", "28090"]
+        assert "28090/healthz" in sites["healthcheck"]["test"][-1]
+    else:
+        assert [(p["host_ip"], p["published"], p["target"]) for p in sites["ports"]] == [("127.0.0.1", "8090", 8090)]
+
+
 def test_a_missing_secret_is_named(tmp_path):
     empty = tmp_path / "empty.env"
     empty.write_text("")
@@ -59,10 +84,23 @@ def leftovers():
     return found
 
 
+def built_images():
+    """`image: size in MB` of every image the CI stack builds."""
+    services = config(CI["COMPOSE_FILES"].split()[1::2])
+    images = sorted({svc["image"] for svc in services.values() if "build" in svc})
+    sizes = {}
+    for image in images:
+        size = subprocess.run(["docker", "image", "inspect", "-f", "{{.Size}}", image], capture_output=True, text=True)
+        sizes[image] = f"{int(size.stdout) / 1e6:.0f} MB" if size.returncode == 0 else "not built"
+    return sizes
+
+
+@pytest.mark.timeout(1800)  # cold image builds (vLLM CPU, Chromium) take most of it
 @pytest.mark.usefixtures("docker_ready")
-def test_ci_stack_rolls_out_into_the_store_and_goes_away_cleanly():
-    """Build from local bases, start vLLM (CPU) + redis + S3 + rollout-api + 2 workers + task-server,
-    `make rollout` with the teacher and with SmolLM2 through the stack, then `make down`."""
+def test_ci_stack_rolls_out_into_the_store_and_goes_away_cleanly(capsys):
+    """Build from local bases, start vLLM (CPU) + redis + S3 + sites + rollout-api + 2 workers +
+    task-server, `make rollout` with the shell teacher, the web teacher (Chromium in the workers,
+    the task sites as a service) and SmolLM2 through the stack, then `make down`."""
     started = time.monotonic()
     try:
         make("up", WORKERS=2, timeout=1500)
@@ -93,8 +131,25 @@ def test_ci_stack_rolls_out_into_the_store_and_goes_away_cleanly():
                  for line in store.get_bytes(key).splitlines()]
         assert len({s["task_id"] for s in steps if s["type"] == "episode_start"}) == 2
         assert {s["model"] for s in steps if s["type"] == "step"} == {"SmolLM2-135M-Instruct"}  # vLLM in the stack
-        print(f"\nCI stack: up {up_s:.0f} s, rollout of 12 episodes {float(jobs['episodes_per_min']):.0f} ep/min")
+        web = make("rollout", EXPERIMENT="web_teacher", TASK_REGISTRY="configs/tasks/web", SUBSET="test",
+                   SAMPLE_SIZE=4, LORALOOP_API_URL=api)
+        web_summary = " ".join(web.stderr.split())
+        assert "4/4 solved" in web_summary and "s3://loraloop/trajectories/web_teacher/" in web_summary, web_summary
+        web_run = web_summary.split("web_teacher run ")[1].split()[0]
+        episodes = [[json.loads(line) for line in store.get_bytes(key).splitlines()]
+                    for key in store.list(f"trajectories/web_teacher/{web_run}/")]
+        assert len(episodes) == 4 and len({e[0]["task_id"] for e in episodes}) == 4
+        assert all(e[0]["type"] == "episode_start" and e[-1]["type"] == "episode_end" for e in episodes)
+        assert all(e[-1]["success"] is True and e[-1]["error_count"] == 0 for e in episodes), [e[-1] for e in episodes]
+        assert all(any(s["type"] == "step" for s in e) for e in episodes)
+        web_jobs = httpx.get(f"{api}/api/jobs/{web_run}", timeout=30).json()
+        assert web_jobs["done"] == 4 and web_jobs["solved"] == 4 and web_jobs["state"] == "done"
+        rates = (f"CI stack: up {up_s:.0f} s, shell rollout of 12 episodes {float(jobs['episodes_per_min']):.0f} "
+                 f"ep/min, web rollout of 4 episodes {float(web_jobs['episodes_per_min']):.0f} ep/min")
     finally:
+        sizes = built_images()
         make("down", timeout=300)
     assert leftovers() == {"containers": [], "env containers": [], "networks": [], "volumes": []}
-    print(f"CI stack end to end: {time.monotonic() - started:.0f} s")
+    with capsys.disabled():  # visible without -s (scripts/test.sh runs plain pytest)
+        print(f"\n{rates}\nCI stack end to end: {time.monotonic() - started:.0f} s")
+        print("CI stack images: " + ", ".join(f"{image} {size}" for image, size in sizes.items()))

@@ -19,3 +19,7 @@ class ServiceUnavailable(LoraloopError):
 
 class EnvironmentFailure(LoraloopError):
     """The environment itself failed (container, init script), not the agent."""
+
+
+class ModelRequestError(LoraloopError):
+    """The model server refused a request (HTTP 400: e.g. a prompt longer than its context)."""

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Protocol
 
-from loraloop.errors import ServiceUnavailable
+from loraloop.errors import ModelRequestError, ServiceUnavailable
 from loraloop.tasks.shell_format import ShellTask
 
 
@@ -74,6 +74,9 @@ class OpenAIPolicy:
             raise ServiceUnavailable(f"model server unreachable at {self.base_url}") from exc
         except openai.NotFoundError as exc:
             raise ServiceUnavailable(f"model {self.model!r} is not served at {self.base_url}") from exc
+        except openai.BadRequestError as exc:
+            raise ModelRequestError(f"model server at {self.base_url} refused the request: "
+                                    f"{str(exc.message)[:300]}") from exc
         except openai.InternalServerError as exc:
             raise ServiceUnavailable(f"model server at {self.base_url} kept failing: HTTP {exc.status_code}") from exc
         usage = response.usage.completion_tokens if response.usage else 0

@@ -4,6 +4,7 @@ from __future__ import annotations
 import ast
 import re
 import time
+from typing import Callable
 
 from loraloop.agents.policy import Reply
 from loraloop.tasks.real_format import ScriptStep, WebTask
@@ -37,11 +38,13 @@ def step_action(step: ScriptStep, observation: str, origin: str = "") -> str:
 class ScriptedWebTeacher:
     """An expert policy for web tasks: each turn maps the next solution step onto the current page."""
 
-    def __init__(self, task: WebTask, origin: str = "", steps: tuple[ScriptStep, ...] | None = None) -> None:
+    def __init__(self, task: WebTask, origin: str = "", steps: tuple[ScriptStep, ...] | None = None,
+                 page: Callable[[], str] | None = None) -> None:
         self.steps = task.solution if steps is None else steps
         if not self.steps:
             raise ValueError(f"task {task.index} has no solution steps for the scripted teacher")
         self.origin = origin
+        self.page = page  # the whole current observation (a prompt may cut a long page)
         self.turn = 0
 
     def act(self, messages: list[dict[str, str]]) -> Reply:
@@ -49,7 +52,7 @@ class ScriptedWebTeacher:
         started = time.perf_counter()
         step = self.steps[min(self.turn, len(self.steps) - 1)]
         self.turn += 1
-        action = step_action(step, messages[-1]["content"], self.origin)
+        action = step_action(step, self.page() if self.page else messages[-1]["content"], self.origin)
         target = f" the {step.role} {step.name!r}" if step.role else ""
         text = f"Think: I {step.do.replace('_', ' ')}{target}.\nAction: {action}"
         return Reply(text, "teacher", "scripted-teacher", (time.perf_counter() - started) * 1000)

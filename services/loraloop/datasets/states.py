@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Iterator
 
-from loraloop.agents.prompts import build_messages
+from loraloop.agents.prompts import build_prompt
 from loraloop.envs.shell.protocol import parse_action
 from loraloop.envs.shell.tools import parse_tool_call
 from loraloop.store.backends import Store
@@ -41,8 +41,8 @@ class State:
     def prompt(self) -> list[dict]:
         """The chat the live policy built at this step (built only for states that become rows)."""
         start = self._episode.start
-        return build_messages(start["system_prompt"], start.get("examples", []), start["first_observation"],
-                              self._turns[: self.step_idx], self._char_budget)
+        return build_prompt(start.get("prompt_style", "chat"), start["system_prompt"], start.get("examples", []),
+                            start["first_observation"], self._turns[: self.step_idx], self._char_budget)
 
 
 def states(episode: Episode, char_budget: int) -> list[State]:

@@ -6,12 +6,12 @@ from functools import lru_cache
 from typing import Callable
 
 from loraloop.agents.policy import OpenAIPolicy, Policy, ScriptedTeacher
-from loraloop.agents.prompts import build_messages
+from loraloop.agents.prompts import build_prompt
 from loraloop.agents.web_teacher import ScriptedWebTeacher
 from loraloop.envs.shell.env import ShellEnv
 from loraloop.envs.shell.tools import TOOLS
 from loraloop.envs.web.env import WebEnv
-from loraloop.errors import EnvironmentFailure, ServiceUnavailable
+from loraloop.errors import EnvironmentFailure, ModelRequestError, ServiceUnavailable
 from loraloop.logs import get_logger
 from loraloop.rollout.sampler import EpisodeSpec
 from loraloop.settings import Settings, get_settings
@@ -39,7 +39,9 @@ def make_env(spec: EpisodeSpec, task: Task, settings: Settings) -> ShellEnv | We
 def make_policy(spec: EpisodeSpec, task: Task, settings: Settings, env: ShellEnv | WebEnv) -> Policy:
     """The experiment's policy: the scripted teacher or an OpenAI-compatible model."""
     if spec.policy == "scripted":
-        return ScriptedWebTeacher(task, env.origin) if isinstance(env, WebEnv) else ScriptedTeacher(task)
+        if isinstance(env, WebEnv):
+            return ScriptedWebTeacher(task, env.origin, page=lambda: env.observation)
+        return ScriptedTeacher(task)
     return OpenAIPolicy(model=spec.model or settings.base_model_name, base_url=settings.vllm_url,
                         api_key=settings.vllm_api_key, temperature=spec.temperature,
                         max_tokens=settings.max_tokens, seed=spec.seed, timeout=settings.request_timeout_s,
@@ -90,7 +92,8 @@ def run_episode(spec: EpisodeSpec, settings: Settings | None = None,
                    model_url=settings.vllm_url if spec.policy == "openai" else None,
                    use_manager=False, use_cache=False, use_macros=False, protocol=spec.protocol,
                    system_prompt=env.instructions, examples=env.examples, split=task.split,
-                   category=task.category, goal=task.description)
+                   category=task.category, goal=task.description,
+                   prompt_style=env.prompt_style)
     started = time.perf_counter()
     outcome = {"success": False, "reward": 0.0, "status": "error", "error": None}
     steps = errors = 0
@@ -106,7 +109,8 @@ def run_episode(spec: EpisodeSpec, settings: Settings | None = None,
             if should_stop is not None and should_stop():
                 outcome.update(status="cancelled")
                 break
-            messages = build_messages(env.instructions, env.examples, first, turns, settings.prompt_char_budget)
+            messages = build_prompt(env.prompt_style, env.instructions, env.examples, first, turns,
+                                    settings.prompt_char_budget)
             reply = policy.act(messages)
             step_started = time.perf_counter()
             shown = getattr(env, "last_screenshot", None)  # the page the model saw
@@ -132,9 +136,10 @@ def run_episode(spec: EpisodeSpec, settings: Settings | None = None,
                 break
             turns.append((reply.text, result.observation))
             observation = result.observation
-    except (EnvironmentFailure, ServiceUnavailable) as exc:
-        outcome.update(status="env_error" if isinstance(exc, EnvironmentFailure) else "service_error",
-                       error=str(exc))
+    except (EnvironmentFailure, ServiceUnavailable, ModelRequestError) as exc:
+        status = next(name for kind, name in ((EnvironmentFailure, "env_error"), (ServiceUnavailable, "service_error"),
+                                              (ModelRequestError, "model_error")) if isinstance(exc, kind))
+        outcome.update(status=status, error=str(exc))
         log.warning("episode failed", fields={"error": exc})
     except Exception as exc:  # still store what was collected, then surface the bug
         outcome.update(status="crash", error=f"{type(exc).__name__}: {exc}")

@@ -55,6 +55,7 @@ class WebEnv:
         self.instructions = INSTRUCTIONS
         self.examples: list[dict[str, str]] = []
         self.stop: list[str] | None = None
+        self.prompt_style = "web"  # goal, past actions and the current page only (agents/prompts.py)
         self.url = task_url(task, self.settings)
         self.origin = "{0.scheme}://{0.netloc}".format(urlsplit(self.url))
         self.host = get_browser(self.settings.chromium_path)
@@ -64,6 +65,7 @@ class WebEnv:
         self.done = False
         self.last_error = ""
         self.last_screenshot: bytes | None = None
+        self.observation = ""  # the latest observation, whole
 
     # ---- sync interface -------------------------------------------------------------------------
     def reset(self) -> str:
@@ -255,8 +257,9 @@ class WebEnv:
         self.events.dialogs, self.events.new_tabs = [], 0
         if self.screenshots:
             self.last_screenshot = await self.page.screenshot(type="png")
-        return format_observation(goal=self.task.goal if goal else None, url=self.page.url, title=title,
-                                  tabs=tabs, error=self.last_error, notes=notes, tree=tree)
+        self.observation = format_observation(goal=self.task.goal if goal else None, url=self.page.url,
+                                              title=title, tabs=tabs, error=self.last_error, notes=notes, tree=tree)
+        return self.observation
 
     async def _cdp(self):
         if self.page not in self._cdp_sessions:
