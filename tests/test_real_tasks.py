@@ -132,7 +132,12 @@ def test_web_rollout_stores_trajectories_screenshots_and_exports_bc(tmp_path, si
         for step in episode.steps:
             assert step["url"].startswith(sites_url) and step["action_text"]
             assert store.get_bytes(step["screenshot"]).startswith(b"\x89PNG")
-    manifest = export(store, "trajectories/web_teacher_screens/web-1/", tmp_path / "ds", ["bc"])
+    manifest = export(store, "trajectories/web_teacher_screens/web-1/", tmp_path / "ds", ["bc", "grpo"])
     rows = [json.loads(line) for line in (tmp_path / "ds" / "bc.jsonl").read_text().splitlines()]
     assert manifest["rows"]["bc"] == len(rows) == sum(len(e.steps) for e in episodes)
     assert {r["site_id"] for r in rows} <= {"shopzon", "quickmail"} and all("Action:" in r["action"] for r in rows)
+    prompt = rows[-1]["prompt"][-1]["content"]  # the web prompt: goal, past actions, current page
+    assert prompt.startswith("# Goal\n") and "# Past actions\n1. " in prompt and "# Accessibility tree" in prompt
+    grpo = [json.loads(line) for line in (tmp_path / "ds" / "grpo.jsonl").read_text().splitlines()]
+    assert grpo and all(set(r["action_returns"].values()) == {1.0} for r in grpo)
+    assert all(action.startswith("web: ") for r in grpo for action in r["action_returns"])

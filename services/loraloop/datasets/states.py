@@ -16,6 +16,8 @@ from typing import Iterator
 
 from loraloop.agents.prompts import build_prompt
 from loraloop.envs.shell.protocol import parse_action
+from loraloop.envs.web.actions import ActionError
+from loraloop.envs.web.actions import parse_action as parse_web_action
 from loraloop.envs.shell.tools import parse_tool_call
 from loraloop.store.backends import Store
 from loraloop.store.trajectories import Episode, MalformedTrajectory, parse_episode
@@ -96,15 +98,20 @@ def rank(episodes: list[Episode]) -> list[Episode]:
 
 @lru_cache(maxsize=65536)
 def canonical_action(text: str) -> str | None:
-    """An action as the environment understands it (`bash: ls`, `answer: 3`, `finish`); None if unparseable.
+    """An action as the environment understands it (`bash: ls`, `answer: 3`, `finish`, `web: click('12')`);
+    None if unparseable.
 
     Two replies that differ only in their Think line or formatting are the same action. Cached:
-    agents repeat the same replies across episodes and states.
+    agents repeat the same replies across episodes and states. Shell and web replies never
+    parse as each other's (`Act:` lines vs call syntax), so one function serves both.
     """
     parsed = parse_tool_call(text) or parse_action(text)
-    if parsed.kind == "invalid":
+    if parsed.kind != "invalid":
+        return parsed.kind if parsed.kind == "finish" else f"{parsed.kind}: {parsed.content.strip()}"
+    try:
+        return f"web: {parse_web_action(text).text()}"
+    except ActionError:
         return None
-    return parsed.kind if parsed.kind == "finish" else f"{parsed.kind}: {parsed.content.strip()}"
 
 
 def assistant(text: str) -> list[dict]:
