@@ -177,6 +177,17 @@ def test_dialog_popup_and_leaving_the_site(env, site):
     assert "outside the task's site" in step.info["error"] and f"URL: {site}" in step.observation
 
 
+def test_host_files_and_browser_pages_stay_out_of_reach(env, site):
+    env.reset()
+    for url in ("file:///etc/passwd", "chrome://version", "view-source:file:///etc/passwd"):
+        step = env.step(f"goto('{url}')")
+        assert "outside the task's site" in step.info.get("error", "") or "failed" in step.info.get("error", ""), url
+        assert "root:x:0" not in step.observation and f"URL: {site}" in step.observation
+    step = env.step("new_tab()")
+    step = env.step("goto('file:///etc/passwd')")
+    assert "root:x:0" not in step.observation and "outside the task's site" in step.info["error"]
+
+
 def test_page_that_never_loads(env, site):
     obs = env.reset()
     started = time.monotonic()
