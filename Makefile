@@ -103,9 +103,11 @@ sites: ## the bundled task websites on PORT (default 8090) for web rollouts here
 jobs: ## list rollout jobs (LORALOOP_API_URL or LORALOOP_BROKER_URL)
 	$(LORALOOP) jobs list
 
-bench: ## run the benchmarks (bench/*.py)
+bench: ## run the benchmarks (bench/*.py), each against its baseline measured in the same run
 	$(VENV)/bin/python bench/shell_env.py
 	$(VENV)/bin/python bench/rollout.py
+	$(VENV)/bin/python bench/export.py
+	$(VENV)/bin/python bench/web_env.py
 
 up: ## build and start the stack, WORKERS rollout workers (COMPOSE_FILES="-f compose.yaml -f compose.cpu.yaml")
 	$(if $(findstring compose.cpu.yaml,$(COMPOSE_FILES)),$(MAKE) --no-print-directory cpu-wheels)

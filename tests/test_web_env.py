@@ -17,6 +17,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse
 
 from tests.conftest import free_port, wait_port
 from loraloop.envs.web.actions import ActionError, parse_action
+from loraloop.envs.web.browser import BrowserHost, close_browsers
 from loraloop.envs.web.env import WebEnv
 from loraloop.errors import EnvironmentFailure
 from loraloop.tasks.real_format import parse_web_task
@@ -263,5 +264,40 @@ def test_killed_browser_is_restarted(site, settings_for):
     try:
         assert "Fixture site" in again.reset()
         assert again.host.launches == launches + 1
+    finally:
+        again.close()
+
+
+def test_driver_that_cannot_start_names_the_cause(monkeypatch, tmp_path):
+    """A Node driver that cannot run (here: a real file that is not executable) fails with its path
+    and the reason, where Playwright alone only says that the driver's pipe closed."""
+    node = tmp_path / "node"
+    node.write_text("not a program\n")
+    monkeypatch.setenv("PLAYWRIGHT_NODEJS_PATH", str(node))
+    host = BrowserHost("/usr/bin/chromium")
+    try:
+        with pytest.raises(EnvironmentFailure, match=r"driver did not start.*node: \[Errno 13\] Permission denied"):
+            host.run(host.new_context(), timeout=60)
+    finally:
+        host.loop.call_soon_threadsafe(host.loop.stop)
+
+
+def test_worker_shutdown_closes_the_browser(site, settings_for):
+    """close_browsers (run on Celery's worker_shutdown) ends this process's Chromium; a later
+    episode gets a new browser host."""
+    env = WebEnv(make_task(site), settings_for())
+    env.reset()
+    env.close()
+    pids = _browser_pids()
+    assert pids, "no Playwright Chromium found"
+    close_browsers()
+    deadline = time.monotonic() + 10
+    while any(os.path.exists(f"/proc/{pid}") and open(f"/proc/{pid}/stat").read().split()[2] != "Z"
+              for pid in pids) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not _browser_pids()
+    again = WebEnv(make_task(site), settings_for())
+    try:
+        assert again.host is not env.host and "Fixture site" in again.reset()
     finally:
         again.close()

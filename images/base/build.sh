@@ -16,7 +16,7 @@ if ! docker image inspect "$TAG" >/dev/null 2>&1; then
   echo "base: debootstrap bookworm from $MIRROR"
   debootstrap --variant=minbase bookworm "$ROOTFS" "$MIRROR" >/dev/null
   if [ -f "$HOST_CA" ]; then
-    cp "$HOST_CA" "$ROOTFS/etc/ssl/certs/ca-certificates.crt"
+    mkdir -p "$ROOTFS/etc/ssl/certs" && cp "$HOST_CA" "$ROOTFS/etc/ssl/certs/ca-certificates.crt"
     mkdir -p "$ROOTFS/usr/local/share/loraloop" && cp "$HOST_CA" "$ROOTFS/usr/local/share/loraloop/host-ca.crt"
   fi
   tar -C "$ROOTFS" -c . | docker import - "$TAG" >/dev/null

@@ -470,6 +470,7 @@ def worker(concurrency: int = typer.Option(4, "--concurrency", help="episodes at
 
     from loraloop.envs.shell import docker
     from loraloop.envs.shell.pool import get_pool
+    from loraloop.envs.web.browser import close_browsers
     from loraloop.rollout.celery_app import app as celery_app
     from loraloop.rollout.preflight import require_redis
 
@@ -482,8 +483,9 @@ def worker(concurrency: int = typer.Option(4, "--concurrency", help="episodes at
         console.print(f"removed {reaped} environment container(s) left by a process that died")
 
     @worker_shutdown.connect
-    def release_containers(**_kwargs) -> None:
+    def release_containers_and_browsers(**_kwargs) -> None:
         docker.reap(owner=docker.owner_id())
+        close_browsers()
 
     def reap_on_a_timer() -> None:
         while True:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import subprocess
 import threading
 from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any, Awaitable
@@ -53,7 +54,10 @@ class BrowserHost:
             if self.playwright is None:
                 from playwright.async_api import async_playwright
 
-                self.playwright = await async_playwright().start()
+                try:
+                    self.playwright = await async_playwright().start()
+                except Exception as exc:
+                    raise EnvironmentFailure(f"Playwright's driver did not start ({exc}){driver_diagnosis()}") from exc
             try:
                 self.browser = await self.playwright.chromium.launch(
                     executable_path=self.executable, headless=self.headless, args=LAUNCH_ARGS)
@@ -88,6 +92,21 @@ class BrowserHost:
             self.thread.join(timeout=5)
 
 
+def driver_diagnosis() -> str:
+    """Why Playwright's Node driver cannot run here (e.g. a missing shared library), or '' if it can.
+
+    Playwright itself only reports that the driver's pipe closed, which names no cause.
+    """
+    from playwright._impl._driver import compute_driver_executable
+
+    node = compute_driver_executable()[0]
+    try:
+        proc = subprocess.run([node, "--version"], capture_output=True, text=True, timeout=30)
+    except OSError as exc:
+        return f"; {node}: {exc}"
+    return f"; {node}: {proc.stderr.strip()}" if proc.returncode else ""
+
+
 _HOSTS: dict[tuple[int, str], BrowserHost] = {}
 _HOSTS_LOCK = threading.Lock()
 
@@ -99,3 +118,15 @@ def get_browser(executable: str) -> BrowserHost:
         if key not in _HOSTS:
             _HOSTS[key] = BrowserHost(executable)
         return _HOSTS[key]
+
+
+def close_browsers() -> None:
+    """Close every browser this process started (worker shutdown), so no Chromium outlives it."""
+    with _HOSTS_LOCK:
+        hosts = [host for (pid, _), host in _HOSTS.items() if pid == os.getpid()]
+        _HOSTS.clear()
+    for host in hosts:
+        try:
+            host.close()
+        except Exception as exc:  # noqa: BLE001  a browser that will not close dies with the process anyway
+            log.warning("browser did not close", fields={"error": str(exc)})
