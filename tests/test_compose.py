@@ -57,6 +57,22 @@ def test_the_task_sites_are_a_healthy_service_the_workers_wait_for(files):
         assert [(p["host_ip"], p["published"], p["target"]) for p in sites["ports"]] == [("127.0.0.1", "8090", 8090)]
 
 
+@pytest.mark.parametrize("files", FILES[:2], ids=["+".join(f) for f in FILES[:2]])
+def test_adapter_sync_serves_the_stores_adapters_to_vllm_lora(files):
+    """Profile lora: adapter-sync waits for vLLM-LoRA, calls it by service name and unpacks adapters
+    into the folder vLLM-LoRA reads as /adapters."""
+    services = config(files)
+    sync, lora = services["adapter-sync"], services["vllm-lora"]
+    assert sync["profiles"] == ["lora"] and sync["command"][:3] == ["loraloop", "adapters", "sync"]
+    assert sync["depends_on"]["vllm-lora"]["condition"] == "service_healthy"
+    env = sync["environment"]
+    assert env["LORALOOP_VLLM_URL"] == "http://vllm-lora:8000/v1" and env["LORALOOP_VLLM_ADAPTERS_DIR"] == "/adapters"
+    ours = {v["target"]: v["source"] for v in sync["volumes"]}
+    theirs = {v["target"]: v["source"] for v in lora["volumes"]}
+    assert ours[env["LORALOOP_ADAPTERS_DIR"]] == theirs["/adapters"]
+    assert "/tmp/adapter-sync.ok" in sync["healthcheck"]["test"][-1]
+
+
 def test_a_missing_secret_is_named(tmp_path):
     empty = tmp_path / "empty.env"
     empty.write_text("")

@@ -180,3 +180,32 @@ def test_publish_makes_every_vllm_serve_the_adapter(vllm_url, second_vllm_url, s
     assert meta["verification"]["servers"] == [vllm_url, second_vllm_url]
     for url in (vllm_url, second_vllm_url):
         assert "both" in {m["id"] for m in served_models(url)}
+
+
+def test_sync_gives_a_restarted_vllm_its_adapters_back(vllm_url, settings_for, tmp_path):
+    """`loraloop adapters sync` (the stack's adapter-sync service) loads what the store wants served:
+    a store-only publish, and after vLLM lost its runtime adapters (unloaded through vLLM's own API, as
+    a restart loses them) the version last rolled back to, not the newest."""
+    import os
+    import subprocess
+    import sys
+
+    from loraloop.serve.publish import _post, serve_version, served_version, sync
+
+    settings = settings_for(vllm_url=vllm_url)
+    publish(settings, smollm_adapter(tmp_path / "a", random_b=True, seed=3), "synced", load=False)
+    assert served_version(settings, "synced") is None
+    env = {**os.environ, "LORALOOP_VLLM_URL": vllm_url, "LORALOOP_STORE_URL": settings.store_url,
+           "LORALOOP_ADAPTERS_DIR": str(settings.adapters_dir)}
+    heartbeat = tmp_path / "beat"
+    proc = subprocess.run([sys.executable, "-m", "loraloop.cli", "adapters", "sync", "--heartbeat", str(heartbeat)],
+                          env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert f"loaded synced v1 -> {vllm_url}" in " ".join(proc.stderr.split()) and heartbeat.exists()
+    assert served_version(settings, "synced") == "v1" and sync(settings) == []  # nothing to do twice
+    publish(settings, smollm_adapter(tmp_path / "b", random_b=True, seed=4), "synced")
+    serve_version(settings, "synced", "v1")  # a rollback: v1 is wanted though v2 is newer
+    root = vllm_url.removesuffix("/v1")
+    assert _post(root, "/v1/unload_lora_adapter", {"lora_name": "synced"}, settings).status_code == 200
+    assert served_version(settings, "synced") is None
+    assert sync(settings) == [f"synced v1 -> {vllm_url}"] and served_version(settings, "synced") == "v1"

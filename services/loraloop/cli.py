@@ -339,6 +339,30 @@ def adapters_rollback(name: str = typer.Argument(...),
     console.print(f"{name}: vLLM now serves {to}; {how} ({check['prompts']} prompts)")
 
 
+@adapters_app.command("sync")
+def adapters_sync(every: Optional[float] = typer.Option(None, "--every", help="repeat every SECONDS (a service)"),
+                  heartbeat: Optional[Path] = typer.Option(None, "--heartbeat",
+                                                           help="file touched after each good pass (healthcheck)")
+                  ) -> None:
+    """Make vLLM serve every stored adapter at its wanted version: after a restart, vLLM-LoRA gets them back."""
+    from loraloop.serve.publish import sync
+
+    settings = get_settings()
+    while True:
+        try:
+            for line in sync(settings):
+                console.print(f"loaded {line}")
+            if heartbeat:
+                heartbeat.touch()
+        except LoraloopError as exc:  # vLLM restarting or the store away: the next pass tries again
+            if every is None:
+                raise
+            console.print(f"[yellow]adapter sync:[/] {exc}")
+        if every is None:
+            return
+        time.sleep(every)
+
+
 @app.command("eval")
 def eval_cmd(
     experiment: List[str] = typer.Option(..., "--experiment", help="repeat for each experiment to compare"),

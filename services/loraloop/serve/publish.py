@@ -87,22 +87,44 @@ def verify_served(settings: Settings, name: str, prompts: list[list[dict]],
             "prompt_set": prompts, "matches_recorded": expected is not None}
 
 
+def _serve_on(settings: Settings, store, name: str, version: str) -> dict:
+    """Load a stored version into the vLLM at settings.vllm_url and verify it against its record."""
+    metadata = json.loads(store.get_bytes(f"{adapters.PREFIX}/{name}/{version}/metadata.json"))
+    recorded = metadata.get("verification", {})
+    local = adapters.download(store, name, version, Path(settings.adapters_dir))
+    load_adapter(settings, name, _seen_by_vllm(settings, name, version, local))
+    return {**metadata, "verification": verify_served(settings, name, recorded.get("prompt_set") or VERIFY_PROMPTS,
+                                                      recorded.get("outputs"))}
+
+
 def serve_version(settings: Settings, name: str, version: str) -> dict:
     """Make vLLM serve a stored version under `name` (e.g. a rollback) and verify it against its record."""
     store = open_store(settings=settings)
     if version not in {f"v{n}" for n in adapters.versions(store, name)}:
         known = ", ".join(f"v{n}" for n in adapters.versions(store, name)) or "none"
         raise ConfigError(f"adapter {name!r} has no version {version!r} in {store.url} (versions: {known})")
-    metadata = json.loads(store.get_bytes(f"{adapters.PREFIX}/{name}/{version}/metadata.json"))
-    recorded = metadata.get("verification", {})
-    local = adapters.download(store, name, version, Path(settings.adapters_dir))
-    prompts = recorded.get("prompt_set") or VERIFY_PROMPTS
-    checks = []
-    for url in vllm_urls(settings):
-        server = settings.model_copy(update={"vllm_url": url})
-        load_adapter(server, name, _seen_by_vllm(server, name, version, local))
-        checks.append(verify_served(server, name, prompts, recorded.get("outputs")))
-    return {**metadata, "verification": checks[0]}
+    served = [_serve_on(settings.model_copy(update={"vllm_url": url}), store, name, version)
+              for url in vllm_urls(settings)]
+    adapters.mark_served(store, name, version)
+    return served[0]
+
+
+def sync(settings: Settings) -> list[str]:
+    """Make every vLLM serve each stored adapter at the version the store wants (see adapters.wanted).
+
+    A vLLM that restarted has lost its runtime-loaded adapters; this puts them back, verified, and
+    leaves alone what is already served. Returns one 'name vN -> url' line per load it did.
+    """
+    store = open_store(settings=settings)
+    loaded = []
+    for name in adapters.names(store):
+        version = adapters.wanted(store, name)
+        for url in vllm_urls(settings) if version else []:
+            server = settings.model_copy(update={"vllm_url": url})
+            if served_version(server, name) != version:
+                _serve_on(server, store, name, version)
+                loaded.append(f"{name} {version} -> {url}")
+    return loaded
 
 
 def served_version(settings: Settings, name: str) -> str | None:
@@ -158,6 +180,7 @@ def publish(settings: Settings, adapter_dir: Path, name: str, *, load: bool = Tr
             checks.append({"url": url, **verify_served(server, name, prompts, checks[0]["outputs"] if checks else None)})
         metadata["verification"] = {**checks[0], "servers": [c["url"] for c in checks]}
         adapters.write_metadata(store, name, version, metadata)  # with the outputs a rollback must reproduce
+        adapters.mark_served(store, name, version)
     return metadata
 
 

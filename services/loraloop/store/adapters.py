@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from pathlib import Path
 
 from loraloop.errors import ConfigError
@@ -71,3 +72,17 @@ def download(store: Store, name: str, version: str, dest: Path) -> Path:
         if store.exists(key):
             (target / file).write_bytes(store.get_bytes(key))
     return target
+
+
+def mark_served(store: Store, name: str, version: str) -> None:
+    """Record which version vLLM should serve under `name`, so a restarted vLLM gets it back (sync)."""
+    store.put_bytes(f"{PREFIX}/{name}/served.json", json.dumps({"version": version, "at": time.time()}).encode())
+
+
+def wanted(store: Store, name: str) -> str | None:
+    """The version to serve under `name`: the one last published or rolled back to, else the newest complete one."""
+    key = f"{PREFIX}/{name}/served.json"
+    if store.exists(key):
+        return json.loads(store.get_bytes(key))["version"]
+    complete = [n for n in versions(store, name) if store.exists(f"{PREFIX}/{name}/v{n}/metadata.json")]
+    return f"v{complete[-1]}" if complete else None
