@@ -73,11 +73,13 @@ def test_adapter_sync_serves_the_stores_adapters_to_vllm_lora(files):
     assert "/tmp/adapter-sync.ok" in sync["healthcheck"]["test"][-1]
 
 
-def test_a_missing_secret_is_named(tmp_path):
-    empty = tmp_path / "empty.env"
-    empty.write_text("")
-    proc = compose(["compose.yaml"], "config", "-q", env_file=str(empty))
-    assert proc.returncode != 0 and "set MINIO_ROOT_USER in .env" in proc.stderr
+@pytest.mark.parametrize("given,missing", [("MINIO_ROOT_PASSWORD", "MINIO_ROOT_USER"),
+                                           ("MINIO_ROOT_USER", "MINIO_ROOT_PASSWORD")])
+def test_a_missing_secret_is_named(tmp_path, given, missing):
+    env_file = tmp_path / "partial.env"
+    env_file.write_text(f"{given}=something-long-enough\n")
+    proc = compose(["compose.yaml"], "config", "-q", env_file=str(env_file))
+    assert proc.returncode != 0 and f"set {missing} in .env" in proc.stderr
 
 
 def make(*targets, timeout=900, **extra):
