@@ -1,6 +1,7 @@
 """The Compose stack: every file and profile validates, and the CI-sized stack runs for real."""
 import json
 import os
+import shutil
 import subprocess
 import time
 
@@ -15,6 +16,7 @@ FILES = [["compose.yaml"], ["compose.yaml", "compose.cpu.yaml"],
 PROFILES = ["", "lora", "monitor", "*"]
 CI = {"PROJECT": "loraloop-citest", "COMPOSE_FILES": "-f compose.yaml -f compose.cpu.yaml -f compose.ci.yaml",
       "ENV_FILE": ".env.example"}
+CI_PORTS = {"vllm": 28000, "s3": 28333}  # compose.ci.yaml's defaults
 
 
 def compose(files, *args, env_file=".env.example"):
@@ -113,12 +115,50 @@ def built_images():
     return sizes
 
 
+def served_root(vllm_url: str, name: str, timeout: float = 120) -> str:
+    """The path vLLM loaded adapter `name` from, once it serves it (fails after `timeout` s)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        models = httpx.get(f"{vllm_url}/models", timeout=10).json()["data"]
+        found = [m["root"] for m in models if m["id"] == name]
+        if found:
+            return found[0]
+        time.sleep(1)
+    raise AssertionError(f"vLLM at {vllm_url} did not serve {name!r} within {timeout} s")
+
+
+def stack_syncs_a_published_adapter(tmp_path) -> float:
+    """Publish a SmolLM2 LoRA to the stack's store only; adapter-sync must make the stack's vLLM serve
+    it, and serve it again after vLLM dropped it (as a restart does). Returns seconds to the first."""
+    from loraloop.serve.publish import publish
+    from tests.test_train_publish import smollm_adapter
+
+    name, vllm = "ci-sync", f"http://127.0.0.1:{CI_PORTS['vllm']}/v1"
+    shutil.rmtree(f"volumes/adapters/{name}", ignore_errors=True)
+    settings = Settings(store_url="s3://loraloop", s3_endpoint_url=f"http://127.0.0.1:{CI_PORTS['s3']}",
+                        s3_access_key="x", s3_secret_key="x", vllm_url=vllm, adapters_dir=tmp_path / "adapters")
+    try:
+        start = time.monotonic()
+        assert publish(settings, smollm_adapter(tmp_path / "lora", random_b=True, seed=5), name,
+                       load=False)["version"] == "v1"
+        assert served_root(vllm, name) == f"/adapters/{name}/v1"
+        took = time.monotonic() - start
+        dropped = httpx.post(f"{vllm.removesuffix('/v1')}/v1/unload_lora_adapter", json={"lora_name": name},
+                             timeout=30)
+        assert dropped.status_code == 200, dropped.text
+        assert served_root(vllm, name) == f"/adapters/{name}/v1"
+        return took
+    finally:
+        shutil.rmtree(f"volumes/adapters/{name}", ignore_errors=True)
+
+
 @pytest.mark.timeout(1800)  # cold image builds (vLLM CPU, Chromium) take most of it
 @pytest.mark.usefixtures("docker_ready")
-def test_ci_stack_rolls_out_into_the_store_and_goes_away_cleanly(capsys):
+def test_ci_stack_rolls_out_into_the_store_and_goes_away_cleanly(capsys, tmp_path):
     """Build from local bases, start vLLM (CPU) + redis + S3 + sites + rollout-api + 2 workers +
     task-server, `make rollout` with the shell teacher, the web teacher (Chromium in the workers,
-    the task sites as a service) and SmolLM2 through the stack, then `make down`."""
+    the task sites as a service) and SmolLM2 through the stack, an adapter published to the store that
+    adapter-sync makes vLLM serve (and serve again after vLLM lost it), then `make down`."""
     started = time.monotonic()
     try:
         make("up", WORKERS=2, timeout=1500)
@@ -129,8 +169,8 @@ def test_ci_stack_rolls_out_into_the_store_and_goes_away_cleanly(capsys):
         summary = " ".join(proc.stderr.split())
         assert "12/12 solved" in summary and "s3://loraloop/trajectories/teacher/" in summary
         run_id = summary.split("teacher run ")[1].split()[0]
-        store = open_store("s3://loraloop", Settings(s3_endpoint_url="http://127.0.0.1:28333", s3_access_key="x",
-                                                     s3_secret_key="x"))
+        store = open_store("s3://loraloop", Settings(s3_endpoint_url=f"http://127.0.0.1:{CI_PORTS['s3']}",
+                                                     s3_access_key="x", s3_secret_key="x"))
         keys = list(store.list(f"trajectories/teacher/{run_id}/"))
         assert len(keys) == 12
         workers = {json.loads(store.get_bytes(k).splitlines()[0])["run_id"] for k in keys}
@@ -162,8 +202,10 @@ def test_ci_stack_rolls_out_into_the_store_and_goes_away_cleanly(capsys):
         assert all(any(s["type"] == "step" for s in e) for e in episodes)
         web_jobs = httpx.get(f"{api}/api/jobs/{web_run}", timeout=30).json()
         assert web_jobs["done"] == 4 and web_jobs["solved"] == 4 and web_jobs["state"] == "done"
+        adapter_s = stack_syncs_a_published_adapter(tmp_path)
         rates = (f"CI stack: up {up_s:.0f} s, shell rollout of 12 episodes {float(jobs['episodes_per_min']):.0f} "
-                 f"ep/min, web rollout of 4 episodes {float(web_jobs['episodes_per_min']):.0f} ep/min")
+                 f"ep/min, web rollout of 4 episodes {float(web_jobs['episodes_per_min']):.0f} ep/min, "
+                 f"adapter in the store to served by vLLM in {adapter_s:.0f} s")
     finally:
         sizes = built_images()
         make("down", timeout=300)
