@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs everything loraloop needs on a Debian 12 host (root) into the repository:
-#   system packages (Docker engine, Redis, Chromium, debootstrap) when missing,
+#   system packages (Docker engine, Redis, Chromium, debootstrap, OpenSSH) when missing,
 #   .venv       the loraloop package with TRL/PEFT and the test tools,
 #   .venv-vllm  the vLLM CPU build in its own virtualenv (its pins clash with TRL's).
 # Idempotent: each step is skipped when its stamp matches the inputs.
@@ -17,6 +17,8 @@ command -v dockerd >/dev/null || need_apt+=(docker.io)
 command -v redis-server >/dev/null || need_apt+=(redis-server)
 command -v chromium >/dev/null || need_apt+=(chromium)
 command -v debootstrap >/dev/null || need_apt+=(debootstrap)
+[ -x /usr/sbin/sshd ] || need_apt+=(openssh-server)  # ssh for make tunnel; sshd for its test
+command -v ss >/dev/null || need_apt+=(iproute2)
 if ((${#need_apt[@]})); then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
     log "apt-get install ${need_apt[*]}"
