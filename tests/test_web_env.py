@@ -282,6 +282,14 @@ def test_driver_that_cannot_start_names_the_cause(monkeypatch, tmp_path):
         host.loop.call_soon_threadsafe(host.loop.stop)
 
 
+def _running(pid: int) -> bool:
+    """Whether the process exists and is not a zombie (it may vanish while we look)."""
+    try:
+        return open(f"/proc/{pid}/stat").read().split()[2] != "Z"
+    except OSError:
+        return False
+
+
 def test_worker_shutdown_closes_the_browser(site, settings_for):
     """close_browsers (run on Celery's worker_shutdown) ends this process's Chromium; a later
     episode gets a new browser host."""
@@ -292,8 +300,7 @@ def test_worker_shutdown_closes_the_browser(site, settings_for):
     assert pids, "no Playwright Chromium found"
     close_browsers()
     deadline = time.monotonic() + 10
-    while any(os.path.exists(f"/proc/{pid}") and open(f"/proc/{pid}/stat").read().split()[2] != "Z"
-              for pid in pids) and time.monotonic() < deadline:
+    while any(_running(pid) for pid in pids) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert not _browser_pids()
     again = WebEnv(make_task(site), settings_for())

@@ -17,6 +17,7 @@ from loraloop.errors import ConfigError, LoraloopError, ServiceUnavailable
 from loraloop.rollout.preflight import served_models
 from loraloop.settings import Settings
 from loraloop.store import adapters, open_store
+from loraloop.store.backends import Store
 
 VERIFY_PROMPTS = [
     [{"role": "system", "content": INSTRUCTIONS}, *ONE_SHOT,
@@ -87,7 +88,7 @@ def verify_served(settings: Settings, name: str, prompts: list[list[dict]],
             "prompt_set": prompts, "matches_recorded": expected is not None}
 
 
-def _serve_on(settings: Settings, store, name: str, version: str) -> dict:
+def _serve_on(settings: Settings, store: Store, name: str, version: str) -> dict:
     """Load a stored version into the vLLM at settings.vllm_url and verify it against its record."""
     metadata = json.loads(store.get_bytes(f"{adapters.PREFIX}/{name}/{version}/metadata.json"))
     recorded = metadata.get("verification", {})
