@@ -209,3 +209,13 @@ def test_sync_gives_a_restarted_vllm_its_adapters_back(vllm_url, settings_for, t
     assert _post(root, "/v1/unload_lora_adapter", {"lora_name": "synced"}, settings).status_code == 200
     assert served_version(settings, "synced") is None
     assert sync(settings) == [f"synced v1 -> {vllm_url}"] and served_version(settings, "synced") == "v1"
+
+
+def test_sync_rejects_a_pause_under_a_second():
+    """`--every 0` would spin against vLLM and a negative pause would crash the service: named instead."""
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, "-m", "loraloop.cli", "adapters", "sync", "--every", "0"],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and "--every" in proc.stderr and "greater than or equal to 1" in proc.stderr, proc.stderr

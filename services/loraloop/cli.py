@@ -340,7 +340,8 @@ def adapters_rollback(name: str = typer.Argument(...),
 
 
 @adapters_app.command("sync")
-def adapters_sync(every: Optional[float] = typer.Option(None, "--every", help="repeat every SECONDS (a service)"),
+def adapters_sync(every: Optional[float] = typer.Option(None, "--every", min=1,
+                                                     help="repeat every SECONDS (a service)"),
                   heartbeat: Optional[Path] = typer.Option(None, "--heartbeat",
                                                            help="file touched after each good pass (healthcheck)")
                   ) -> None:
