@@ -40,7 +40,7 @@ from loraloop.settings import Settings
 from loraloop.store import FileStore
 from loraloop.store.trajectories import iter_episodes
 from loraloop.tasks.registry import Registry, load_registry
-from loraloop.tasks.shell_format import ShellTask
+from loraloop.tasks.shell.format import ShellTask
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "bench" / "results" / "rollout.md"

@@ -29,7 +29,7 @@ from loraloop.envs.shell import docker
 from loraloop.envs.shell.env import ShellEnv
 from loraloop.envs.shell.pool import get_pool
 from loraloop.settings import Settings
-from loraloop.tasks.shell_format import parse_shell_task
+from loraloop.tasks.shell.format import parse_shell_task
 
 ROOT = Path(__file__).resolve().parents[1]
 INIT = "mkdir -p /root/data && for i in 1 2 3 4 5; do echo line $i > /root/data/f$i.txt; done"

@@ -50,13 +50,13 @@ from browsergym.utils.obs import flatten_axtree_to_str
 from rich.console import Console
 from rich.table import Table
 
-from loraloop.agents.web_teacher import step_action
+from loraloop.envs.web.teacher import step_action
 from loraloop.envs.web.browser import LAUNCH_ARGS
 from loraloop.envs.web.env import WebEnv, task_url
 from loraloop.envs.web.evaluate import grade
 from loraloop.envs.web.sites.app import create_app
 from loraloop.settings import Settings
-from loraloop.tasks.real_format import WebTask
+from loraloop.tasks.web.format import WebTask
 from loraloop.tasks.registry import load_registry
 
 ROOT = Path(__file__).resolve().parents[1]

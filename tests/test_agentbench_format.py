@@ -14,9 +14,9 @@ import yaml
 
 from loraloop.agents.policy import ScriptedTeacher
 from loraloop.errors import TaskFormatError
-from loraloop.tasks.agentbench import find_layout, import_agentbench_os
+from loraloop.tasks.shell.agentbench import find_layout, import_agentbench_os
 from loraloop.tasks.registry import load_registry, missing_scripts
-from loraloop.tasks.shell_format import CheckEval, MatchEval, parse_shell_task
+from loraloop.tasks.shell.format import CheckEval, MatchEval, parse_shell_task
 
 FIXTURE = Path("tests/fixtures/agentbench_os")
 LORALOOP = [sys.executable, "-m", "loraloop.cli"]

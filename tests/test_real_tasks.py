@@ -9,7 +9,7 @@ import pytest
 
 from loraloop.envs.web.evaluate import Judge, grade
 from loraloop.errors import TaskFormatError
-from loraloop.tasks.real_format import parse_web_task
+from loraloop.tasks.web.format import parse_web_task
 from loraloop.tasks.registry import load_registry
 
 GOOD = {"id": "shop-x", "goal": "Buy it.", "website": {"id": "shop", "url": "http://localhost:8090/shop"},

@@ -6,7 +6,7 @@ import pytest
 from loraloop.agents.policy import ScriptedTeacher
 from loraloop.envs.shell.env import ShellEnv
 from loraloop.tasks.registry import load_registry
-from loraloop.tasks.shell_format import parse_shell_task
+from loraloop.tasks.shell.format import parse_shell_task
 
 pytestmark = pytest.mark.usefixtures("docker_ready")
 BASH = "Think: run.\nAct: bash\n```bash\n{}\n```"

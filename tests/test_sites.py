@@ -13,7 +13,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from loraloop.agents.web_teacher import ScriptedWebTeacher
+from loraloop.envs.web.teacher import ScriptedWebTeacher
 from loraloop.envs.base import StepResult
 from loraloop.envs.web.env import WebEnv
 from loraloop.envs.web.sites.state import collection_diff, initial_final_diff

@@ -5,7 +5,7 @@ import pytest
 
 from loraloop.errors import TaskFormatError
 from loraloop.tasks.registry import load_registry, missing_scripts
-from loraloop.tasks.shell_format import CheckEval, MatchEval, parse_shell_task
+from loraloop.tasks.shell.format import CheckEval, MatchEval, parse_shell_task
 
 
 def test_bundled_registry_has_train_and_test_with_examples():

@@ -20,7 +20,7 @@ from loraloop.envs.web.actions import ActionError, parse_action
 from loraloop.envs.web.browser import BrowserHost, close_browsers
 from loraloop.envs.web.env import WebEnv
 from loraloop.errors import EnvironmentFailure
-from loraloop.tasks.real_format import parse_web_task
+from loraloop.tasks.web.format import parse_web_task
 
 pytestmark = pytest.mark.skipif(not os.path.exists("/usr/bin/chromium"), reason="needs Debian's chromium")
 
@@ -88,7 +88,7 @@ def make_task(url: str, expected: str = "Ann"):
 
 
 def bid(observation: str, role: str, name: str) -> str:
-    from loraloop.agents.web_teacher import find_bid
+    from loraloop.envs.web.teacher import find_bid
 
     found = find_bid(observation, role, name)
     assert found is not None, f"no {role} {name!r} in:\n{observation}"

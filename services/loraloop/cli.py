@@ -74,7 +74,7 @@ def tasks_import(fmt: str = typer.Argument(..., metavar="FORMAT", help="the publ
                  out: Path = typer.Option(..., "--out", help="registry folder to write (configs/tasks/NAME)"),
                  force: bool = typer.Option(False, "--force", help="replace --out when it exists")) -> None:
     """Copy a published task set and its scripts into a self-contained registry folder, then validate it."""
-    from loraloop.tasks.agentbench import FORMAT, import_agentbench_os
+    from loraloop.tasks.shell.agentbench import FORMAT, import_agentbench_os
 
     if fmt != FORMAT:
         raise LoraloopError(f"tasks import: unknown format {fmt!r} (available: {FORMAT})")
@@ -91,7 +91,7 @@ def tasks_snapshot(source: str = typer.Option("real", "--source", help="real (AG
                    version: str = typer.Option("v2", "--version", "--task_version", help="v1 | v2"),
                    out: Path = typer.Option(Path("configs/real_v2_task_registry.json"), "--out")) -> None:
     """Freeze a published web task registry (tasks + eval scripts) into one JSON file, offline."""
-    from loraloop.tasks.real_snapshot import write_snapshot
+    from loraloop.tasks.web.snapshot import write_snapshot
 
     doc = write_snapshot(source, version, out)
     sites = sorted({t["website"]["id"] for t in doc["tasks"]})

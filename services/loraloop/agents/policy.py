@@ -8,7 +8,7 @@ from functools import lru_cache
 from typing import Protocol
 
 from loraloop.errors import ModelRequestError, ServiceUnavailable
-from loraloop.tasks.shell_format import ShellTask
+from loraloop.tasks.shell.format import ShellTask
 
 
 @dataclass

@@ -1,27 +1,112 @@
-"""The environment interface every loraloop environment follows (Gymnasium's shape, text actions)."""
+"""The contract every loraloop environment keeps, close to Gymnasium's, and what each kind brings.
+
+An environment takes the agent's reply as text and answers in text:
+
+- `reset(seed=None, options=None)` starts an episode and returns `(observation, info)`; `info`
+  carries what the task computed at reset (`expected`), so a wrong answer can be diagnosed later;
+- `step(action)` returns a `StepResult`, which unpacks as Gymnasium's five-tuple
+  `(observation, reward, terminated, truncated, info)`: `terminated` when the task ended (an
+  answer, a final message), `truncated` when the round limit cut it;
+- `close()` releases what the episode held (container, browser context).
+
+An `EnvKind` is one kind of environment (`shell`, `web`) with everything loraloop needs to know
+about it: how its tasks are read and checked, how its environment, teacher and tools are made,
+how its actions are made canonical for the exports, and how its prompts are laid out. Kinds are
+registered in `loraloop.envs`; nothing outside `envs/<kind>/` and `tasks/<kind>/` asks which kind
+a task is.
+"""
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any, Protocol
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable, NamedTuple, Protocol
+
+if TYPE_CHECKING:
+    from loraloop.agents.policy import Policy
+    from loraloop.settings import Settings
+    from loraloop.tasks.base import Registry, Task, TaskContext
+
+Message = dict[str, str]
 
 
-@dataclass
-class StepResult:
-    """What one step returns: the next observation (None at the end), reward, done flag and details."""
+class StepResult(NamedTuple):
+    """What one step returns; unpacks as Gymnasium's (observation, reward, terminated, truncated, info).
+
+    The observation is None when the episode terminated (nothing more to see); a truncated
+    episode (round limit) still returns the last observation.
+    """
 
     observation: str | None
     reward: float = 0.0
-    done: bool = False
-    info: dict[str, Any] = field(default_factory=dict)
+    terminated: bool = False
+    truncated: bool = False
+    info: dict[str, Any] = {}
+
+    @property
+    def done(self) -> bool:
+        """True when the episode is over, by its own end or by the round limit."""
+        return self.terminated or self.truncated
 
 
 class Env(Protocol):
-    """reset() starts an episode and returns the first observation; step() takes the agent's text."""
+    """A text environment: the prompt parts the policy needs, reset/step/close."""
 
-    instructions: str
+    instructions: str  # the system prompt
+    examples: list[Message]  # one-shot turns shown before the task
+    prompt_style: str  # how agents/prompts lays out the chat (`chat`, `web`)
+    stop: list[str] | None  # stop strings for the model (it must not write the env's part)
+    max_rounds: int
 
-    def reset(self) -> str: ...
+    def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple[str, dict[str, Any]]: ...
 
     def step(self, action: str) -> StepResult: ...
 
     def close(self) -> None: ...
+
+
+@dataclass(frozen=True)
+class EnvOptions:
+    """How a driver wants an episode run: round limit, protocol, screenshots, its id."""
+
+    max_steps: int | None = None
+    protocol: str = "text"
+    screenshots: bool = False
+    episode_id: str | None = None
+
+
+PromptBuilder = Callable[[str, list[Message], str, list[tuple[str, str]], int], list[Message]]
+
+
+@dataclass(frozen=True)
+class EnvKind:
+    """Everything one kind of environment brings; one instance per kind, registered in loraloop.envs.
+
+    Tasks:
+    - `parse_task(raw, ctx)`: validate one raw task object and return it (errors name file, task, field);
+    - `owns(raw)`: True when a raw task object is this kind's (for folders without a registry.yaml);
+    - `layout(path)`: a registry in a published layout this kind reads in place, else None;
+    - `missing_files(task)`: files a task names that do not exist.
+    Episodes:
+    - `make_env(task, settings, options)`: the environment for one episode;
+    - `teacher(task, env)`: the scripted expert policy (raises TaskFormatError when the task has no solution);
+    - `tools(protocol)`: OpenAI tool schemas sent with each model request, or None;
+    - `preflight(tasks, settings)`: check the servers these tasks need before a rollout starts.
+    Data:
+    - `canonical_action(text)`: the action as the env understands it (`bash: ls`), None if unparseable;
+    - `prompt_style` and `prompt_builder`: how the chat is laid out; exports rebuild it by style.
+    """
+
+    name: str
+    parse_task: Callable[[Any, "TaskContext"], "Task"]
+    owns: Callable[[Any], bool]
+    make_env: Callable[["Task", "Settings", EnvOptions], Env]
+    teacher: Callable[["Task", Env], "Policy"]
+    canonical_action: Callable[[str], str | None]
+    prompt_style: str
+    prompt_builder: PromptBuilder | None = None  # None: the generic `chat` layout
+    layout: Callable[[Path], "Registry | None"] = lambda _path: None
+    missing_files: Callable[["Task"], list[str]] = lambda _task: []
+    tools: Callable[[str], list[dict] | None] = lambda _protocol: None
+    preflight: Callable[[list["Task"], "Settings"], None] = lambda _tasks, _settings: None
+    protocols: tuple[str, ...] = ("text",)
+    description: str = ""

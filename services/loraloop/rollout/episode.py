@@ -7,7 +7,7 @@ from typing import Callable
 
 from loraloop.agents.policy import OpenAIPolicy, Policy, ScriptedTeacher
 from loraloop.agents.prompts import build_prompt
-from loraloop.agents.web_teacher import ScriptedWebTeacher
+from loraloop.envs.web.teacher import ScriptedWebTeacher
 from loraloop.envs.shell.env import ShellEnv
 from loraloop.envs.shell.tools import TOOLS
 from loraloop.envs.web.env import WebEnv
@@ -17,7 +17,7 @@ from loraloop.rollout.sampler import EpisodeSpec
 from loraloop.settings import Settings, get_settings
 from loraloop.store import open_store
 from loraloop.store.trajectories import EpisodeRecorder, obs_hash, parse_episode
-from loraloop.tasks.real_format import WebTask
+from loraloop.tasks.web.format import WebTask
 from loraloop.tasks.registry import Registry, Task, load_registry
 
 OBS_SUMMARY_CHARS = 400

@@ -10,8 +10,8 @@ from pathlib import Path
 import yaml
 
 from loraloop.errors import TaskFormatError
-from loraloop.tasks.real_format import WebTask, is_web_task, parse_web_task
-from loraloop.tasks.shell_format import ShellTask, parse_shell_task
+from loraloop.tasks.web.format import WebTask, is_web_task, parse_web_task
+from loraloop.tasks.shell.format import ShellTask, parse_shell_task
 
 Task = ShellTask | WebTask
 
@@ -176,7 +176,7 @@ def _registry_yaml(path: Path) -> Registry:
 def load_registry(path: str | Path) -> Registry:
     """Load a registry from registry.yaml, an AgentBench os_interaction folder (or its data
     folder), a folder of task files, or one task file."""
-    from loraloop.tasks.agentbench import agentbench_registry
+    from loraloop.tasks.shell.agentbench import agentbench_registry
 
     path = Path(path)
     if path.is_dir() and (path / REGISTRY_FILE).exists():

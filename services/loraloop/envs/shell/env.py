@@ -14,7 +14,7 @@ from loraloop.envs.shell.session import ShellSession
 from loraloop.envs.shell.tools import TOOL_INSTRUCTIONS, TOOL_ONE_SHOT, parse_tool_call
 from loraloop.errors import EnvironmentFailure
 from loraloop.settings import Settings, get_settings
-from loraloop.tasks.shell_format import ShellTask
+from loraloop.tasks.shell.format import ShellTask
 
 
 PROTOCOLS = {"text": (INSTRUCTIONS, ONE_SHOT), "tools": (TOOL_INSTRUCTIONS, TOOL_ONE_SHOT)}

@@ -5,7 +5,7 @@ import re
 
 from loraloop.envs.shell import docker
 from loraloop.errors import EnvironmentFailure
-from loraloop.tasks.shell_format import CheckEval, MatchEval, Script, ShellTask
+from loraloop.tasks.shell.format import CheckEval, MatchEval, Script, ShellTask
 
 INTERPRETERS = {"bash": ["bash", "-s", "--"], "python": ["python3", "-"]}
 SCRIPT_TIMEOUT_S = 30.0

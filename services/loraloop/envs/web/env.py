@@ -20,7 +20,7 @@ from loraloop.envs.web.observe import accessibility_text
 from loraloop.envs.web.prompts import INSTRUCTIONS, format_observation
 from loraloop.errors import EnvironmentFailure
 from loraloop.settings import Settings, get_settings
-from loraloop.tasks.real_format import WebTask
+from loraloop.tasks.web.format import WebTask
 
 BUNDLED_ORIGIN = "http://localhost:8090"  # bundled tasks' URL origin; LORALOOP_SITES_URL replaces it
 _BID = re.compile(r"^[a-z]*[0-9]+$")

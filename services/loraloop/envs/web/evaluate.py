@@ -14,7 +14,7 @@ from typing import Any
 
 import jmespath
 
-from loraloop.tasks.real_format import WebEval, WebTask
+from loraloop.tasks.web.format import WebEval, WebTask
 
 SCRIPT_TIMEOUT_S = 30
 JUDGE_THRESHOLD = 0.8

@@ -7,7 +7,7 @@ import time
 from typing import Callable
 
 from loraloop.agents.policy import Reply
-from loraloop.tasks.real_format import ScriptStep, WebTask
+from loraloop.tasks.web.format import ScriptStep, WebTask
 
 _NODE = re.compile(r"^\t*\[(?P<bid>[^\]]+)\] (?P<role>\S+) (?P<name>'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\")", re.M)
 

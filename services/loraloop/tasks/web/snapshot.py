@@ -10,7 +10,7 @@ from importlib import metadata
 from pathlib import Path
 
 from loraloop.errors import ConfigError
-from loraloop.tasks.real_format import parse_web_task
+from loraloop.tasks.web.format import parse_web_task
 
 SOURCES = ("real",)
 

@@ -1,0 +1,1 @@
+"""Shell tasks: AgentBench's OS-interaction format, and its published data read in place or imported."""

@@ -1,0 +1,1 @@
+"""Web tasks: REAL's JSON format, and snapshots of its published registries."""
