@@ -20,6 +20,7 @@ from pathlib import Path
 from loraloop.datasets.export import export
 from loraloop.envs.shell.protocol import INSTRUCTIONS, ONE_SHOT
 from loraloop.store.backends import FileStore
+from loraloop.store.records import EpisodeEnd, EpisodeStart, Step
 from loraloop.store.trajectories import EpisodeRecorder
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -32,14 +33,15 @@ def make_store(root: Path, episodes: int, steps: int) -> FileStore:
         task, attempt = f"bench-{n % 20:05d}", n // 20
         success = attempt % 2 == 0
         rec = EpisodeRecorder(store, "bench", "run", task, attempt)
-        rec.start(task_id=task, mode="bench", run_id="run", category="files", system_prompt=INSTRUCTIONS,
-                  examples=ONE_SHOT, first_observation=f"Task: count the files in /root/{task}")
+        rec.add(EpisodeStart(task_id=task, mode="bench", run_id="run", category="files", system_prompt=INSTRUCTIONS,
+                  examples=ONE_SHOT, first_observation=f"Task: count the files in /root/{task}"))
         for i in range(steps):
             command = f"ls /root/{task} | wc -l" if success or i < 2 else f"find /root -name '*{i}*'"
-            rec.step(step_idx=i, observation=f"The output of the OS:\n\n{'x' * 200}{i}",
+            rec.add(Step(step_idx=i, observation=f"The output of the OS:\n\n{'x' * 200}{i}",
                      raw_output=f"Think: step {i}.\n\nAct: bash\n\n```bash\n{command}\n```",
-                     last_action_error="format" if (not success and i == 3) else None, action_source="worker")
-        rec.end(success=success, reward=1.0 if success else 0.0, total_steps=steps)
+                     last_action_error="format" if (not success and i == 3) else None, action_source="worker"))
+        rec.add(EpisodeEnd(success=success, reward=1.0 if success else 0.0, total_steps=steps))
+        rec.flush()
     return store
 
 

@@ -93,7 +93,7 @@ def play_direct(task: ShellTask, max_steps: int, settings: Settings) -> bool:
     """Play one episode with the env and the teacher only (no Celery, no store); True when solved."""
     policy = ScriptedTeacher(task)
     with ShellEnv(task, settings, max_rounds=max_steps) as env:
-        first = env.reset()
+        first, _ = env.reset()
         turns: list[tuple[str, str]] = []
         while True:
             reply = policy.act(build_messages(env.instructions, env.examples, first, turns,

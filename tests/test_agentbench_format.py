@@ -15,7 +15,7 @@ import yaml
 from loraloop.agents.policy import ScriptedTeacher
 from loraloop.errors import TaskFormatError
 from loraloop.tasks.shell.agentbench import find_layout, import_agentbench_os
-from loraloop.tasks.registry import load_registry, missing_scripts
+from loraloop.tasks.registry import load_registry, missing_files
 from loraloop.tasks.shell.format import CheckEval, MatchEval, parse_shell_task
 
 FIXTURE = Path("tests/fixtures/agentbench_os")
@@ -57,7 +57,7 @@ def test_index_names_and_splits_follow_agentbench_os_yaml():
     assert {t.category for t in registry.select("std-002")} == {"files", "marker", "processes"}
     assert all(t.scripts_dir == FIXTURE / "scripts" / {"dev": "dev", "std-001": "1", "std-002": "2"}[t.split]
                for t in TASKS)
-    assert not [m for t in TASKS for m in missing_scripts(t)]
+    assert not [m for t in TASKS for m in missing_files(t)]
 
 
 def test_numbered_sets_order_numerically_and_jsonl_files_load(tmp_path):

@@ -10,6 +10,7 @@ from loraloop.errors import ConfigError
 from loraloop.settings import Settings
 from loraloop.store import open_store
 from loraloop.store.backends import FileStore
+from loraloop.store.records import EpisodeEnd, EpisodeStart, Step
 from loraloop.store.trajectories import EpisodeRecorder
 
 LS = "Think: look.\nAct: bash\n```bash\nls /root\n```"
@@ -19,11 +20,13 @@ CAT = "Think: read.\nAct: bash\n```bash\ncat /root/a\n```"
 def episode(store, task, attempt, reward, steps, run="r"):
     """Store an episode: steps are (observation, reply, error) triples."""
     rec = EpisodeRecorder(store, "teacher", run, task, attempt)
-    rec.start(task_id=task, mode="teacher", run_id=run, category="files", system_prompt="sys",
-              examples=[], first_observation=f"Task: {task}")
+    rec.add(EpisodeStart(task_id=task, mode="teacher", run_id=run, category="files", system_prompt="sys",
+              examples=[], first_observation=f"Task: {task}"))
     for i, (obs, out, err) in enumerate(steps):
-        rec.step(step_idx=i, observation=obs, raw_output=out, last_action_error=err, action_source="worker")
-    rec.end(success=reward > 0, reward=reward, total_steps=len(steps), error_count=sum(bool(s[2]) for s in steps))
+        rec.add(Step(step_idx=i, observation=obs, raw_output=out, last_action_error=err, action_source="worker"))
+    rec.add(EpisodeEnd(success=reward > 0, reward=reward, total_steps=len(steps),
+                       error_count=sum(bool(s[2]) for s in steps)))
+    rec.flush()
 
 
 def read(path):
@@ -85,7 +88,7 @@ def test_malformed_episodes_are_skipped_with_key_and_line(store, tmp_path):
     bad.write_text('{"type": "episode_start", "task_id": "t3"}\nnot json\n')
     manifest = export(store, "trajectories", tmp_path / "ds", ["bc"])
     assert manifest["malformed"] == ["trajectories/teacher/r/t3__attempt_0.jsonl:2: not JSON "
-                                     "(invalid literal, expected 'null')"]
+                                     "(Invalid JSON: expected ident at line 1 column 2)"]
     assert manifest["episodes"] == 4
 
 

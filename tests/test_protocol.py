@@ -45,7 +45,8 @@ def test_history_drops_oldest_turns_but_keeps_task():
 
 
 def test_tool_call_protocol_parses_agentbench_tools():
-    from loraloop.envs.shell.tools import parse_tool_call, tool_call_text
+    from loraloop.agents.policy import tool_call_text
+    from loraloop.envs.shell.tools import parse_tool_call
 
     assert parse_tool_call("Think: x\nAct: finish") is None  # plain text goes to the text protocol
     bash = parse_tool_call(tool_call_text("bash_action", '{"script": "ls /root"}'))

@@ -128,7 +128,7 @@ def test_web_rollout_stores_trajectories_screenshots_and_exports_bc(tmp_path, si
     episodes = list(iter_episodes(store, "trajectories/web_teacher_screens/web-1/"))
     assert len(episodes) == 3
     for episode in episodes:
-        assert episode.start["env"] == "web" and episode.start["goal"]
+        assert episode.start.env == "web" and episode.start.goal
         for step in episode.steps:
             assert step["url"].startswith(sites_url) and step["action_text"]
             assert store.get_bytes(step["screenshot"]).startswith(b"\x89PNG")

@@ -25,7 +25,7 @@ def simple_task(**extra):
 def test_state_persists_and_timeouts_keep_the_shell(settings_for):
     settings = settings_for(command_timeout_s=2)
     with ShellEnv(simple_task(), settings) as env:
-        assert env.reset().startswith("Task: How many files")
+        assert env.reset()[0].startswith("Task: How many files")
         env.step(BASH.format("cd /root/d && export X=7 && (sleep 300 &)"))
         out = env.step(BASH.format("pwd; echo $X")).observation
         assert out == "The output of the OS:\n\n/root/d\n7\n"
@@ -67,7 +67,7 @@ def play(task, settings, wrong=False):
     """Run the scripted teacher; with wrong=True answer something else (or finish without acting)."""
     teacher = ScriptedTeacher(task)
     with ShellEnv(task, settings) as env:
-        observation = env.reset()
+        observation, _ = env.reset()
         if wrong:
             result = env.step("Act: answer(definitely-wrong-42)" if task.uses_answer else "Act: finish")
             return result
@@ -89,7 +89,7 @@ def test_every_bundled_task_is_solvable_and_a_wrong_answer_fails(task, settings_
 
 
 def test_tool_call_protocol_runs_the_same_env(settings_for):
-    from loraloop.envs.shell.tools import tool_call_text
+    from loraloop.agents.policy import tool_call_text
 
     with ShellEnv(simple_task(), settings_for(), protocol="tools") as env:
         env.reset()

@@ -143,7 +143,7 @@ def test_task_set_is_complete():
 
 def play(env: WebEnv, teacher: ScriptedWebTeacher) -> StepResult:
     """Reset a fresh run and let the scripted teacher act until the episode ends; return the last step."""
-    messages = [{"role": "user", "content": env.reset()}]
+    messages = [{"role": "user", "content": env.reset()[0]}]
     while True:
         result = env.step(teacher.act(messages).text)
         assert "error" not in result.info, f"step {result.info['turn']}: {result.info['error']}"

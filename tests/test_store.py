@@ -1,18 +1,22 @@
 """Trajectory store: whole-object writes, layout, malformed records; file:// and a real S3 server."""
+import json
+
 import pytest
 
 from loraloop.errors import ConfigError, ServiceUnavailable
 from loraloop.settings import Settings
 from loraloop.store import FileStore, open_store
-from loraloop.store.trajectories import EpisodeRecorder, MalformedTrajectory, episode_key, iter_episodes
+from loraloop.store.records import EpisodeEnd, EpisodeStart, Step
+from loraloop.store.trajectories import EpisodeRecorder, MalformedTrajectory, episode_key, iter_episodes, parse_episode
 
 
 def record_episode(store, task="t-00001", attempt=0, success=True):
     rec = EpisodeRecorder(store, "mode", "run1", task, attempt)
-    rec.start(task_id=task, seed=5, worker_temperature=0.7)
-    rec.step(step_idx=0, observation="o", raw_output="Act: finish")
+    rec.add(EpisodeStart(task_id=task, seed=5, worker_temperature=0.7))
+    rec.add(Step(step_idx=0, observation="o", raw_output="Act: finish"))
     assert not store.exists(rec.key)  # nothing visible before the episode ends
-    rec.end(success=success, total_steps=1)
+    rec.add(EpisodeEnd(success=success, total_steps=1))
+    rec.flush()
     return rec.key
 
 
@@ -26,22 +30,54 @@ def test_file_store_roundtrip_and_escape(tmp_path):
     store = FileStore(tmp_path)
     key = record_episode(store)
     episodes = list(iter_episodes(store, "trajectories/mode"))
-    assert len(episodes) == 1 and episodes[0].success and episodes[0].start["seed"] == 5
+    assert len(episodes) == 1 and episodes[0].success and episodes[0].start.seed == 5
     assert episodes[0].key == key and len(episodes[0].steps) == 1
     assert not list(tmp_path.rglob("*.part"))
     with pytest.raises(ConfigError, match="escapes"):
         store.put_bytes("../x", b"")
 
 
+def test_typed_records_name_the_field_at_fault_and_read_untyped_episodes(tmp_path):
+    store = FileStore(tmp_path)
+    store.put_bytes("trajectories/m/r/t__attempt_0.jsonl",
+                    b'{"type": "episode_start", "task_id": "t"}\n{"type": "step", "step_idx": "first"}\n'
+                    b'{"type": "episode_end"}\n')
+    store.put_bytes("trajectories/m/r/t__attempt_1.jsonl",
+                    b'{"type": "episode_start", "task_id": "t"}\n{"type": "footnote"}\n{"type": "episode_end"}\n')
+    # An episode as loraloop wrote them before typed records: no schema_version, fields of its time.
+    old = [{"type": "episode_start", "timestamp": 1.0, "task_id": "t", "run_id": "r", "mode": "m", "attempt_idx": 2,
+            "seed": 7, "worker_model": "x", "system_prompt": "s", "examples": [], "first_observation": "Task: t",
+            "use_manager": False},
+           {"type": "step", "timestamp": 2.0, "step_idx": 0, "observation": "Task: t", "raw_output": "Act: finish",
+            "action": "finish", "model": None, "reward": 1.0, "done": True, "model_latency_ms": 3.5},
+           {"type": "episode_end", "timestamp": 3.0, "success": True, "reward": 1.0, "status": "completed",
+            "total_steps": 1, "wall_time_sec": 0.1, "error_count": 0, "error": None}]
+    store.put_bytes("trajectories/m/r/t__attempt_2.jsonl", "".join(json.dumps(r) + "\n" for r in old).encode())
+    errors = []
+    [episode] = iter_episodes(store, "trajectories", errors)
+    assert errors == ["trajectories/m/r/t__attempt_0.jsonl:2: field 'step_idx': Input should be a valid integer, "
+                      "unable to parse string as an integer",
+                      "trajectories/m/r/t__attempt_1.jsonl:2: unknown record type 'footnote'"]
+    assert episode.start.schema_version == 1 and episode.start.seed == 7 and episode.start.prompt_style == "chat"
+    assert episode.start.use_manager is False  # a field the types do not name is kept
+    assert episode.steps[0].done and not episode.steps[0].terminated and episode.end.success
+    fresh = EpisodeRecorder(store, "m", "r", "t", 3)
+    fresh.add(EpisodeStart(task_id="t", run_id="r", seed=1))
+    fresh.add(EpisodeEnd(success=False))
+    assert fresh.flush()
+    new = parse_episode(fresh.key, store.get_bytes(fresh.key))
+    assert new.start.schema_version == 2 and new.end.run_id is None and new.start.run_id == "r"
+
+
 def test_malformed_episode_is_named_and_skipped(tmp_path):
     store = FileStore(tmp_path)
     record_episode(store)
-    store.put_bytes("trajectories/mode/run1/bad__attempt_0.jsonl", b'{"type": "episode_start"}\n{oops\n')
+    store.put_bytes("trajectories/mode/run1/bad__attempt_0.jsonl", b'{"type": "episode_start", "task_id": "bad"}\n{oops\n')
     errors = []
     episodes = list(iter_episodes(store, "trajectories", errors))
     assert len(episodes) == 1
-    assert errors == ["trajectories/mode/run1/bad__attempt_0.jsonl:2: not JSON (unexpected character, "
-                      "expected a string key)"]
+    assert errors == ["trajectories/mode/run1/bad__attempt_0.jsonl:2: not JSON (Invalid JSON: key must be a string "
+                      "at line 1 column 2)"]
     with pytest.raises(MalformedTrajectory):
         list(iter_episodes(store, "trajectories"))
 
@@ -53,7 +89,7 @@ def test_s3_store_on_a_real_server(s3_endpoint):
     assert store.exists(key)
     assert list(store.list("trajectories/mode/")) == [key]
     [episode] = iter_episodes(store, "trajectories")
-    assert not episode.success and episode.end["total_steps"] == 1
+    assert not episode.success and episode.end.total_steps == 1
     before = store.get_bytes(key)
     assert store.put_new(key, b"a duplicate delivery") is False  # If-None-Match: the first copy stays
     assert store.get_bytes(key) == before and store.put_new(key + ".new", b"x") is True

@@ -8,6 +8,7 @@ from loraloop.datasets.export import export
 from loraloop.errors import ConfigError, ServiceUnavailable
 from loraloop.serve.publish import PublishVerificationError, publish
 from loraloop.store import FileStore
+from loraloop.store.records import EpisodeEnd, EpisodeStart, Step
 from loraloop.store.trajectories import EpisodeRecorder
 from loraloop.train.bc import train_bc
 from loraloop.train.config import BCConfig
@@ -17,11 +18,12 @@ MODEL = Path("volumes/models/SmolLM2-135M-Instruct")
 
 def make_episode(store, task, success, steps):
     rec = EpisodeRecorder(store, "m", "r", task, 0)
-    rec.start(task_id=task, mode="m", run_id="r", category="files", system_prompt="sys", examples=[],
-              first_observation="Task: count")
+    rec.add(EpisodeStart(task_id=task, mode="m", run_id="r", category="files", system_prompt="sys", examples=[],
+              first_observation="Task: count"))
     for i, (obs, out, err) in enumerate(steps):
-        rec.step(step_idx=i, observation=obs, raw_output=out, last_action_error=err, action_source="teacher")
-    rec.end(success=success, total_steps=len(steps))
+        rec.add(Step(step_idx=i, observation=obs, raw_output=out, last_action_error=err, action_source="teacher"))
+    rec.add(EpisodeEnd(success=success, total_steps=len(steps)))
+    rec.flush()
 
 
 def test_bc_export_keeps_error_free_steps_of_successful_episodes(tmp_path):

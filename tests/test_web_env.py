@@ -119,7 +119,7 @@ def test_parse_action_forms_and_errors():
 
 
 def test_observation_has_bids_tree_url_and_goal(env, site):
-    obs = env.reset()
+    obs, _ = env.reset()
     assert obs.startswith("# Goal\nSave the name Ann.")
     assert f"URL: {site}" in obs and "Tab 0 (active)" in obs
     assert "\t[" in obs and "textbox 'Your name'" in obs and "heading 'Fixture site', level=1" in obs
@@ -140,7 +140,7 @@ def test_wrong_final_state_fails_the_eval(env):
 
 
 def test_bad_actions_give_error_observations(env):
-    obs = env.reset()
+    obs, _ = env.reset()
     for action, message in [("click('999')", "no element with bid '999'"),
                             ("click('1\"] , x')", "is not a bid"),
                             ("Action: frobnicate()", "unknown action 'frobnicate'"),
@@ -165,7 +165,7 @@ def test_step_limit_ends_the_episode(site, settings_for):
 
 
 def test_dialog_popup_and_leaving_the_site(env, site):
-    obs = env.reset()
+    obs, _ = env.reset()
     step = env.step(f"click('{bid(obs, 'button', 'Alert me')}')")
     assert "alert 'hello there' dialog appeared and was dismissed" in step.observation
     step = env.step(f"click('{bid(step.observation, 'link', 'Open in new tab')}')")
@@ -190,7 +190,7 @@ def test_host_files_and_browser_pages_stay_out_of_reach(env, site):
 
 
 def test_page_that_never_loads(env, site):
-    obs = env.reset()
+    obs, _ = env.reset()
     started = time.monotonic()
     step = env.step(f"click('{bid(obs, 'link', 'Hanging page')}')")
     assert time.monotonic() - started < 15
@@ -220,7 +220,7 @@ def test_crashed_renderer_fails_the_episode_then_next_episode_works(env, site, s
     env.close()
     again = WebEnv(make_task(site), settings_for())
     try:
-        assert "Fixture site" in again.reset()
+        assert "Fixture site" in again.reset()[0]
     finally:
         again.close()
 
@@ -262,7 +262,7 @@ def test_killed_browser_is_restarted(site, settings_for):
         time.sleep(0.1)
     again = WebEnv(make_task(site), settings_for())
     try:
-        assert "Fixture site" in again.reset()
+        assert "Fixture site" in again.reset()[0]
         assert again.host.launches == launches + 1
     finally:
         again.close()
@@ -305,6 +305,6 @@ def test_worker_shutdown_closes_the_browser(site, settings_for):
     assert not _browser_pids()
     again = WebEnv(make_task(site), settings_for())
     try:
-        assert again.host is not env.host and "Fixture site" in again.reset()
+        assert again.host is not env.host and "Fixture site" in again.reset()[0]
     finally:
         again.close()

@@ -183,8 +183,8 @@ def verify_exploration(
                   f"runs {specs[0].run_id} and {specs[1].run_id}")
     episodes = run_pair(specs, settings)
     for episode in episodes:
-        if episode.end.get("error"):
-            console.print(f"  [red]{episode.key}[/]: {episode.end['error']}")
+        if episode.end.error:
+            console.print(f"  [red]{episode.key}[/]: {episode.end.error}")
     comparison = compare_actions(*(actions(e) for e in episodes), compare_steps)
     Console().print(comparison_table(episodes, comparison))
     typer.echo(verdict(comparison))

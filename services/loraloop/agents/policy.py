@@ -1,6 +1,7 @@
 """Policies: turn chat messages into the agent's next reply."""
 from __future__ import annotations
 
+import json
 import threading
 import time
 from dataclasses import dataclass
@@ -86,12 +87,25 @@ class OpenAIPolicy:
 
 def action_text(message) -> str:
     """The action a chat message carries: its first tool call as text, else its content."""
-    from loraloop.envs.shell.tools import tool_call_text
-
     if getattr(message, "tool_calls", None):
         call = message.tool_calls[0].function
         return tool_call_text(call.name, call.arguments)
     return message.content or ""
+
+
+def tool_call_text(name: str, arguments: str | dict) -> str:
+    """One tool call as the action text environments take: `{"name": …, "arguments": {…}}`.
+
+    Tool calls travel as text so that the Task Server and the store see one action string per
+    step whichever protocol the agent speaks; arguments that are not JSON are kept for the
+    environment's parser to report.
+    """
+    if isinstance(arguments, str):
+        try:
+            arguments = json.loads(arguments or "{}")
+        except json.JSONDecodeError:
+            pass  # kept as given: the parser reports it
+    return json.dumps({"name": name, "arguments": arguments}, ensure_ascii=False)
 
 
 class ScriptedTeacher:

@@ -19,6 +19,6 @@ def bc_rows(task_id: str, episodes: list[Episode], states_of: dict[str, list[Sta
             if state.error:
                 continue
             yield {"prompt": state.prompt, "completion": assistant(state.action), "action": state.action,
-                   "task_id": task_id, "site_id": episode.start.get("category", ""), "step_idx": state.step_idx,
-                   "action_source": state.action_source, "mode": episode.start.get("mode"),
-                   "run_id": episode.start.get("run_id")}
+                   "task_id": task_id, "site_id": episode.start.category, "step_idx": state.step_idx,
+                   "action_source": state.action_source, "mode": episode.start.mode,
+                   "run_id": episode.start.run_id}

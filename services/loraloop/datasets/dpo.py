@@ -28,7 +28,7 @@ def _distinct(states: list[State]) -> list[State]:
 def dpo_rows(task_id: str, episodes: list[Episode], states_of: dict[str, list[State]], *, pairing: str,
              top_percent: float) -> Iterator[dict]:
     """The preference pairs of one task."""
-    site = episodes[0].start.get("category", "")
+    site = episodes[0].start.category
     ranked = rank(episodes)
     if pairing == "progress_ranked":
         aligned = {ranked[0].key, ranked[-1].key} if len(ranked) > 1 else set()

@@ -46,7 +46,7 @@ def export(store: Store, prefix: str, output_dir: Path, formats: list[str], *, c
             counts["episodes"] += len(episodes)
             counts["successful_episodes"] += sum(e.success for e in episodes)
             counts["steps"] += sum(len(e.steps) for e in episodes)
-            runs.update(f"{e.start.get('mode')}/{e.start.get('run_id')}" for e in episodes)
+            runs.update(f"{e.start.mode}/{e.start.run_id}" for e in episodes)
             states_of = {e.key: states(e, char_budget) for e in episodes}
             for fmt in formats:
                 for row in BUILDERS[fmt](task_id, episodes, states_of, pairing=pairing, top_percent=top_percent):

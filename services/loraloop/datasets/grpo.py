@@ -21,7 +21,7 @@ def grpo_rows(task_id: str, episodes: list[Episode], states_of: dict[str, list[S
     prompts: dict[str, list[dict]] = {}
     returns: dict[str, dict[str, float]] = {}
     for episode in episodes:
-        result = float(episode.end.get("reward") or 0.0)
+        result = episode.end.reward
         for state in states_of[episode.key]:
             if state.canonical is None:
                 continue
@@ -31,12 +31,12 @@ def grpo_rows(task_id: str, episodes: list[Episode], states_of: dict[str, list[S
             best[state.canonical] = max(best.get(state.canonical, result), result)
     for key, prompt in prompts.items():
         yield {"prompt": prompt, "action_returns": returns[key], "task_id": task_id, "state_key": key,
-               "site_id": episodes[0].start.get("category", "")}
+               "site_id": episodes[0].start.category, "env": episodes[0].start.env}
 
 
-def action_reward(completion: str, action_returns: dict[str, float]) -> float:
-    """The reward of one sampled completion in its state."""
-    action = canonical_action(completion)
+def action_reward(completion: str, action_returns: dict[str, float], env: str = "shell") -> float:
+    """The reward of one sampled completion in its state, parsed as its environment kind parses actions."""
+    action = canonical_action(completion, env)
     if action is None:
         return UNPARSEABLE
     return float(action_returns.get(action, UNSEEN))

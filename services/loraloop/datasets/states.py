@@ -15,10 +15,7 @@ from functools import lru_cache
 from typing import Iterator
 
 from loraloop.agents.prompts import build_prompt
-from loraloop.envs.shell.protocol import parse_action
-from loraloop.envs.web.actions import ActionError
-from loraloop.envs.web.actions import parse_action as parse_web_action
-from loraloop.envs.shell.tools import parse_tool_call
+from loraloop.envs import env_kind
 from loraloop.store.backends import Store
 from loraloop.store.trajectories import Episode, MalformedTrajectory, parse_episode
 
@@ -43,8 +40,8 @@ class State:
     def prompt(self) -> list[dict]:
         """The chat the live policy built at this step (built only for states that become rows)."""
         start = self._episode.start
-        return build_prompt(start.get("prompt_style", "chat"), start["system_prompt"], start.get("examples", []),
-                            start["first_observation"], self._turns[: self.step_idx], self._char_budget)
+        return build_prompt(start.prompt_style, start.system_prompt, start.examples, start.first_observation,
+                            self._turns[: self.step_idx], self._char_budget)
 
 
 def states(episode: Episode, char_budget: int) -> list[State]:
@@ -54,19 +51,18 @@ def states(episode: Episode, char_budget: int) -> list[State]:
     prompt), so two episodes share a state exactly when they got there the same way.
     """
     start = episode.start
-    first = start.get("first_observation")
+    first = start.first_observation
     if first is None:
         return []
-    history = hashlib.sha256(f"{start['task_id']}\0{start['system_prompt']}\0{first}".encode())
+    history = hashlib.sha256(f"{start.task_id}\0{start.system_prompt}\0{first}".encode())
     turns: list[tuple[str, str]] = []
     out = []
     for i, step in enumerate(episode.steps):
-        action = step.get("raw_output") or ""
-        out.append(State(f"{start['task_id']}:{history.hexdigest()[:16]}", action, i,
-                         bool(step.get("last_action_error")), step.get("action_source", ""),
-                         canonical_action(action), episode, turns, char_budget))
+        action = step.raw_output
+        out.append(State(f"{start.task_id}:{history.hexdigest()[:16]}", action, i, bool(step.last_action_error),
+                         step.action_source, canonical_action(action, start.env), episode, turns, char_budget))
         if i + 1 < len(episode.steps):
-            observation = episode.steps[i + 1]["observation"]
+            observation = episode.steps[i + 1].observation
             turns.append((action, observation))
             history.update(f"\0{action}\0{observation}".encode())
     return out
@@ -87,31 +83,23 @@ def episodes_by_task(store: Store, prefix: str, malformed: list[str]) -> Iterato
             except MalformedTrajectory as exc:
                 malformed.append(str(exc))
         if episodes:
-            yield episodes[0].start.get("task_id", task), episodes
+            yield episodes[0].start.task_id, episodes
 
 
 def rank(episodes: list[Episode]) -> list[Episode]:
     """Best first: highest return, then fewest steps, then fewest errors (the seed's progress ranking)."""
-    return sorted(episodes, key=lambda e: (-float(e.end.get("reward") or 0.0), len(e.steps),
-                                           int(e.end.get("error_count") or 0), e.key))
+    return sorted(episodes, key=lambda e: (-e.end.reward, len(e.steps), e.end.error_count, e.key))
 
 
 @lru_cache(maxsize=65536)
-def canonical_action(text: str) -> str | None:
-    """An action as the environment understands it (`bash: ls`, `answer: 3`, `finish`, `web: click('12')`);
-    None if unparseable.
+def canonical_action(text: str, env: str = "shell") -> str | None:
+    """An action as its environment kind understands it (`bash: ls`, `answer: 3`, `finish`,
+    `web: click('12')`); None if unparseable.
 
     Two replies that differ only in their Think line or formatting are the same action. Cached:
-    agents repeat the same replies across episodes and states. Shell and web replies never
-    parse as each other's (`Act:` lines vs call syntax), so one function serves both.
+    agents repeat the same replies across episodes and states.
     """
-    parsed = parse_tool_call(text) or parse_action(text)
-    if parsed.kind != "invalid":
-        return parsed.kind if parsed.kind == "finish" else f"{parsed.kind}: {parsed.content.strip()}"
-    try:
-        return f"web: {parse_web_action(text).text()}"
-    except ActionError:
-        return None
+    return env_kind(env).canonical_action(text)
 
 
 def assistant(text: str) -> list[dict]:

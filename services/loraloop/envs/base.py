@@ -37,10 +37,10 @@ class StepResult(NamedTuple):
     """
 
     observation: str | None
-    reward: float = 0.0
-    terminated: bool = False
-    truncated: bool = False
-    info: dict[str, Any] = {}
+    reward: float
+    terminated: bool
+    truncated: bool
+    info: dict[str, Any]
 
     @property
     def done(self) -> bool:
@@ -68,10 +68,11 @@ class Env(Protocol):
 class EnvOptions:
     """How a driver wants an episode run: round limit, protocol, screenshots, its id."""
 
-    max_steps: int | None = None
+    max_steps: int | None = None  # None: the kind's own round limit
     protocol: str = "text"
     screenshots: bool = False
     episode_id: str | None = None
+    shared: bool = False  # the episode may go on in another process: the env saves what that needs
 
 
 PromptBuilder = Callable[[str, list[Message], str, list[tuple[str, str]], int], list[Message]]
@@ -90,7 +91,11 @@ class EnvKind:
     - `make_env(task, settings, options)`: the environment for one episode;
     - `teacher(task, env)`: the scripted expert policy (raises TaskFormatError when the task has no solution);
     - `tools(protocol)`: OpenAI tool schemas sent with each model request, or None;
-    - `preflight(tasks, settings)`: check the servers these tasks need before a rollout starts.
+    - `preflight(tasks, settings)`: check the servers these tasks need before a rollout starts;
+    - `attach(task, settings, handle)` and `release(handle)`, for kinds whose episodes another process
+      can go on with (the Task Server's replicas): such envs also have `handle()` (what to attach
+      with, plain JSON) and `detach()` (leave the episode running); None for kinds whose episodes
+      live in one process.
     Data:
     - `canonical_action(text)`: the action as the env understands it (`bash: ls`), None if unparseable;
     - `prompt_style` and `prompt_builder`: how the chat is laid out; exports rebuild it by style.
@@ -108,5 +113,8 @@ class EnvKind:
     missing_files: Callable[["Task"], list[str]] = lambda _task: []
     tools: Callable[[str], list[dict] | None] = lambda _protocol: None
     preflight: Callable[[list["Task"], "Settings"], None] = lambda _tasks, _settings: None
+    attach: Callable[["Task", "Settings", dict], Env] | None = None
+    release: Callable[[dict], None] | None = None
     protocols: tuple[str, ...] = ("text",)
+    max_steps: int = 8  # the round limit when a driver sets none
     description: str = ""

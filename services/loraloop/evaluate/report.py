@@ -31,11 +31,11 @@ def summarise(store: Store, runs: list[tuple[str, str]]) -> list[Row]:
     rows = []
     for mode, run_id in runs:
         episodes = list(iter_episodes(store, f"{PREFIX}/{mode}/{run_id}/"))
-        steps = [e.end.get("total_steps", 0) for e in episodes]
-        model = episodes[0].start.get("worker_model", "") if episodes else ""
+        steps = [e.end.total_steps for e in episodes]
+        model = episodes[0].start.worker_model or "" if episodes else ""
         rows.append(Row(mode, model, len(episodes), sum(e.success for e in episodes),
                         statistics.median(steps) if steps else 0.0,
-                        sum(1 for e in episodes if e.end.get("error"))))
+                        sum(1 for e in episodes if e.end.error)))
     return rows
 
 

@@ -2,8 +2,8 @@
 
 With Redis (LORALOOP_BROKER_URL) the state outlives the API process and is shared by every
 replica behind a load balancer; without it, one process keeps it in memory. Either way an
-episode's state is plain JSON: the container, the turn, the expected output and the
-trajectory records collected so far.
+episode's state is plain JSON: its EpisodeSession snapshot (the records collected so far) and
+the handle another replica attaches to its environment with.
 """
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import json
 import threading
 import time
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from typing import Any, Iterator, Protocol
 
 from loraloop.errors import EnvironmentFailure
@@ -19,19 +19,21 @@ from loraloop.errors import EnvironmentFailure
 
 @dataclass
 class EpisodeState:
-    """One open Task Server episode, as every replica sees it."""
+    """One open Task Server episode, as every replica sees it.
+
+    `session` is the episode's EpisodeSession snapshot (records so far, turns, outcome); `handle`
+    is what another replica attaches to the environment with (a shell's container), or None for a
+    kind whose episodes live in the process that started them, named by `owner`.
+    """
 
     episode_id: str
     sample_id: str | int
     task_id: str
-    container: str
     attempt: int
-    expected: str | None
-    turn: int = 0
-    errors: int = 0
+    session: dict[str, Any]
+    handle: dict[str, Any] | None = None
+    owner: str = ""
     protocol: str = "text"
-    started: float = field(default_factory=time.time)
-    records: list[dict[str, Any]] = field(default_factory=list)
 
     def to_json(self) -> str:
         """The state as one JSON document."""

@@ -72,7 +72,7 @@ def run_pair(specs: list[EpisodeSpec], settings: Settings) -> list[Episode]:
 
 def actions(episode: Episode) -> list[str]:
     """The model's raw outputs in step order: what the policy chose, before the env parsed it."""
-    return [step.get("raw_output") or "" for step in episode.steps]
+    return [step.raw_output for step in episode.steps]
 
 
 def compare_actions(a: list[str], b: list[str], limit: int) -> Comparison:
@@ -104,10 +104,10 @@ def _preview(text: str | None) -> str:
 def comparison_table(episodes: list[Episode], comparison: Comparison) -> Table:
     """A Rich table of the compared steps side by side, so a person sees where the paths split."""
     a, b = (actions(e) for e in episodes)
-    table = Table(title=f"{episodes[0].start['task_id']} (seed {episodes[0].start['seed']})")
+    table = Table(title=f"{episodes[0].start.task_id} (seed {episodes[0].start.seed})")
     table.add_column("step", justify="right")
     for episode in episodes:
-        table.add_column(f"T={episode.start['worker_temperature']} ({episode.end.get('status')})")
+        table.add_column(f"T={episode.start.worker_temperature} ({episode.end.status})")
     table.add_column("same")
     for i in range(comparison.compared):
         x, y = (seq[i] if i < len(seq) else None for seq in (a, b))

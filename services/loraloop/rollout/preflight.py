@@ -34,32 +34,20 @@ def require_redis(url: str) -> None:
         raise ServiceUnavailable(f"broker unreachable at {url} ({type(exc).__name__})") from exc
 
 
-def require_sites(sites_url: str) -> None:
-    """Fail naming the URL when the bundled task sites do not answer (`loraloop serve sites`)."""
-    try:
-        httpx.get(f"{sites_url.rstrip('/')}/healthz", timeout=5).raise_for_status()
-    except httpx.HTTPError as exc:
-        raise ServiceUnavailable(f"task sites unreachable at {sites_url} ({type(exc).__name__}): start them with "
-                                 f"`loraloop serve sites` or set LORALOOP_SITES_URL") from exc
+def check_servers(specs: list, settings) -> None:
+    """Check every server a planned rollout needs before its first episode starts: what each task
+    kind needs (the bundled sites, say), the model server for every served model, the broker."""
+    from collections import defaultdict
 
-
-def uses_bundled_sites(specs: list) -> bool:
-    """True when a planned episode runs on the bundled sites (its task URL has their origin)."""
-    from loraloop.envs.web.env import BUNDLED_ORIGIN
+    from loraloop.envs import env_kind
     from loraloop.rollout.episode import cached_registry
 
-    return any(getattr(cached_registry(s.task_registry).get(s.task_id), "url", "").startswith(BUNDLED_ORIGIN)
-               for s in specs)
-
-
-def check_servers(specs: list, settings) -> None:
-    """Check every server a planned rollout needs before its first episode starts.
-
-    The task sites are checked only for the embedded default: with a broker, the workers reach
-    them at an address (`http://sites:8090`) this host may not resolve.
-    """
-    if not settings.broker_url and uses_bundled_sites(specs):
-        require_sites(settings.sites_url)
+    by_kind = defaultdict(list)
+    for spec in specs:
+        task = cached_registry(spec.task_registry).get(spec.task_id)
+        by_kind[task.env].append(task)
+    for name, tasks in by_kind.items():
+        env_kind(name).preflight(tasks, settings)
     for model in sorted({s.model or settings.base_model_name for s in specs if s.policy == "openai"}):
         require_model(settings.vllm_url, model, settings.vllm_api_key)
     if settings.broker_url:

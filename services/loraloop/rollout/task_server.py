@@ -1,34 +1,42 @@
-"""The Task Server API that AReaL's TaskServerWorkflow speaks, over any shell task registry.
+"""The Task Server API that AReaL's TaskServerWorkflow speaks, over any task registry and env kind.
 
-Episode state lives where every replica reaches it (Redis when LORALOOP_BROKER_URL is set,
-memory otherwise) and the shell's own state is saved in its container after each command, so
-a call may land on any replica, or on a restarted one, and the episode goes on. Every episode
-served is written to the trajectory store when it ends: completed, cancelled or expired.
-Errors follow FastAPI's {"detail": …} convention.
+Each episode runs as an EpisodeSession (rollout/session.py), so what the Task Server stores is
+what a rollout worker stores. Episode state lives where every replica reaches it (Redis when
+LORALOOP_BROKER_URL is set, memory otherwise). A kind whose environment another process can attach
+to (the shell: its container, with the shell's state saved after each command) lets a call land on
+any replica, or a restarted one; a kind whose environment lives in one process (the web: a browser
+context) is served by the replica that started the episode, and a call reaching another replica
+is a 409 that says so. Every episode served is written to the trajectory store when it ends:
+completed, cancelled, expired or failed at start. Errors follow FastAPI's {"detail": …} convention.
 """
 from __future__ import annotations
 
+import os
+import socket
 import threading
 import time
 import uuid
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import Any, Literal
 
 from fastapi import FastAPI, HTTPException
 from pydantic import BaseModel, Field
 
-from loraloop.agents.prompts import build_messages
-from loraloop.envs.shell import docker
-from loraloop.envs.shell.env import PROTOCOLS, ShellEnv
-from loraloop.envs.shell.protocol import ROUND_LIMIT
+from loraloop.envs import env_kind
+from loraloop.envs.base import Env, EnvOptions
 from loraloop.errors import LoraloopError
 from loraloop.logs import get_logger
-from loraloop.rollout.episode import OBS_SUMMARY_CHARS
 from loraloop.rollout.episode_state import EpisodeState, EpisodeStates, MemoryEpisodeStates, RedisEpisodeStates
+from loraloop.rollout.session import EpisodeSession
 from loraloop.settings import Settings
 from loraloop.store import open_store
-from loraloop.store.trajectories import EpisodeRecorder, episode_key, obs_hash
-from loraloop.tasks.registry import Registry
+from loraloop.store.trajectories import episode_key
+from loraloop.tasks.registry import Registry, Task
+
+ERRORS = {404: {"description": "unknown sample or episode"}, 400: {"description": "bad sample id, or a step after the end"},
+          409: {"description": "the episode lives on another replica"},
+          500: {"description": "the environment failed (the message says how)"}}
+
 
 class StartRequest(BaseModel):
     """POST /api/episode/start."""
@@ -38,7 +46,7 @@ class StartRequest(BaseModel):
 
 
 class Action(BaseModel):
-    """An agent action: text in AgentBench's protocol."""
+    """An agent action: text in the task's protocol (a tool call travels as its JSON text)."""
 
     type: str = "text"
     content: str
@@ -57,6 +65,50 @@ class CancelRequest(BaseModel):
     episode_id: str
 
 
+class Observation(BaseModel):
+    """An observation: the whole opening chat (`messages`) or the next environment text (`text`)."""
+
+    type: Literal["messages", "text"]
+    content: str | list[dict[str, str]]
+
+
+class EpisodeReply(BaseModel):
+    """What start and step return (AReaL's shape): at the end the observation is null and info has the outcome."""
+
+    episode_id: str
+    observation: Observation | None
+    reward: float
+    done: bool
+    info: dict[str, Any]
+
+
+class Health(BaseModel):
+    """GET /api/health."""
+
+    status: str
+    active_episodes: int
+    task_name: str
+
+
+class TaskInfo(BaseModel):
+    """GET /api/task/info."""
+
+    name: str
+    num_samples: int
+    max_episode_length: int
+    observation_type: str
+    action_type: str
+    description: str
+    env_kinds: list[str]
+
+
+class Cancelled(BaseModel):
+    """POST /api/episode/cancel."""
+
+    status: Literal["cancelled"]
+    episode_id: str
+
+
 def open_states(settings: Settings, task_name: str, idle_timeout_s: float) -> EpisodeStates:
     """Redis-backed states when a broker URL is set (shared, restart-proof), else this process's memory."""
     lock_timeout = settings.command_timeout_s * 3 + 60
@@ -71,11 +123,13 @@ def create_app(registry: Registry, task_name: str, settings: Settings, idle_time
     states = states or open_states(settings, task_name, idle_timeout_s)
     run_id = run_id or time.strftime("%Y%m%d", time.gmtime())
     store = open_store(settings=settings)
-    shells: dict[str, ShellEnv] = {}  # this process's shells, reused while no other replica moved on
-    shells_guard = threading.Lock()
+    replica = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
+    local: dict[str, tuple[Env, int]] = {}  # this process's envs, with the step count they have seen
+    local_guard = threading.Lock()
     log = get_logger("loraloop.taskserver", task=task_name, run=run_id)
+    kinds = sorted({task.env for task in registry.tasks})
 
-    def resolve(sample: Any):
+    def resolve(sample: Any) -> Task:
         if isinstance(sample, bool) or not isinstance(sample, (str, int)):
             raise HTTPException(400, f"sample_id must be a string index or an integer, got {type(sample).__name__}")
         if isinstance(sample, int):
@@ -87,11 +141,6 @@ def create_app(registry: Registry, task_name: str, settings: Settings, idle_time
         except LoraloopError as exc:
             raise HTTPException(404, str(exc)) from exc
 
-    def recorder_for(state: EpisodeState) -> EpisodeRecorder:
-        recorder = EpisodeRecorder(store, task_name, run_id, state.task_id, state.attempt)
-        recorder.records = state.records
-        return recorder
-
     def next_attempt(task_id: str) -> int:
         """A fresh attempt index; never one whose trajectory is already stored."""
         while True:
@@ -99,51 +148,72 @@ def create_app(registry: Registry, task_name: str, settings: Settings, idle_time
             if not store.exists(episode_key(task_name, run_id, task_id, attempt)):
                 return attempt
 
-    def drop_shell(episode_id: str) -> ShellEnv | None:
-        with shells_guard:
-            env = shells.pop(episode_id, None)
+    def drop_local(episode_id: str, close: bool) -> None:
+        """Forget this process's env of an episode: closed (episode over) or detached (another replica goes on)."""
+        with local_guard:
+            env, _ = local.pop(episode_id, (None, 0))
         if env is not None:
-            env.detach()
+            env.close() if close else env.detach()
+
+    def env_for(state: EpisodeState, task: Task) -> Env:
+        """This process's env for the episode, attached anew when another replica took a turn since."""
+        steps = state.session["steps"]
+        with local_guard:
+            env, seen = local.get(state.episode_id, (None, -1))
+        if env is not None and seen == steps:
+            return env
+        kind = env_kind(task.env)
+        if state.handle is None or kind.attach is None:
+            raise HTTPException(409, f"episode {state.episode_id} lives on replica {state.owner}: {task.env} "
+                                     f"episodes stay in the process that started them; route its calls there")
+        if env is not None:
+            drop_local(state.episode_id, close=False)
+        env = kind.attach(task, settings, state.handle)
+        with local_guard:
+            local[state.episode_id] = (env, steps)
         return env
 
-    def end(state: EpisodeState, status: str, *, success: bool = False, reward: float = 0.0,
-            answer: str | None = None) -> None:
-        """Write the episode to the store, then release its container (the caller has claimed it)."""
-        recorder_for(state).end(success=success, reward=reward, status=status, answer=answer,
-                                total_steps=state.turn, wall_time_sec=round(time.time() - state.started, 3),
-                                error_count=state.errors, error=None)
-        docker.remove(state.container)  # before the shell: it dies with the container, so no wait on it
-        drop_shell(state.episode_id)
-        log.info("episode ended", fields={"episode": state.episode_id, "status": status, "success": success})
+    def end(state: EpisodeState, session: EpisodeSession, status: str | None = None) -> None:
+        """Write the episode to the store, then release its environment (the caller has claimed it)."""
+        session.finish(status)
+        with local_guard:
+            here = state.episode_id in local
+        if here:
+            drop_local(state.episode_id, close=True)
+        elif state.handle is not None and (release := env_kind(session.task.env).release) is not None:
+            release(state.handle)
+        log.info("episode ended", fields={"episode": state.episode_id, "status": session.outcome["status"],
+                                          "success": session.outcome["success"]})
+
+    def stop(episode_id: str, status: str) -> bool:
+        """End an open episode as `status` (cancelled, expired); False when it is unknown or already over.
+
+        An episode bound to another replica's process is left to that replica (409 for a cancel).
+        """
+        with states.lock(episode_id):
+            state = states.get(episode_id)
+            if state is None:
+                return False
+            if state.handle is None and state.owner != replica:
+                if status == "expired":
+                    return False
+                raise HTTPException(409, f"episode {episode_id} lives on replica {state.owner}: cancel it there")
+            if not states.claim(episode_id):
+                return False
+            end(state, EpisodeSession.resume(store, None, registry.get(state.task_id), state.session), status)
+            return True
 
     def expire() -> None:
         """End episodes idle for longer than the timeout, whichever replica started them."""
         for episode_id in states.idle(time.time() - idle_timeout_s):
-            with states.lock(episode_id):
-                state = states.get(episode_id)
-                if state is not None and states.claim(episode_id):
-                    end(state, "expired")
-
-    def shell_for(state: EpisodeState, task) -> ShellEnv:
-        """This process's shell for the episode, re-synced when another replica took a turn."""
-        with shells_guard:
-            env = shells.get(state.episode_id)
-        if env is not None and env.turn == state.turn and env.session is not None and env.session.alive:
-            return env
-        if env is not None:
-            drop_shell(state.episode_id)
-        env = ShellEnv.attach(task, settings, episode_id=state.episode_id, container=state.container,
-                              turn=state.turn, expected=state.expected, protocol=state.protocol)
-        with shells_guard:
-            shells[state.episode_id] = env
-        return env
+            stop(episode_id, "expired")
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI):
-        stop = threading.Event()
+        done = threading.Event()
 
         def sweep() -> None:
-            while not stop.wait(min(15.0, max(1.0, idle_timeout_s / 4))):
+            while not done.wait(min(15.0, max(1.0, idle_timeout_s / 4))):
                 try:
                     expire()
                 except Exception as exc:  # a sweep that fails is retried on the next tick
@@ -152,59 +222,60 @@ def create_app(registry: Registry, task_name: str, settings: Settings, idle_time
         thread = threading.Thread(target=sweep, name="taskserver-expiry", daemon=True)
         thread.start()
         yield
-        stop.set()
-        for episode_id in list(shells):
-            drop_shell(episode_id)  # shells end; containers and state stay for the next replica
+        done.set()
+        for episode_id in list(local):
+            state = states.get(episode_id)
+            drop_local(episode_id, close=state is None or state.handle is None)  # shareable ones stay for a replica
 
     app = FastAPI(title=f"loraloop task server: {task_name}", lifespan=lifespan)
 
-    @app.get("/api/health")
-    def health() -> dict:
+    @app.get("/api/health", response_model=Health)
+    def health() -> Health:
         """Liveness and how many episodes are open (across replicas when shared)."""
-        return {"status": "healthy", "active_episodes": states.count(), "task_name": task_name}
+        return Health(status="healthy", active_episodes=states.count(), task_name=task_name)
 
-    @app.get("/api/task/info")
-    def info() -> dict:
-        """What this server serves."""
-        return {"name": task_name, "num_samples": len(registry.tasks), "max_episode_length": ROUND_LIMIT,
-                "observation_type": "text", "action_type": "text",
-                "description": f"AgentBench OS-interaction tasks from registry {registry.name}"}
+    @app.get("/api/task/info", response_model=TaskInfo)
+    def info() -> TaskInfo:
+        """What this server serves: its tasks, the longest episode and the environment kinds."""
+        return TaskInfo(name=task_name, num_samples=len(registry.tasks),
+                        max_episode_length=max((env_kind(k).max_steps for k in kinds), default=0),
+                        observation_type="text", action_type="text", env_kinds=kinds,
+                        description="; ".join(env_kind(k).description for k in kinds) + f" (registry {registry.name})")
 
-    @app.post("/api/episode/start")
-    def start(request: StartRequest) -> dict:
+    @app.post("/api/episode/start", response_model=EpisodeReply, responses=ERRORS)
+    def start(request: StartRequest) -> EpisodeReply:
         """Start an episode for a sample (its index string, or its position as an int)."""
         task = resolve(request.sample_id)
+        kind = env_kind(task.env)
         protocol = request.config.get("protocol", "text")
-        if protocol not in PROTOCOLS:
-            raise HTTPException(400, f"config.protocol must be one of {sorted(PROTOCOLS)}, got {protocol!r}")
+        if protocol not in kind.protocols:
+            raise HTTPException(400, f"config.protocol must be one of {list(kind.protocols)} for {task.env} tasks, "
+                                     f"got {protocol!r}")
         episode_id = str(uuid.uuid4())
         attempt = next_attempt(task.index)
-        env = ShellEnv(task, settings, episode_id=episode_id, shared=True, protocol=protocol)
-        recorder = EpisodeRecorder(store, task_name, run_id, task.index, attempt)
-        recorder.start(task_id=task.index, run_id=run_id, mode=task_name, attempt_idx=attempt,
-                       sample_id=request.sample_id, episode_id=episode_id, env="shell", policy="task-server",
-                       worker_model=None, max_steps=ROUND_LIMIT, system_prompt=env.instructions,
-                       examples=env.examples, split=task.split, category=task.category, config=request.config,
-                       protocol=protocol)
+        shared = kind.attach is not None
+        env = kind.make_env(task, settings, EnvOptions(protocol=protocol, episode_id=episode_id, shared=shared))
+        session = EpisodeSession(store, env, task, mode=task_name, run_id=run_id, attempt=attempt,
+                                 char_budget=settings.prompt_char_budget, policy="task-server", protocol=protocol,
+                                 max_steps=env.max_rounds, sample_id=request.sample_id, episode_id=episode_id,
+                                 config=request.config)
         try:
-            first = env.reset()
+            session.start()
         except LoraloopError as exc:
-            recorder.end(success=False, reward=0.0, status="env_error", total_steps=0, wall_time_sec=0.0,
-                         error_count=1, error=str(exc))
+            env.close()
+            session.finish("env_error", str(exc))
             raise HTTPException(500, f"environment failure: {exc}") from exc
-        recorder.records[0]["first_observation"] = first
         states.put(EpisodeState(episode_id=episode_id, sample_id=request.sample_id, task_id=task.index,
-                                container=env.container, attempt=attempt, expected=env.expected, protocol=protocol,
-                                records=recorder.records))
-        with shells_guard:
-            shells[episode_id] = env
-        messages = build_messages(env.instructions, env.examples, first, [])
-        return {"episode_id": episode_id, "observation": {"type": "messages", "content": messages},
-                "reward": 0.0, "done": False,
-                "info": {"max_turns": env.max_rounds, "sample_id": request.sample_id, "turn": 0}}
+                                attempt=attempt, session=session.snapshot(), handle=env.handle() if shared else None,
+                                owner=replica, protocol=protocol))
+        with local_guard:
+            local[episode_id] = (env, 0)
+        return EpisodeReply(episode_id=episode_id, observation=Observation(type="messages", content=session.prompt()),
+                            reward=0.0, done=False,
+                            info={"max_turns": env.max_rounds, "sample_id": request.sample_id, "turn": 0})
 
-    @app.post("/api/episode/step")
-    def step(request: StepRequest) -> dict:
+    @app.post("/api/episode/step", response_model=EpisodeReply, responses=ERRORS)
+    def step(request: StepRequest) -> EpisodeReply:
         """Apply one action; at the end the observation is null and the info carries the outcome."""
         episode_id = request.episode_id
         with states.lock(episode_id):
@@ -214,41 +285,31 @@ def create_app(registry: Registry, task_name: str, settings: Settings, idle_time
                     raise HTTPException(400, f"episode {episode_id} is done")
                 raise HTTPException(404, f"unknown episode {episode_id!r}")
             task = registry.get(state.task_id)
-            observation = (state.records[-1]["next_observation"] if state.turn
-                           else state.records[0].get("first_observation", ""))
-            started = time.perf_counter()
+            env = env_for(state, task)
+            session = EpisodeSession.resume(store, env, task, state.session)
             try:
-                env = shell_for(state, task)
-                result = env.step(request.action.content)
+                result = session.act(request.action.content, source="client")
             except LoraloopError as exc:
                 raise HTTPException(500, f"environment failure: {exc}") from exc
-            error = result.info.get("error")
-            state.turn, state.errors = env.turn, state.errors + bool(error)
-            recorder_for(state).step(
-                step_idx=state.turn - 1, observation=observation, obs_hash=obs_hash(observation),
-                obs_summary=observation[:OBS_SUMMARY_CHARS], raw_output=request.action.content,
-                action=result.info.get("action_kind"), action_source="client", model=None,
-                last_action_error=error, reward=result.reward, done=result.done,
-                elapsed_ms=round((time.perf_counter() - started) * 1000, 1), next_observation=result.observation)
+            with local_guard:
+                local[episode_id] = (env, session.steps)
             if not result.done:
+                state.session = session.snapshot()
+                state.handle = env.handle() if state.handle is not None else None
                 states.put(state)
-                return {"episode_id": episode_id, "observation": {"type": "text", "content": result.observation},
-                        "reward": 0.0, "done": False, "info": {"turn": result.info["turn"]}}
+                return EpisodeReply(episode_id=episode_id, observation=Observation(type="text", content=result.observation),
+                                    reward=0.0, done=False, info={"turn": result.info["turn"]})
             if states.claim(episode_id):
-                end(state, result.info.get("status", "completed"), success=bool(result.info.get("success")),
-                    reward=result.reward, answer=result.info.get("answer"))
+                end(state, session)
         keep = ("turn", "status", "success", "answer", "num_turns")
-        return {"episode_id": episode_id, "observation": None, "reward": result.reward, "done": True,
-                "info": {k: result.info.get(k) for k in keep}}
+        return EpisodeReply(episode_id=episode_id, observation=None, reward=result.reward, done=True,
+                            info={k: result.info.get(k) for k in keep})
 
-    @app.post("/api/episode/cancel")
-    def cancel(request: CancelRequest) -> dict:
-        """End an episode early, store its trajectory and release its container."""
-        with states.lock(request.episode_id):
-            state = states.get(request.episode_id)
-            if state is None or not states.claim(request.episode_id):
-                raise HTTPException(404, f"unknown episode {request.episode_id!r}")
-            end(state, "cancelled")
-        return {"status": "cancelled", "episode_id": request.episode_id}
+    @app.post("/api/episode/cancel", response_model=Cancelled, responses={404: ERRORS[404]})
+    def cancel(request: CancelRequest) -> Cancelled:
+        """End an episode early, store its trajectory and release its environment."""
+        if not stop(request.episode_id, "cancelled"):
+            raise HTTPException(404, f"unknown episode {request.episode_id!r}")
+        return Cancelled(status="cancelled", episode_id=request.episode_id)
 
     return app

@@ -1,16 +1,18 @@
-"""Episode trajectories: one JSONL object per episode, records episode_start, step…, episode_end."""
+"""Episode trajectories in the store: keys, writing an episode once, reading it back typed (store/records.py)."""
 from __future__ import annotations
 
 import hashlib
-import json
 import re
 import time
 from dataclasses import dataclass, field
-from typing import Any, Iterator
+from typing import Iterator
 
 import orjson
+from pydantic import ValidationError
 
 from loraloop.store.backends import Store
+from loraloop.store.records import (RECORD, RECORDS, SCHEMA_VERSION, EpisodeEnd, EpisodeStart, Record, Step,
+                                    dump)
 
 PREFIX = "trajectories"
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
@@ -28,26 +30,19 @@ def obs_hash(observation: str) -> str:
 
 
 class EpisodeRecorder:
-    """Collects an episode's records in memory and writes the whole object once, at the end."""
+    """Collects an episode's typed records in memory and writes the whole object once, at the end."""
 
     def __init__(self, store: Store, mode: str, run_id: str, task_id: str, attempt: int) -> None:
         self.store = store
         self.key = episode_key(mode, run_id, task_id, attempt)
-        self.records: list[dict[str, Any]] = []
+        self.records: list[Record] = []
         self._written: bool | None = None
 
-    def start(self, **fields: Any) -> None:
-        """Record episode_start (provenance: seeds, model, temperature, config)."""
-        self.records.append({"type": "episode_start", "timestamp": time.time(), **fields})
-
-    def step(self, **fields: Any) -> None:
-        """Record one step."""
-        self.records.append({"type": "step", "timestamp": time.time(), **fields})
-
-    def end(self, **fields: Any) -> bool:
-        """Record episode_end and write the episode to the store; False if it was already there."""
-        self.records.append({"type": "episode_end", "timestamp": time.time(), **fields})
-        return self.flush()
+    def add(self, record: Record) -> Record:
+        """Append one record (stamped with the schema version and the time) and return it."""
+        record.schema_version, record.timestamp = SCHEMA_VERSION, time.time()
+        self.records.append(record)
+        return record
 
     def flush(self) -> bool:
         """Write all records as one object (whole or not at all), never over a stored episode.
@@ -57,8 +52,7 @@ class EpisodeRecorder:
         """
         if self._written is not None:
             return self._written
-        data = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in self.records).encode()
-        self._written = self.store.put_new(self.key, data)
+        self._written = self.store.put_new(self.key, b"".join(dump(r) for r in self.records))
         return self._written
 
 
@@ -67,56 +61,58 @@ class Episode:
     """A stored episode: its start record, steps and end record."""
 
     key: str
-    start: dict[str, Any]
-    steps: list[dict[str, Any]] = field(default_factory=list)
-    end: dict[str, Any] = field(default_factory=dict)
+    start: EpisodeStart
+    steps: list[Step] = field(default_factory=list)
+    end: EpisodeEnd | None = None
 
     @property
     def success(self) -> bool:
         """True when the episode ended solved."""
-        return bool(self.end.get("success"))
+        return bool(self.end and self.end.success)
 
 
 class MalformedTrajectory(ValueError):
-    """A stored episode that cannot be read; the message names the key and line."""
+    """A stored episode that cannot be read; the message names the key, line and field."""
 
 
-def _records(key: str, data: bytes) -> list[tuple[int, object]]:
-    """(line number, parsed value) for every non-empty line; one parse for the whole object when it is clean."""
-    numbered = [(n, line) for n, line in enumerate(data.splitlines(), 1) if line.strip()]
+def _records(key: str, data: bytes) -> list[Record]:
+    """Every record, typed; one validation for the whole object when it is clean, else the line at fault."""
+    lines = [(n, line) for n, line in enumerate(data.splitlines(), 1) if line.strip()]
     try:
-        values = orjson.loads(b"[" + b",".join(line for _, line in numbered) + b"]")
-        if len(values) == len(numbered):
-            return [(n, value) for (n, _), value in zip(numbered, values)]
-    except orjson.JSONDecodeError:
+        return RECORDS.validate_json(b"[" + b",".join(line for _, line in lines) + b"]")
+    except ValidationError:
         pass
-    out = []
-    for number, line in numbered:  # slow path: find the line at fault
+    records = []
+    for number, line in lines:  # slow path: name the line and field at fault
         try:
-            out.append((number, orjson.loads(line)))
-        except orjson.JSONDecodeError as exc:
-            raise MalformedTrajectory(f"{key}:{number}: not JSON ({exc.msg})") from exc
-    return out
+            records.append(RECORD.validate_json(line))
+        except ValidationError as exc:
+            error = exc.errors()[0]
+            where = ".".join(str(p) for p in error["loc"][1:]) or "record"
+            if error["type"] == "json_invalid":
+                raise MalformedTrajectory(f"{key}:{number}: not JSON ({error['msg']})") from exc
+            if error["type"] in ("union_tag_invalid", "union_tag_not_found", "model_attributes_type"):
+                kind = orjson.loads(line).get("type") if line.lstrip().startswith(b"{") else None
+                raise MalformedTrajectory(f"{key}:{number}: unknown record type {kind!r}") from exc
+            raise MalformedTrajectory(f"{key}:{number}: field {where!r}: {error['msg']}") from exc
+    return records
 
 
 def parse_episode(key: str, data: bytes) -> Episode:
-    """Parse one episode object; fail naming the key and line of the first bad record."""
+    """Parse one episode object (typed or written before the types); fail naming key and line."""
     episode: Episode | None = None
-    for number, record in _records(key, data):
-        kind = record.get("type") if isinstance(record, dict) else None
-        if kind == "episode_start":
+    for number, record in enumerate(_records(key, data), 1):
+        if isinstance(record, EpisodeStart):
             episode = Episode(key, record)
         elif episode is None:
-            raise MalformedTrajectory(f"{key}:{number}: first record must be episode_start, got {kind!r}")
-        elif kind == "step":
+            raise MalformedTrajectory(f"{key}:{number}: first record must be episode_start, got {record.type!r}")
+        elif isinstance(record, Step):
             episode.steps.append(record)
-        elif kind == "episode_end":
-            episode.end = record
         else:
-            raise MalformedTrajectory(f"{key}:{number}: unknown record type {kind!r}")
+            episode.end = record
     if episode is None:
         raise MalformedTrajectory(f"{key}: empty episode")
-    if not episode.end:
+    if episode.end is None:
         raise MalformedTrajectory(f"{key}: no episode_end record")
     return episode
 

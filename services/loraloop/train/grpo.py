@@ -15,10 +15,10 @@ from loraloop.train.data import load_rows
 from loraloop.train.harness import common_args, train_and_save
 
 
-def stored_return_reward(completions, action_returns, **_kwargs) -> list[float]:
-    """TRL reward function: one reward per completion from its row's action returns."""
+def stored_return_reward(completions, action_returns, env, **_kwargs) -> list[float]:
+    """TRL reward function: one reward per completion from its row's action returns, parsed by the row's env kind."""
     texts = [c[-1]["content"] if isinstance(c, list) else c for c in completions]
-    return [action_reward(text, json.loads(returns)) for text, returns in zip(texts, action_returns)]
+    return [action_reward(text, json.loads(returns), kind) for text, returns, kind in zip(texts, action_returns, env)]
 
 
 def train_grpo(cfg: GRPOConfig) -> dict:
@@ -30,6 +30,7 @@ def train_grpo(cfg: GRPOConfig) -> dict:
     rows = load_rows(cfg.dataset_path, ("prompt", "action_returns"))
     for row in rows:  # a JSON string keeps the Arrow schema fixed whatever the actions are
         row["action_returns"] = json.dumps(row["action_returns"])
+        row.setdefault("env", "shell")  # rows exported before they named their kind are shell rows
     model, tokenizer, peft_config = load_model(cfg)
     args = TRLGRPOConfig(**common_args(cfg), beta=cfg.beta, num_generations=cfg.num_generations,
                          max_completion_length=cfg.max_completion_length, temperature=cfg.temperature,

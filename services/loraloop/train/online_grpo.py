@@ -10,53 +10,48 @@ online run saw is kept like any rollout's.
 from __future__ import annotations
 
 import itertools
-import time
 from concurrent.futures import ThreadPoolExecutor
 
 from loraloop.agents.prompts import build_messages
-from loraloop.envs.shell.env import PROTOCOLS, ShellEnv
+from loraloop.envs import env_kind
+from loraloop.envs.base import EnvOptions
+from loraloop.envs.shell.env import PROTOCOLS
 from loraloop.envs.shell.protocol import parse_action, task_prompt
 from loraloop.errors import LoraloopError
 from loraloop.rollout.sampler import new_run_id
+from loraloop.rollout.session import EpisodeSession
 from loraloop.settings import Settings, get_settings
 from loraloop.store import open_store
-from loraloop.store.trajectories import EpisodeRecorder
+from loraloop.store.backends import Store
 from loraloop.tasks.registry import Registry, load_registry
 from loraloop.train.backend import load_model
 from loraloop.train.config import OnlineGRPOConfig
 from loraloop.train.harness import common_args, train_and_save
 
 INVALID = -1.0
+MODE = "grpo_online"
 
 
-def score(task, completion: str, settings: Settings, recorder: EpisodeRecorder | None = None) -> float:
-    """Play one completion as the first (and last) action of an episode of `task`; return its reward."""
-    env = ShellEnv(task, settings, max_rounds=2)
-    started = time.perf_counter()
-    if recorder is not None:
-        recorder.start(task_id=task.index, mode="grpo_online", policy="grpo", system_prompt=env.instructions,
-                       examples=env.examples)
-    reward, status = 0.0, "completed"
+def score(task, completion: str, settings: Settings, store: Store, run_id: str, attempt: int) -> float:
+    """Play one completion as the first (and last) action of an episode of `task`, store it; return its reward."""
+    env = env_kind(task.env).make_env(task, settings, EnvOptions(max_steps=2))
+    session = EpisodeSession(store, env, task, mode=MODE, run_id=run_id, attempt=attempt, policy="grpo")
+    status = error = None
     try:
-        first = env.reset()
-        if recorder is not None:
-            recorder.records[0]["first_observation"] = first
+        session.start()
         kind = parse_action(completion).kind
-        result = env.step(completion)
+        result = session.act(completion, source="grpo")
         if kind == "bash" and not result.done:
             output = (result.observation or "").split("\n\n", 1)[-1].strip().splitlines()
-            result = env.step(f"Act: answer({output[-1].strip() if output else ''})")
-        reward, status = (INVALID, "invalid_action") if kind == "invalid" else (result.reward, "completed")
+            session.act(f"Act: answer({output[-1].strip() if output else ''})", source="grpo")
+        if kind == "invalid":
+            session.outcome["reward"], status = INVALID, "invalid_action"
     except LoraloopError as exc:
-        status = f"env_error: {exc}"
+        status, error = "env_error", str(exc)
     finally:
         env.close()
-    if recorder is not None:
-        recorder.step(step_idx=0, observation=recorder.records[0].get("first_observation", ""),
-                      raw_output=completion, action_source="grpo", reward=reward)
-        recorder.end(success=reward > 0, reward=reward, status=status, total_steps=1,
-                     wall_time_sec=round(time.perf_counter() - started, 3))
-    return reward
+    session.finish(status, error)
+    return session.outcome["reward"]
 
 
 class EnvironmentReward:
@@ -77,8 +72,8 @@ class EnvironmentReward:
         texts = [c[-1]["content"] if isinstance(c, list) else c for c in completions]
 
         def one(i: int) -> float:
-            recorder = EpisodeRecorder(self.store, "grpo_online", self.run_id, task_id[i], next(self.attempts))
-            return score(self.registry.get(task_id[i]), texts[i], self.settings, recorder)
+            return score(self.registry.get(task_id[i]), texts[i], self.settings, self.store, self.run_id,
+                         next(self.attempts))
 
         with ThreadPoolExecutor(max_workers=self.concurrency) as pool:
             return list(pool.map(one, range(len(texts))))

@@ -47,12 +47,20 @@ class ShellEnv:
     @classmethod
     def attach(cls, task: ShellTask, settings: Settings, *, episode_id: str, container: str, turn: int,
                expected: str | None, max_rounds: int = ROUND_LIMIT, protocol: str = "text") -> "ShellEnv":
-        """Go on with a shared episode another process started: a new shell restores the saved state."""
+        """Go on with a shared episode another process started: a new shell restores the saved state.
+
+        The keyword arguments are what `handle()` returned in that process.
+        """
         env = cls(task, settings, max_rounds=max_rounds, episode_id=episode_id, shared=True, protocol=protocol)
         env.container, env.turn, env._expected = container, turn, expected
         env.session = env._new_session()
         env.session.restore()
         return env
+
+    def handle(self) -> dict:
+        """What another process needs to `attach` to this episode (plain JSON)."""
+        return {"episode_id": self.episode_id, "container": self.container, "turn": self.turn,
+                "expected": self._expected, "max_rounds": self.max_rounds, "protocol": self.protocol}
 
     @property
     def expected(self) -> str | None:
@@ -70,9 +78,13 @@ class ShellEnv:
             return self.settings.os_env_image
         return f"loraloop/os-env-{self.task.local}:latest"
 
-    def reset(self) -> str:
+    def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple[str, dict]:
         """Take a fresh container with its shell open (as AgentBench opens it before init), run init
-        and start, compute expected values; return the task prompt."""
+        and start, compute expected values; return the task prompt and `{"expected": …}`.
+
+        The container is the randomness, so `seed` and `options` change nothing here; they are
+        taken for the contract's sake.
+        """
         self.close()
         self.turn, self.done = 0, False
         pool = get_pool(self.settings.pool_size, self.settings.output_cap_bytes)
@@ -94,7 +106,7 @@ class ShellEnv:
         except BaseException:
             self.close()
             raise
-        return task_prompt(self.task.description)
+        return task_prompt(self.task.description), {"expected": self._expected}
 
     def step(self, action: str) -> StepResult:
         """Apply one model turn: run its bash command, or grade its answer/finish."""
@@ -108,7 +120,7 @@ class ShellEnv:
             success = grade(self.container, self.task, answer, self._expected)
             self.done = True
             info.update(status="completed", success=success, answer=answer, num_turns=self.turn)
-            return StepResult(None, 1.0 if success else 0.0, True, info)
+            return StepResult(None, 1.0 if success else 0.0, True, False, info)
         if parsed.kind == "invalid":
             observation = FORMAT_ERROR if self.protocol == "text" else f"{TOOL_FORMAT_ERROR} ({parsed.error})"
             info["error"] = parsed.error
@@ -127,8 +139,8 @@ class ShellEnv:
         if self.turn >= self.max_rounds:
             self.done = True
             info.update(status="round_limit", success=False, answer=None, num_turns=self.turn)
-            return StepResult(observation, 0.0, True, info)
-        return StepResult(observation, 0.0, False, info)
+            return StepResult(observation, 0.0, False, True, info)
+        return StepResult(observation, 0.0, False, False, info)
 
     def detach(self) -> None:
         """Stop this process's shell but leave the container (and a shared episode) running."""

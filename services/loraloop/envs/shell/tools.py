@@ -38,16 +38,6 @@ TOOL_ONE_SHOT = [
 ]
 
 
-def tool_call_text(name: str, arguments: str | dict) -> str:
-    """One tool call as the action text the environment takes."""
-    if isinstance(arguments, str):
-        try:
-            arguments = json.loads(arguments or "{}")
-        except json.JSONDecodeError:
-            pass  # kept as given: the parser reports it
-    return json.dumps({"name": name, "arguments": arguments}, ensure_ascii=False)
-
-
 def parse_tool_call(text: str) -> OSAction | None:
     """The action in a tool-call text, an invalid action naming what is wrong, or None for plain text."""
     stripped = text.strip()

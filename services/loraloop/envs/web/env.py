@@ -68,11 +68,12 @@ class WebEnv:
         self.observation = ""  # the latest observation, whole
 
     # ---- sync interface -------------------------------------------------------------------------
-    def reset(self) -> str:
-        """Prepare the site for this run, open the task URL in a fresh context; return the first observation."""
+    def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple[str, dict]:
+        """Prepare the site for this run, open the task URL in a fresh context; return the first
+        observation and `{"url": …}` (the site holds the state; `seed` and `options` change nothing)."""
         self.close()
         self.turn, self.done, self.last_error = 0, False, ""
-        return self._run(self._reset())
+        return self._run(self._reset()), {"url": self.url, "expected": None}
 
     def step(self, action: str) -> StepResult:
         """Apply one model turn: parse its action and run it, or grade the episode on a final action."""
@@ -95,8 +96,8 @@ class WebEnv:
         if self.turn >= self.max_rounds:
             self.done = True
             info.update(status="round_limit", success=False, answer=None, num_turns=self.turn)
-            return StepResult(observation, 0.0, True, info)
-        return StepResult(observation, 0.0, False, info)
+            return StepResult(observation, 0.0, False, True, info)
+        return StepResult(observation, 0.0, False, False, info)
 
     def close(self) -> None:
         """Close this episode's context (its tabs and storage); the browser stays for the next one."""
@@ -284,7 +285,7 @@ class WebEnv:
         self.done = True
         info.update(status="completed", success=result.success, answer=answer, num_turns=self.turn,
                     evals=result.results, final_state_differences=state.get("differences"))
-        return StepResult(None, result.reward, True, info)
+        return StepResult(None, result.reward, True, False, info)
 
 
 def _first_line(exc: BaseException) -> str:

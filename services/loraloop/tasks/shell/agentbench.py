@@ -18,7 +18,8 @@ from dataclasses import asdict
 from pathlib import Path
 
 from loraloop.errors import TaskFormatError
-from loraloop.tasks.registry import REGISTRY_FILE, Registry, TaskSet, load_sets, missing_scripts
+from loraloop.tasks.base import REGISTRY_FILE, Registry, TaskSet, load_sets
+from loraloop.tasks.shell.format import missing_scripts
 
 FORMAT = "agentbench-os"
 DEV_FILE = "dev.json"
@@ -66,7 +67,7 @@ def agentbench_registry(path: Path) -> Registry | None:
         return None
     data, scripts = layout
     name = (data.parent if data != Path(path) or data.name == "data" else data).resolve().name
-    return load_sets(name, data.parent, agentbench_sets(data, scripts, data.parent))
+    return load_sets(name, data.parent, agentbench_sets(data, scripts, data.parent), env="shell")
 
 
 def _registry_yaml(name: str, sets: list[TaskSet], source: tuple[Path, Path]) -> str:
@@ -105,7 +106,7 @@ def import_agentbench_os(data: Path, scripts: Path, out: Path, *, force: bool = 
     if not source_sets:
         raise TaskFormatError(f"--data {data}: neither {DEV_FILE} nor numbered set folders (1/, 2/, …) "
                               f"with .json task files")
-    _validate(load_sets(out.name, Path("/"), source_sets))
+    _validate(load_sets(out.name, Path("/"), source_sets, env="shell"))
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         if not force:
             raise TaskFormatError(f"--out {out} exists and is not empty (add --force to replace it)")
@@ -124,8 +125,6 @@ def import_agentbench_os(data: Path, scripts: Path, out: Path, *, force: bool = 
             shutil.copytree(scripts / folder.name, out / "scripts" / folder.name)
     sets = agentbench_sets(out / "data", out / "scripts", out)
     (out / REGISTRY_FILE).write_text(_registry_yaml(out.name, sets, (data, scripts)))
-    from loraloop.tasks.registry import load_registry
-
-    registry = load_registry(out)
+    registry = load_sets(out.name, out, sets, env="shell")  # what registry.yaml now says
     _validate(registry)
     return registry

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from loraloop.errors import TaskFormatError
+from loraloop.tasks.base import TaskContext
 
 LANGUAGES = ("bash", "python")
 log = logging.getLogger(__name__)
@@ -69,6 +70,14 @@ class ShellTask:
     category: str = ""
     scripts_dir: Path | None = None
     source: str = ""
+
+    @property
+    def short_index(self) -> str | None:
+        """`dev-001-dev-00000` -> `dev-001-00000`: the index without its file stem (AReaL's form)."""
+        tail = f"{self.category}-{self.index[-5:]}"
+        if not self.category or not self.index.endswith(tail):
+            return None
+        return self.index[: -len(tail)] + self.index[-5:]
 
     @property
     def uses_answer(self) -> bool:
@@ -203,3 +212,16 @@ def parse_shell_task(raw: Any, *, file: str, number: int, index: str, split: str
         labels=tuple(labels), split=split, category=category, scripts_dir=scripts_dir,
         source=f"{file}#{number}",
     )
+
+
+def parse_task(raw: Any, ctx: TaskContext) -> ShellTask:
+    """The shell kind's parser: a raw AgentBench task read at `ctx`, named by AgentBench's index rule."""
+    return parse_shell_task(raw, file=ctx.file, number=ctx.number, index=ctx.index, split=ctx.split,
+                            category=ctx.stem, scripts_dir=ctx.scripts_dir)
+
+
+def missing_scripts(task: ShellTask) -> list[str]:
+    """Script files a task names that do not exist under its scripts folder."""
+    base = task.scripts_dir or Path(".")
+    scripts = list(task.init) + [task.example] + list(getattr(task.evaluation, "checks", ()))
+    return [str(base / s.file) for s in scripts if s is not None and s.file and not (base / s.file).is_file()]

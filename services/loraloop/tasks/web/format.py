@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from loraloop.errors import TaskFormatError
+from loraloop.tasks.base import TaskContext
 
 EVAL_TYPES = ("jmespath", "script", "llm_boolean")
 STEP_KINDS = ("click", "dblclick", "hover", "check", "uncheck", "focus", "clear", "fill", "select_option",
@@ -82,12 +83,17 @@ class WebTask:
         return tuple(x for x in found if x)
 
     @property
+    def short_index(self) -> str:
+        """The bare REAL id (`omnizon-9` for `v2.omnizon-9`)."""
+        return self.id
+
+    @property
     def description(self) -> str:
         """The goal (the field shell tasks call description)."""
         return self.goal
 
 
-def is_web_task(raw: Any) -> bool:
+def owns(raw: Any) -> bool:
     """True for a JSON object shaped like a REAL task (it has a goal and a website)."""
     return isinstance(raw, dict) and "goal" in raw and "website" in raw
 
@@ -183,3 +189,9 @@ def parse_web_task(raw: Any, *, file: str, number: int = 0, split: str = "", scr
         scripts=scripts or {}, solution=_steps(raw.get("solution"), where, "solution"),
         wrong_path=_steps(raw.get("wrong_path"), where, "wrong_path"), source=f"{file}#{number}",
     )
+
+
+def parse_task(raw: Any, ctx: TaskContext) -> WebTask:
+    """The web kind's parser: a REAL task read at `ctx` (its index is `<version>.<id>`)."""
+    return parse_web_task(raw, file=ctx.file, number=ctx.number, split=ctx.split, scripts_dir=ctx.scripts_dir,
+                          scripts=ctx.scripts)

@@ -9,7 +9,8 @@ import json
 from importlib import metadata
 from pathlib import Path
 
-from loraloop.errors import ConfigError
+from loraloop.errors import ConfigError, TaskFormatError
+from loraloop.tasks.base import Registry, read_task_file
 from loraloop.tasks.web.format import parse_web_task
 
 SOURCES = ("real",)
@@ -57,3 +58,20 @@ def write_snapshot(source: str, version: str, out: Path) -> dict:
     tmp.write_text(json.dumps(doc, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     tmp.replace(out)
     return doc
+
+
+def snapshot_registry(path: Path) -> Registry | None:
+    """A snapshot file written by `loraloop tasks snapshot` as a registry; None for any other path."""
+    if not (path.is_file() and path.suffix == ".json"):
+        return None
+    doc = read_task_file(path)
+    if len(doc) != 1 or not isinstance(doc[0], dict) or "tasks" not in doc[0]:
+        return None
+    doc = doc[0]
+    if not isinstance(doc["tasks"], list) or not isinstance(doc.get("eval_scripts", {}), dict):
+        raise TaskFormatError(f"{path}: field 'tasks' must be a list and 'eval_scripts' an object")
+    name = f"{doc.get('source', 'real')}-{doc.get('version', '')}".rstrip("-")
+    return Registry(name=name, env="web", tasks=[
+        parse_web_task(raw, file=str(path), number=i, split=str(doc.get("split", "")),
+                       scripts=doc.get("eval_scripts", {}))
+        for i, raw in enumerate(doc["tasks"])])

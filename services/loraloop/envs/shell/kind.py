@@ -1,0 +1,61 @@
+"""The shell kind: AgentBench's OS-interaction tasks in a fresh container with one bash shell."""
+from __future__ import annotations
+
+from typing import Any
+
+from loraloop.envs.base import EnvKind, EnvOptions
+from loraloop.envs.shell.protocol import ROUND_LIMIT, parse_action
+from loraloop.envs.shell.tools import TOOLS, parse_tool_call
+from loraloop.tasks.shell.agentbench import agentbench_registry
+from loraloop.tasks.shell.format import ShellTask, missing_scripts, parse_task
+
+
+def owns(raw: Any) -> bool:
+    """True for an object shaped like an AgentBench task (a description and an evaluation)."""
+    return isinstance(raw, dict) and "description" in raw and "evaluation" in raw
+
+
+def make_env(task: ShellTask, settings, options: EnvOptions):
+    """A ShellEnv for the task: its container, its shell and AgentBench's grading."""
+    from loraloop.envs.shell.env import ShellEnv
+
+    return ShellEnv(task, settings, max_rounds=options.max_steps or ROUND_LIMIT, protocol=options.protocol,
+                    episode_id=options.episode_id, shared=options.shared)
+
+
+def attach(task: ShellTask, settings, handle: dict):
+    """Go on with an episode another process started, from its `handle()`: its container and saved shell."""
+    from loraloop.envs.shell.env import ShellEnv
+
+    return ShellEnv.attach(task, settings, **handle)
+
+
+def release(handle: dict) -> None:
+    """Remove an episode's container, whichever process started it."""
+    from loraloop.envs.shell import docker
+
+    docker.remove(handle["container"])
+
+
+def teacher(task: ShellTask, _env):
+    """The scripted expert that replays the task's example solution."""
+    from loraloop.agents.policy import ScriptedTeacher
+
+    return ScriptedTeacher(task)
+
+
+def canonical_action(text: str) -> str | None:
+    """`bash: ls`, `answer: 3` or `finish` for a text or tool-call reply; None if it holds no action."""
+    parsed = parse_tool_call(text) or parse_action(text)
+    if parsed.kind == "invalid":
+        return None
+    return parsed.kind if parsed.kind == "finish" else f"{parsed.kind}: {parsed.content.strip()}"
+
+
+KIND = EnvKind(
+    name="shell", parse_task=parse_task, owns=owns, make_env=make_env, teacher=teacher,
+    canonical_action=canonical_action, prompt_style="chat", layout=agentbench_registry,
+    missing_files=missing_scripts, tools=lambda protocol: TOOLS if protocol == "tools" else None,
+    attach=attach, release=release, protocols=("text", "tools"), max_steps=ROUND_LIMIT,
+    description="AgentBench OS-interaction tasks in a Docker container",
+)

@@ -1,0 +1,155 @@
+"""One episode from reset to the store, run the same way by every driver.
+
+The rollout worker, the Task Server and the trainers each drive episodes differently (a policy
+in a loop, HTTP calls spread over replicas, sampled completions), but they all go through an
+`EpisodeSession`: `start()` resets the environment, `prompt()` builds the chat the policy sees
+(agents/prompts, the function the exports use too), `act(text)` takes one step, `finish()`
+writes the episode to the store as typed records (store/records.py). So every stored episode has
+the same fields, whoever produced it, and a session can be saved and resumed by another process
+(`snapshot()`/`resume()`).
+"""
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from loraloop.agents.prompts import build_prompt
+from loraloop.envs.base import Env, StepResult
+from loraloop.store.backends import Store
+from loraloop.store.records import RECORDS, EpisodeEnd, EpisodeStart, Step
+from loraloop.store.trajectories import EpisodeRecorder, obs_hash
+from loraloop.tasks.base import Task
+
+OBS_SUMMARY_CHARS = 400
+
+
+class EpisodeSession:
+    """One episode of `task` in `env`, recorded under trajectories/<mode>/<run_id>/<task>__attempt_<k>.jsonl.
+
+    `provenance` goes into the episode_start record as it is (policy, worker_model,
+    worker_temperature, model_url, task_registry, protocol, max_steps, sampling, adapter…).
+    """
+
+    def __init__(self, store: Store, env: Env | None, task: Task, *, mode: str, run_id: str, attempt: int,
+                 seed: int | None = None, char_budget: int = 4000, **provenance: Any) -> None:
+        self.env, self.task = env, task
+        self.prompt_style = env.prompt_style if env is not None else ""
+        self.recorder = EpisodeRecorder(store, mode, run_id, task.index, attempt)
+        self.store = store
+        self.mode, self.run_id, self.attempt, self.seed = mode, run_id, attempt, seed
+        self.char_budget = char_budget
+        self.provenance = provenance
+        self.first: str | None = None
+        self.observation = ""
+        self.expected: str | None = None
+        self.turns: list[tuple[str, str]] = []
+        self.steps = self.errors = 0
+        self.done = False
+        self.outcome: dict[str, Any] = {"success": False, "reward": 0.0, "status": "error", "answer": None}
+        self.started = time.time()
+
+    @property
+    def key(self) -> str:
+        """The episode's store key (also its Celery task id and its id for resuming runs)."""
+        return self.recorder.key
+
+    def _common(self) -> dict[str, Any]:
+        return {"run_id": self.run_id, "seed": self.seed, "prompt_style": self.prompt_style}
+
+    def start(self) -> str:
+        """Record episode_start, reset the environment and return the first observation.
+
+        The start record is written before the reset, so an episode whose reset fails is still
+        stored (with `finish(status="env_error", …)`) and says what was attempted.
+        """
+        task = self.task
+        start = self.recorder.add(EpisodeStart(
+            **self._common(), task_id=task.index, mode=self.mode, attempt_idx=self.attempt, env=task.env,
+            system_prompt=self.env.instructions, examples=self.env.examples, split=task.split,
+            category=task.category, goal=task.description, **self.provenance))
+        self.first, info = self.env.reset(seed=self.seed)
+        self.observation = self.first
+        self.expected = info.get("expected")
+        start.first_observation, start.expected = self.first, self.expected
+        return self.first
+
+    def prompt(self) -> list[dict[str, str]]:
+        """The chat the policy sees now: the env's prompt style over the first observation and past turns."""
+        return build_prompt(self.prompt_style, self.env.instructions, self.env.examples, self.first or "",
+                            self.turns, self.char_budget)
+
+    def act(self, text: str, *, source: str, model: str | None = None, latency_ms: float | None = None,
+            completion_tokens: int = 0, **sample: Any) -> StepResult:
+        """Take one step with the agent's reply and record it; `sample` fills the step's model fields
+        (prompt_token_ids, completion_token_ids, logprobs, adapter, sampling)."""
+        shown = getattr(self.env, "last_screenshot", None)  # the page the agent saw, where the env keeps one
+        started = time.perf_counter()
+        result = self.env.step(text)
+        info = result.info
+        error = info.get("error")
+        self.errors += bool(error)
+        self.recorder.add(Step(
+            **self._common(), step_idx=self.steps, observation=self.observation, obs_hash=obs_hash(self.observation),
+            obs_summary=self.observation[:OBS_SUMMARY_CHARS], raw_output=text, action=info.get("action_kind"),
+            action_text=info.get("action"), action_source=source, model=model, last_action_error=error,
+            reward=result.reward, terminated=result.terminated, truncated=result.truncated, done=result.done,
+            model_latency_ms=None if latency_ms is None else round(latency_ms, 1),
+            elapsed_ms=round((time.perf_counter() - started) * 1000, 1), completion_tokens=completion_tokens,
+            url=info.get("url"), screenshot=self._save_screenshot(shown), next_observation=result.observation,
+            **sample))
+        self.steps += 1
+        if result.done:
+            self.done = True
+            self.outcome.update(success=bool(info.get("success")), reward=result.reward,
+                                status=info.get("status"), answer=info.get("answer"))
+        else:
+            self.turns.append((text, result.observation or ""))
+            self.observation = result.observation or ""
+        return result
+
+    def _save_screenshot(self, png: bytes | None) -> str | None:
+        """Store the page's PNG next to the trajectory (`<episode>/step_003.png`) and return its key."""
+        if not png:
+            return None
+        shot = f"{self.key.removesuffix('.jsonl')}/step_{self.steps:03d}.png"
+        self.store.put_bytes(shot, png)
+        return shot
+
+    def finish(self, status: str | None = None, error: str | None = None) -> bool:
+        """Record episode_end and write the episode; False when a copy was stored first (this one is dropped).
+
+        `status` overrides the outcome for an episode that did not end by itself (cancelled,
+        expired, env_error, model_error, crash); `error` says why.
+        """
+        if status is not None:
+            self.outcome["status"] = status
+        self.recorder.add(EpisodeEnd(
+            **self._common(), **self.outcome, total_steps=self.steps, wall_time_sec=round(time.time() - self.started, 3),
+            error_count=self.errors, error=error, expected=self.expected))
+        return self.recorder.flush()
+
+    def summary(self) -> dict[str, Any]:
+        """What a driver reports of the episode: key, task, attempt, steps and the outcome."""
+        return {"key": self.key, "task_id": self.task.index, "attempt": self.attempt, "steps": self.steps,
+                **self.outcome}
+
+    def snapshot(self) -> dict[str, Any]:
+        """The session as plain JSON, for another process to `resume` (the env's own state lives in the env)."""
+        return {"mode": self.mode, "run_id": self.run_id, "attempt": self.attempt, "seed": self.seed,
+                "char_budget": self.char_budget, "prompt_style": self.prompt_style, "first": self.first, "observation": self.observation,
+                "expected": self.expected, "turns": self.turns, "steps": self.steps, "errors": self.errors,
+                "done": self.done, "outcome": self.outcome, "started": self.started,
+                "records": [r.model_dump(mode="json", exclude_none=True) for r in self.recorder.records]}
+
+    @classmethod
+    def resume(cls, store: Store, env: Env | None, task: Task, snapshot: dict[str, Any]) -> "EpisodeSession":
+        """A session saved by `snapshot()`, going on with `env` (attached to the episode's environment);
+        with `env` None it can only `finish` (an episode that expired or was cancelled elsewhere)."""
+        session = cls(store, env, task, mode=snapshot["mode"], run_id=snapshot["run_id"], attempt=snapshot["attempt"],
+                      seed=snapshot["seed"], char_budget=snapshot["char_budget"])
+        for name in ("prompt_style", "first", "observation", "expected", "steps", "errors", "done", "outcome",
+                     "started"):
+            setattr(session, name, snapshot[name])
+        session.turns = [tuple(turn) for turn in snapshot["turns"]]
+        session.recorder.records = RECORDS.validate_python(snapshot["records"])
+        return session

@@ -1,0 +1,123 @@
+"""The typed trajectory records every producer writes: EpisodeStart, Step…, EpisodeEnd.
+
+One episode is one JSONL object in the store, these three record types in order. Every record
+carries `schema_version`, `run_id`, `seed` and `prompt_style`, so a record read alone still says
+which run made it and how its prompt was laid out. Step records have room for what the RL loop
+needs from the model server (prompt and completion token ids, sampling logprobs, the adapter and
+the sampling parameters); they stay empty for scripted policies and old episodes.
+
+Readers accept episodes written before these types existed (schema_version 1): every field they
+lack takes its default, and fields these types do not name are kept as they are.
+"""
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal, Union
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+
+SCHEMA_VERSION = 2
+LEGACY_SCHEMA_VERSION = 1  # untyped episodes, written before schema_version existed
+
+
+class Adapter(BaseModel):
+    """The LoRA adapter a reply was sampled with: served name, store version and digest."""
+
+    name: str
+    version: str | None = None
+    digest: str | None = None
+
+
+class Record(BaseModel):
+    """What every record carries."""
+
+    model_config = ConfigDict(extra="allow")
+
+    type: str
+    schema_version: int = LEGACY_SCHEMA_VERSION
+    timestamp: float = 0.0
+    run_id: str | None = None
+    seed: int | None = None
+    prompt_style: str = "chat"
+
+
+class EpisodeStart(Record):
+    """Provenance: task, run, seeds, policy and model, the prompt's fixed parts and what reset computed."""
+
+    type: Literal["episode_start"] = "episode_start"
+    task_id: str
+    mode: str = ""
+    attempt_idx: int = 0
+    task_seed: int | None = None
+    task_registry: str | None = None
+    env: str = "shell"
+    policy: str = ""
+    protocol: str = "text"
+    worker_model: str | None = None
+    worker_temperature: float | None = None
+    max_steps: int | None = None
+    model_url: str | None = None
+    system_prompt: str = ""
+    examples: list[dict[str, Any]] = Field(default_factory=list)
+    first_observation: str | None = None
+    expected: str | None = None  # what the task computed at reset (the example's output)
+    split: str = ""
+    category: str = ""
+    goal: str = ""
+    adapter: Adapter | None = None
+    sampling: dict[str, Any] | None = None
+
+
+class Step(Record):
+    """One turn: what the agent saw, what it replied, what the environment made of it."""
+
+    type: Literal["step"] = "step"
+    step_idx: int
+    observation: str = ""
+    obs_hash: str | None = None
+    obs_summary: str | None = None
+    raw_output: str = ""
+    action: str | None = None  # the action's kind (bash, answer, click, invalid…)
+    action_text: str | None = None  # the canonical action string, where the env gives one
+    action_source: str = ""
+    model: str | None = None
+    last_action_error: str | None = None
+    reward: float = 0.0
+    terminated: bool = False
+    truncated: bool = False
+    done: bool = False
+    model_latency_ms: float | None = None
+    elapsed_ms: float | None = None
+    completion_tokens: int = 0
+    url: str | None = None
+    screenshot: str | None = None
+    next_observation: str | None = None
+    prompt_token_ids: list[int] | None = None
+    completion_token_ids: list[int] | None = None
+    logprobs: list[float] | None = None
+    adapter: Adapter | None = None
+    sampling: dict[str, Any] | None = None
+
+
+class EpisodeEnd(Record):
+    """The outcome: success, reward, status, answer, length, time and errors."""
+
+    type: Literal["episode_end"] = "episode_end"
+    success: bool = False
+    reward: float = 0.0
+    status: str = ""
+    answer: str | None = None
+    total_steps: int = 0
+    wall_time_sec: float = 0.0
+    error_count: int = 0
+    error: str | None = None
+    expected: str | None = None
+
+
+AnyRecord = Annotated[Union[EpisodeStart, Step, EpisodeEnd], Field(discriminator="type")]
+RECORDS = TypeAdapter(list[AnyRecord])
+RECORD = TypeAdapter(AnyRecord)
+
+
+def dump(record: Record) -> bytes:
+    """One record as a JSON line (fields left at None are not written)."""
+    return record.model_dump_json(exclude_none=True).encode() + b"\n"

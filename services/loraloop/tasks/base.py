@@ -1,0 +1,185 @@
+"""What every task kind shares: the registry of tasks, task sets and reading task files.
+
+This module knows no kind: a task set is parsed by the kind the registry names (or, in a folder
+without a registry.yaml, by the kind that owns each task object), so a published layout such
+as AgentBench's can build on it without a cycle back to the loader in `tasks.registry`.
+"""
+from __future__ import annotations
+
+import glob
+import json
+import random
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from loraloop.errors import TaskFormatError
+
+REGISTRY_FILE = "registry.yaml"
+TASK_SUFFIXES = (".json", ".jsonl")  # what AgentBench keeps of a set's glob
+
+
+class Task(Protocol):
+    """What loraloop reads of any task, whatever its kind."""
+
+    env: str  # the kind that runs it: `shell`, `web`
+    index: str
+    description: str
+    split: str
+    category: str
+    labels: tuple[str, ...]
+    source: str
+
+    @property
+    def short_index(self) -> str | None:
+        """Another name the task answers to (AReaL's short form, REAL's bare id), or None."""
+
+
+@dataclass(frozen=True)
+class TaskContext:
+    """Where a raw task object was read: its file, number, set and scripts folder."""
+
+    file: str
+    number: int
+    split: str = ""
+    stem: str = ""
+    index_prefix: str = ""
+    stem_in_index: bool = True
+    scripts_dir: Path | None = None
+    scripts: dict[str, str] | None = None  # scripts carried inline (a REAL snapshot)
+
+    @property
+    def index(self) -> str:
+        """AgentBench's name for the task: index_prefix + file stem + "-%05d" % number."""
+        if self.stem_in_index:
+            return f"{self.index_prefix}{self.stem}-{self.number:05d}"
+        return f"{self.index_prefix}{self.number:05d}"
+
+
+@dataclass(frozen=True)
+class TaskSet:
+    """A group of task files sharing a split, a scripts folder and an index prefix.
+
+    A task's index is AgentBench's: index_prefix + file stem + "-%05d" % i (`dev-001-dev-00000`);
+    `stem_in_index=False` drops the stem (used for a single task file given on its own).
+    """
+
+    split: str
+    files: str
+    scripts: str | None = None
+    index_prefix: str = ""
+    stem_in_index: bool = True
+
+
+@dataclass
+class Registry:
+    """An ordered set of tasks addressable by index; `env` is the kind its registry.yaml names, if any."""
+
+    name: str
+    env: str = ""
+    tasks: list[Task] = field(default_factory=list)
+
+    def get(self, index: str) -> Task:
+        """Return the task with this index, or fail naming it.
+
+        AgentBench names task i of dev.json `dev-001-dev-00000`, while AReaL's examples and datasets
+        write `dev-001-00000`; such another name (a task's `short_index`) is accepted when it names
+        exactly one task.
+        """
+        for task in self.tasks:
+            if task.index == index:
+                return task
+        short = [t for t in self.tasks if t.short_index == index]
+        if len(short) == 1:
+            return short[0]
+        raise TaskFormatError(f"registry {self.name}: no task with index {index!r}")
+
+    def subsets(self) -> list[str]:
+        """Names that --subset accepts: splits, categories (file stems) and labels."""
+        names = {t.split for t in self.tasks} | {t.category for t in self.tasks}
+        names |= {label for t in self.tasks for label in t.labels}
+        return sorted(n for n in names if n)
+
+    def select(self, subset: str | None = None, sample_size: int | None = None, seed: int = 0) -> list[Task]:
+        """Tasks in `subset` (split, category or label; `a+b` for both), then a seeded sample of `sample_size`."""
+        tasks = self.tasks
+        if subset:  # "train+family:count-ext": every term must match (split, category or label)
+            terms = [term for term in subset.split("+") if term]
+            tasks = [t for t in tasks if all(term in (t.split, t.category) or term in t.labels for term in terms)]
+            if not tasks:
+                raise TaskFormatError(
+                    f"registry {self.name}: subset {subset!r} matches no task (known: {', '.join(self.subsets())})"
+                )
+        if sample_size is not None and sample_size < len(tasks):
+            if sample_size < 1:
+                raise TaskFormatError(f"--sample_size must be at least 1, got {sample_size}")
+            chosen = set(random.Random(seed).sample(range(len(tasks)), sample_size))
+            tasks = [t for i, t in enumerate(tasks) if i in chosen]
+        return list(tasks)
+
+
+def read_task_file(path: Path) -> list:
+    """A task file: a JSON list of tasks or one task object; `.jsonl`: one task per line."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise TaskFormatError(f"{path}: cannot be read ({exc.strerror})") from exc
+    if path.suffix == ".jsonl":
+        tasks = []
+        for lineno, line in enumerate(text.splitlines(), 1):
+            if line.strip():
+                try:
+                    tasks.append(json.loads(line))
+                except json.JSONDecodeError as exc:
+                    raise TaskFormatError(f"{path}: not valid JSON (line {lineno}, column {exc.colno}: "
+                                          f"{exc.msg})") from exc
+        return tasks
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise TaskFormatError(f"{path}: not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})") from exc
+    return data if isinstance(data, list) else [data]
+
+
+def parse_any(raw: Any, ctx: TaskContext, env: str = "") -> Task:
+    """Parse one raw task with the kind `env` names, else with the first kind that owns it (shell last)."""
+    from loraloop.envs import env_kind, kind_of_raw
+
+    kind = env_kind(env, where=ctx.file) if env else kind_of_raw(raw)
+    return kind.parse_task(raw, ctx)
+
+
+def load_set(root: Path, spec: TaskSet, env: str = "") -> list[Task]:
+    """The tasks of one set, its file glob relative to `root`; `env` names their kind when known."""
+    paths = sorted(Path(p) for p in glob.glob(str(root / spec.files)))
+    if any(ch in spec.files for ch in "*?["):
+        paths = [p for p in paths if p.name.endswith(TASK_SUFFIXES) and p.is_file()]
+    if not paths:
+        raise TaskFormatError(f"{root / spec.files}: no task file matches")
+    scripts_dir = (root / spec.scripts) if spec.scripts else None
+    tasks = []
+    for path in paths:
+        stem = path.name.removesuffix(".jsonl").removesuffix(".json")
+        for i, raw in enumerate(read_task_file(path)):
+            ctx = TaskContext(file=str(path), number=i, split=spec.split, stem=stem, index_prefix=spec.index_prefix,
+                              stem_in_index=spec.stem_in_index, scripts_dir=scripts_dir)
+            tasks.append(parse_any(raw, ctx, env))
+    return tasks
+
+
+def load_sets(name: str, root: Path, sets: list[TaskSet], env: str = "") -> Registry:
+    """A registry made of task sets whose paths are relative to `root` (or absolute)."""
+    registry = Registry(name=name, env=env)
+    for spec in sets:
+        registry.tasks.extend(load_set(Path(root), spec, env))
+    check_unique(registry)
+    return registry
+
+
+def check_unique(registry: Registry) -> None:
+    """Fail naming both sources when two tasks share an index."""
+    seen: dict[str, str] = {}
+    for task in registry.tasks:
+        if task.index in seen:
+            raise TaskFormatError(f"duplicate task index {task.index!r} in {seen[task.index]} and {task.source}")
+        seen[task.index] = task.source
