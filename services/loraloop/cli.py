@@ -104,8 +104,8 @@ def _run_rollout(experiment: str, task_registry: Path, subset: Optional[str], sa
                  config: Optional[Path], run_id: Optional[str], model: Optional[str],
                  concurrency: Optional[int]) -> str:
     """Run a rollout where the settings say (API, broker or this process) and print its summary."""
-    from loraloop.rollout.client import jobs_client
-    from loraloop.rollout.jobs import JobRequest, plan_job
+    from loraloop.service.client import jobs_client
+    from loraloop.service.jobs import JobRequest, plan_job
     from loraloop.rollout.runner import execute, follow, local_status
 
     settings = get_settings()
@@ -428,7 +428,7 @@ def serve_api(task: str = typer.Option("os-dev", "--task", help="task name repor
     """
     import uvicorn
 
-    from loraloop.rollout.task_server import create_app
+    from loraloop.taskserver.app import create_app
     from loraloop.tasks.registry import load_registry
 
     api = create_app(load_registry(task_registry), task, get_settings(), idle_timeout, run_id)
@@ -445,7 +445,7 @@ def _job_line(job: dict) -> str:
 @jobs_app.command("list")
 def jobs_list(limit: int = typer.Option(20, "--limit")) -> None:
     """The latest jobs, newest first."""
-    from loraloop.rollout.client import jobs_client
+    from loraloop.service.client import jobs_client
 
     for job in jobs_client(get_settings()).list(limit):
         typer.echo(_job_line(job))
@@ -455,7 +455,7 @@ def jobs_list(limit: int = typer.Option(20, "--limit")) -> None:
 def jobs_show(run_id: str = typer.Argument(...),
               follow_job: bool = typer.Option(False, "--follow", help="show a live progress bar until it ends")) -> None:
     """One job's progress and request (JSON), optionally followed to its end."""
-    from loraloop.rollout.client import jobs_client
+    from loraloop.service.client import jobs_client
     from loraloop.rollout.runner import follow
 
     jobs = jobs_client(get_settings())
@@ -466,7 +466,7 @@ def jobs_show(run_id: str = typer.Argument(...),
 @jobs_app.command("cancel")
 def jobs_cancel(run_id: str = typer.Argument(...)) -> None:
     """Cancel a job: queued episodes are dropped, running ones stop at their next step and are stored."""
-    from loraloop.rollout.client import jobs_client
+    from loraloop.service.client import jobs_client
 
     typer.echo(_job_line(jobs_client(get_settings()).cancel(run_id)))
 
@@ -476,7 +476,7 @@ def rollout_api(host: str = typer.Option("127.0.0.1", "--host"), port: int = typ
     """Serve the rollout API (jobs, health, /metrics, OpenAPI at /docs) over LORALOOP_BROKER_URL."""
     import uvicorn
 
-    from loraloop.rollout.api import create_app
+    from loraloop.service.api import create_app
     from loraloop.rollout.preflight import require_redis
 
     settings = get_settings()
@@ -496,7 +496,7 @@ def worker(concurrency: int = typer.Option(4, "--concurrency", help="episodes at
     from loraloop.envs.shell import docker
     from loraloop.envs.shell.pool import get_pool
     from loraloop.envs.web.browser import close_browsers
-    from loraloop.rollout.celery_app import app as celery_app
+    from loraloop.service.celery_app import app as celery_app
     from loraloop.rollout.preflight import require_redis
 
     settings = get_settings()

@@ -75,12 +75,12 @@ def execute(specs: list[EpisodeSpec], settings: Settings, *, concurrency: int | 
     Without a broker the Celery task runs eagerly in a thread pool here; with one, the run is booked
     and queued for `loraloop worker` processes and followed until it ends.
     """
-    from loraloop.rollout.celery_app import app, bound_task
+    from loraloop.service.celery_app import app, bound_task
 
     check_servers(specs, settings)
     task = bound_task()
     if settings.broker_url:
-        from loraloop.rollout.jobs import enqueue, job_book, spec_key
+        from loraloop.service.jobs import enqueue, job_book, spec_key
 
         book = job_book(settings.broker_url)
         run_id, todo = enqueue(specs, settings, book)

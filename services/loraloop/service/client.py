@@ -6,7 +6,7 @@ from typing import Any, Protocol
 import httpx
 
 from loraloop.errors import ConfigError, LoraloopError, ServiceUnavailable
-from loraloop.rollout.jobs import JobBook, JobRequest, cancel, submit
+from loraloop.service.jobs import JobBook, JobRequest, cancel, submit
 from loraloop.settings import Settings
 
 

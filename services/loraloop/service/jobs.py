@@ -182,7 +182,7 @@ class JobBook:
 def enqueue(specs: list[EpisodeSpec], settings: Settings, book: JobBook,
             request: dict | None = None) -> tuple[str, list[EpisodeSpec]]:
     """Book the run and queue its episodes not yet stored, one Celery task each; return the run id and those."""
-    from loraloop.rollout.celery_app import bound_task
+    from loraloop.service.celery_app import bound_task
 
     run_id, mode = (specs[0].run_id, specs[0].mode) if specs else (new_run_id(), "empty")
     todo = pending_specs(specs, settings)
@@ -208,7 +208,7 @@ def submit(request: JobRequest, settings: Settings, book: JobBook) -> dict[str, 
 
 def cancel(run_id: str, book: JobBook) -> dict[str, Any]:
     """Cancel a job: revoke its queued episodes; running ones end at their next step, stored."""
-    from loraloop.rollout.celery_app import app
+    from loraloop.service.celery_app import app
 
     keys = book.cancel(run_id)
     if keys:

@@ -26,7 +26,7 @@ def run_episode_task(spec: dict, settings: Settings | None = None) -> dict:
     Workers read their settings from the environment; the embedded default passes its own
     (`task.apply` runs in-process, so the object is never serialized).
     """
-    from loraloop.rollout.jobs import job_book
+    from loraloop.service.jobs import job_book
 
     episode = EpisodeSpec(**spec)
     settings = settings or get_settings()

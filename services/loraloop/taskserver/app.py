@@ -24,7 +24,7 @@ from loraloop.envs.shell.protocol import ROUND_LIMIT
 from loraloop.errors import LoraloopError
 from loraloop.logs import get_logger
 from loraloop.rollout.episode import OBS_SUMMARY_CHARS
-from loraloop.rollout.episode_state import EpisodeState, EpisodeStates, MemoryEpisodeStates, RedisEpisodeStates
+from loraloop.taskserver.states import EpisodeState, EpisodeStates, MemoryEpisodeStates, RedisEpisodeStates
 from loraloop.settings import Settings
 from loraloop.store import open_store
 from loraloop.store.trajectories import EpisodeRecorder, episode_key, obs_hash

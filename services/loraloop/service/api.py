@@ -13,7 +13,7 @@ from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
 
 from loraloop.errors import ConfigError, LoraloopError, ServiceUnavailable, TaskFormatError
-from loraloop.rollout.jobs import LATENCY_BUCKETS_S, JobBook, JobRequest, UnknownJob, cancel, submit
+from loraloop.service.jobs import LATENCY_BUCKETS_S, JobBook, JobRequest, UnknownJob, cancel, submit
 from loraloop.settings import Settings
 
 
