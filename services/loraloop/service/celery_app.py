@@ -1,11 +1,18 @@
-"""The Celery application: one task per episode, Redis as broker and result backend."""
+"""The Celery application: one task per episode, Redis as broker and result backend.
+
+The task plays its episode with the job book of the worker's broker (`loraloop.rollout.runner.play`),
+the code the embedded default runs in its threads. Queueing and revoking live in
+`loraloop.service.jobs`, which receives this app; nothing here imports them back.
+"""
 from __future__ import annotations
 
-from celery import Celery, Task
+from celery import Celery
 
-from loraloop.rollout.episode import run_episode
+from loraloop.rollout.runner import play
 from loraloop.rollout.sampler import EpisodeSpec
-from loraloop.settings import Settings, get_settings
+from loraloop.service.book import job_book
+from loraloop.service.jobs import EPISODE_TASK
+from loraloop.settings import get_settings
 
 _settings = get_settings()
 app = Celery("loraloop", broker=_settings.broker_url or "memory://",
@@ -19,36 +26,8 @@ app.conf.update(
 )
 
 
-@app.task(name="loraloop.run_episode", acks_late=True)
-def run_episode_task(spec: dict, settings: Settings | None = None) -> dict:
-    """Celery entry point: run the episode (unless its job was cancelled) and report it to the job.
-
-    Workers read their settings from the environment; the embedded default passes its own
-    (`task.apply` runs in-process, so the object is never serialized).
-    """
-    from loraloop.service.jobs import job_book
-
-    episode = EpisodeSpec(**spec)
-    settings = settings or get_settings()
-    book = job_book(settings.broker_url) if settings.broker_url else None
-    if book is not None and book.cancelled(episode.run_id):
-        summary = {"task_id": episode.task_id, "attempt": episode.attempt, "success": False,
-                   "status": "cancelled", "error": None, "steps": 0}
-    else:
-        stop = (lambda: book.cancelled(episode.run_id)) if book is not None else None
-        try:
-            summary = run_episode(episode, settings, should_stop=stop)
-        except Exception as exc:  # stored as a crash by run_episode; the job still counts it
-            if book is not None:
-                book.record(episode.run_id, {"task_id": episode.task_id, "status": "crash", "success": False,
-                                             "error": f"{type(exc).__name__}: {exc}"})
-            raise
-    if book is not None:
-        book.record(episode.run_id, summary)
-    return summary
-
-
-def bound_task() -> Task:
-    """The episode task bound to the finalized app (threads that finalize it themselves race)."""
-    app.finalize(auto=True)
-    return app.tasks[run_episode_task.name]
+@app.task(name=EPISODE_TASK, acks_late=True)
+def run_episode_task(spec: dict) -> dict:
+    """Celery entry point: run the episode (unless its job was cancelled) and report it to the job's book."""
+    settings = get_settings()
+    return play(EpisodeSpec(**spec), settings, job_book(settings.broker_url))

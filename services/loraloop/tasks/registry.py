@@ -10,6 +10,7 @@ from pathlib import Path
 import yaml
 
 from loraloop.errors import TaskFormatError
+from loraloop.paths import locate
 from loraloop.tasks.real_format import WebTask, is_web_task, parse_web_task
 from loraloop.tasks.shell_format import ShellTask, parse_shell_task
 
@@ -178,7 +179,7 @@ def load_registry(path: str | Path) -> Registry:
     folder), a folder of task files, or one task file."""
     from loraloop.tasks.agentbench import agentbench_registry
 
-    path = Path(path)
+    path = locate(path, "task registry", TaskFormatError)
     if path.is_dir() and (path / REGISTRY_FILE).exists():
         path = path / REGISTRY_FILE
     if path.is_file() and path.suffix == ".json" and (snapshot := _snapshot(path)) is not None:
