@@ -11,7 +11,7 @@ import httpx
 import pytest
 import redis
 
-from loraloop.rollout.jobs import JobRequest
+from loraloop.service.models import JobRequest
 from loraloop.store.backends import FileStore
 from loraloop.store.trajectories import parse_episode
 from loraloop.tasks.registry import load_registry

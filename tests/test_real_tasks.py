@@ -111,8 +111,8 @@ def test_llm_boolean_asks_a_real_judge(vllm_url):
 def test_web_rollout_stores_trajectories_screenshots_and_exports_bc(tmp_path, sites_url, settings_for):
     from loraloop.datasets.export import export
     from loraloop.rollout.experiments import get_experiment
-    from loraloop.rollout.runner import execute
     from loraloop.rollout.sampler import plan_rollout
+    from loraloop.service.client import execute
     from loraloop.store import open_store
     from loraloop.store.trajectories import iter_episodes
 

@@ -192,7 +192,8 @@ def test_sync_gives_a_restarted_vllm_its_adapters_back(vllm_url, settings_for, t
     import subprocess
     import sys
 
-    from loraloop.serve.publish import _post, serve_version, served_version, sync
+    from loraloop.serve.publish import _post, serve_version, served_version
+    from loraloop.serve.sync import sync
 
     settings = settings_for(vllm_url=vllm_url)
     publish(settings, smollm_adapter(tmp_path / "a", random_b=True, seed=3), "synced", load=False)

@@ -13,15 +13,16 @@ from pathlib import Path
 from rich.console import Console
 
 from loraloop.datasets.export import export
+from loraloop.defaults import SEED, TASK_REGISTRY, TASK_SEED
 from loraloop.envs.shell import docker
 from loraloop.errors import ServiceUnavailable
 from loraloop.evaluate.report import write_report
 from loraloop.models.prepare import prepare
 from loraloop.rollout.experiments import get_experiment
-from loraloop.rollout.runner import execute
 from loraloop.rollout.sampler import new_run_id, plan_rollout
 from loraloop.serve import vllm_server
 from loraloop.serve.publish import publish
+from loraloop.service.client import execute
 from loraloop.settings import Settings
 from loraloop.store import open_store
 from loraloop.tasks.registry import load_registry
@@ -35,12 +36,12 @@ console = Console(stderr=True)
 class LoopPlan:
     """What one turn of the loop trains on and is judged on."""
 
-    registry: str = "configs/tasks/os"
+    registry: str = TASK_REGISTRY
     train_subset: str = "train"
     test_subset: str = "test"
     epochs: float = 2.0
     lr: float = 2e-4
-    seed: int = 42
+    seed: int = SEED
     eval_rollouts: int = 1
     eval_temperature: float | None = None
     adapter: str = "smollm_bc"
@@ -80,7 +81,7 @@ def run_turn(settings: Settings, out: Path, plan: LoopPlan) -> dict:
     def rollout(name: str, subset: str, attempts: int, temperature: float | None, model: str | None) -> None:
         specs = plan_rollout(registry, plan.registry, get_experiment(settings.experiments_path, name), run_id=run,
                              subset=subset, sample_size=None, rollouts_per_task=attempts, seed=plan.seed,
-                             task_seed=123, temperature=temperature, model=model)
+                             task_seed=TASK_SEED, temperature=temperature, model=model)
         execute(specs, settings)
 
     with stage("prepare model"):

@@ -7,14 +7,23 @@ from pathlib import Path
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from loraloop.defaults import EXPERIMENTS
+from loraloop.paths import in_project
+
 
 class Settings(BaseSettings):
-    """Where loraloop's services are and how episodes run; every field is LORALOOP_<NAME>."""
+    """Where loraloop's services are and how episodes run; every field is LORALOOP_<NAME>.
 
-    model_config = SettingsConfigDict(env_prefix="LORALOOP_", env_file=".env", extra="ignore")
+    The default folders (store, model, adapters, vLLM's virtualenv) are the checkout's, wherever the
+    command runs; a relative path given in the environment is the current folder's. The checkout's
+    .env is read, then the current folder's, which wins.
+    """
+
+    model_config = SettingsConfigDict(env_prefix="LORALOOP_", env_file=(in_project(".env"), ".env"),
+                                      extra="ignore")
 
     # Trajectory and adapter store: file:///path or s3://bucket/prefix
-    store_url: str = "file://volumes/store"
+    store_url: str = Field(default_factory=lambda: f"file://{in_project('volumes/store')}")
     s3_endpoint_url: str | None = None
     s3_access_key: str | None = None
     s3_secret_key: str | None = None
@@ -29,13 +38,13 @@ class Settings(BaseSettings):
     publish_vllm_urls: str = ""
     vllm_api_key: str = "EMPTY"
     base_model_name: str = "SmolLM2-135M-Instruct"
-    model_dir: Path = Path("volumes/models/SmolLM2-135M-Instruct")
-    vllm_python: Path = Path(".venv-vllm/bin/python")
+    model_dir: Path = Field(default_factory=lambda: in_project("volumes/models/SmolLM2-135M-Instruct"))
+    vllm_python: Path = Field(default_factory=lambda: in_project(".venv-vllm/bin/python"))
     vllm_port: int = 8000
     max_lora_rank: int = 16
     # Where published adapters are unpacked for vLLM, and that folder as the vLLM process sees it
     # (the same path on one machine; e.g. /adapters inside the vllm-lora container).
-    adapters_dir: Path = Path("volumes/adapters")
+    adapters_dir: Path = Field(default_factory=lambda: in_project("volumes/adapters"))
     vllm_adapters_dir: str | None = None
     request_timeout_s: float = 120.0
     max_tokens: int = 192
@@ -71,10 +80,11 @@ class Settings(BaseSettings):
     model_concurrency: int = Field(32, description="model requests in flight per process")
     model_retries: int = Field(4, description="retries (exponential backoff) on 5xx, 429 and connection errors")
     visibility_timeout_s: int = Field(3600, description="seconds before a dead worker's episode is redelivered")
-    # The rollout API (`loraloop rollout-api`): when api_url is set the CLI submits jobs there.
+    # The rollout API (`loraloop serve rollout-api`): when api_url is set the CLI submits jobs there.
     api_url: str = ""
     api_token: str = ""
-    experiments_path: Path = Path("configs/experiments.yaml")
+    # Relative: the current folder's when it has it, else the checkout's (see loraloop.paths.locate).
+    experiments_path: Path = Path(EXPERIMENTS)
 
 
 @lru_cache

@@ -1,1 +1,1 @@
-"""Rollouts: plan episodes (sampler), run each as a Celery task, store every trajectory."""
+"""Rollouts: plan episodes (sampler), run each one (episode, runner), store every trajectory."""

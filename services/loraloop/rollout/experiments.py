@@ -7,6 +7,7 @@ from pathlib import Path
 import yaml
 
 from loraloop.errors import ConfigError
+from loraloop.paths import locate
 
 POLICIES = ("openai", "scripted")
 PROTOCOLS = ("text", "tools")
@@ -28,7 +29,7 @@ class Experiment:
 
 def load_experiments(path: str | Path) -> dict[str, Experiment]:
     """Read every experiment in the file, failing on the first bad field with its name."""
-    path = Path(path)
+    path = locate(path, "experiments file")
     try:
         doc = yaml.safe_load(path.read_text()) or {}
     except OSError as exc:

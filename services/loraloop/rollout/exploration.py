@@ -14,7 +14,6 @@ from rich.table import Table
 
 from loraloop.errors import LoraloopError
 from loraloop.rollout.experiments import Experiment
-from loraloop.rollout.runner import execute
 from loraloop.rollout.sampler import EpisodeSpec, plan_rollout
 from loraloop.settings import Settings
 from loraloop.store import open_store
@@ -53,13 +52,12 @@ def plan_pair(registry: Registry, registry_path: str, experiment: Experiment, *,
                                      temperature=temperature)]
 
 
-def run_pair(specs: list[EpisodeSpec], settings: Settings) -> list[Episode]:
-    """Run the planned episodes with the normal rollout executor and read each back from the store.
+def read_pair(specs: list[EpisodeSpec], settings: Settings) -> list[Episode]:
+    """Read back from the store the planned episodes, once played by the normal rollout code.
 
     Reading the stored trajectory rather than the in-memory summary checks the recorded provenance
     (worker_temperature, seed) and the actions exactly as dataset export will see them.
     """
-    execute(specs, settings, quiet=True)
     store = open_store(settings=settings)
     episodes = []
     for spec in specs:

@@ -88,9 +88,9 @@ def verify_served(settings: Settings, name: str, prompts: list[list[dict]],
             "prompt_set": prompts, "matches_recorded": expected is not None}
 
 
-def _serve_on(settings: Settings, store: Store, name: str, version: str) -> dict:
+def serve_on(settings: Settings, store: Store, name: str, version: str) -> dict:
     """Load a stored version into the vLLM at settings.vllm_url and verify it against its record."""
-    metadata = json.loads(store.get_bytes(f"{adapters.PREFIX}/{name}/{version}/metadata.json"))
+    metadata = adapters.metadata(store, name, version)
     recorded = metadata.get("verification", {})
     local = adapters.download(store, name, version, Path(settings.adapters_dir))
     load_adapter(settings, name, _seen_by_vllm(settings, name, version, local))
@@ -101,40 +101,29 @@ def _serve_on(settings: Settings, store: Store, name: str, version: str) -> dict
 def serve_version(settings: Settings, name: str, version: str) -> dict:
     """Make vLLM serve a stored version under `name` (e.g. a rollback) and verify it against its record."""
     store = open_store(settings=settings)
-    if version not in {f"v{n}" for n in adapters.versions(store, name)}:
-        known = ", ".join(f"v{n}" for n in adapters.versions(store, name)) or "none"
-        raise ConfigError(f"adapter {name!r} has no version {version!r} in {store.url} (versions: {known})")
-    served = [_serve_on(settings.model_copy(update={"vllm_url": url}), store, name, version)
+    adapters.metadata(store, name, version)  # an unknown name or version fails here, naming the versions
+    served = [serve_on(settings.model_copy(update={"vllm_url": url}), store, name, version)
               for url in vllm_urls(settings)]
     adapters.mark_served(store, name, version)
     return served[0]
 
 
-def sync(settings: Settings) -> list[str]:
-    """Make every vLLM serve each stored adapter at the version the store wants (see adapters.wanted).
-
-    A vLLM that restarted has lost its runtime-loaded adapters; this puts them back, verified, and
-    leaves alone what is already served. Returns one 'name vN -> url' line per load it did.
-    """
-    store = open_store(settings=settings)
-    loaded = []
-    for name in adapters.names(store):
-        version = adapters.wanted(store, name)
-        for url in vllm_urls(settings) if version else []:
-            server = settings.model_copy(update={"vllm_url": url})
-            if served_version(server, name) != version:
-                _serve_on(server, store, name, version)
-                loaded.append(f"{name} {version} -> {url}")
-    return loaded
+def rollback(settings: Settings, name: str, to: str | None = None) -> tuple[str, dict]:
+    """Serve an earlier version (default: the one before the served one); return it and its verification."""
+    if to is None:
+        current = served_version(settings, name)
+        to = adapters.version_before(adapters.versions(open_store(settings=settings), name), current)
+        if to is None:
+            raise LoraloopError(f"adapter {name!r}: no version before {current or 'the served one'} to roll back to")
+    return to, serve_version(settings, name, to)["verification"]
 
 
 def served_version(settings: Settings, name: str) -> str | None:
     """The version vLLM serves under `name` (from the path it loaded), or None."""
     for model in served_models(settings.vllm_url, settings.vllm_api_key):
         if model["id"] == name:
-            root = str(model.get("root", "")).rstrip("/")
-            tail = root.rsplit("/", 1)[-1]
-            return tail if tail.startswith("v") and tail[1:].isdigit() else None
+            tail = str(model.get("root", "")).rstrip("/").rsplit("/", 1)[-1]
+            return tail if adapters.version_number(tail) is not None else None
     return None
 
 
@@ -170,7 +159,7 @@ def publish(settings: Settings, adapter_dir: Path, name: str, *, load: bool = Tr
                 "published_at": time.time()}
     store = open_store(settings=settings)
     version = adapters.upload(store, name, adapter_dir, metadata)
-    metadata.update(name=name, version=version, store_key=f"{adapters.PREFIX}/{name}/{version}/")
+    metadata.update(name=name, version=version, store_key=adapters.version_key(name, version))
     if load:
         local = adapters.download(store, name, version, Path(settings.adapters_dir))
         prompts = VERIFY_PROMPTS + _dataset_prompts(metrics.get("dataset_path"))

@@ -10,9 +10,10 @@ from pathlib import Path
 import httpx
 
 from loraloop.errors import ConfigError, ServiceUnavailable
+from loraloop.paths import in_project
 from loraloop.settings import Settings
 
-RUN_DIR = Path("volumes/.run")
+RUN_DIR = in_project("volumes/.run")
 
 
 def _pidfile(port: int) -> Path:

@@ -1,4 +1,8 @@
-"""Adapters in the store: adapters/<name>/<version>/ holding the PEFT files and metadata.json."""
+"""Adapters in the store: adapters/<name>/<version>/ holding the PEFT files and metadata.json.
+
+Versions are `v1`, `v2`, …: their keys and arithmetic (next, latest, the one before) live here, for
+publish, rollback, sync and the `adapters` commands alike.
+"""
 from __future__ import annotations
 
 import json
@@ -13,6 +17,23 @@ PREFIX = "adapters"
 REQUIRED = ("adapter_config.json", "adapter_model.safetensors")
 EXTRA = ("training_metrics.json", "loss.png")
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+_VERSION = re.compile(r"^v(\d+)$")
+
+
+def version_name(number: int) -> str:
+    """The version called `number`: 3 -> 'v3'."""
+    return f"v{number}"
+
+
+def version_number(version: str) -> int | None:
+    """The number of a version name ('v3' -> 3), or None when it is not one."""
+    match = _VERSION.match(version)
+    return int(match.group(1)) if match else None
+
+
+def version_key(name: str, version: str, file: str = "") -> str:
+    """The store key of a version's folder (adapters/<name>/<version>/), or of one file in it."""
+    return f"{PREFIX}/{name}/{version}/{file}"
 
 
 def check_adapter_dir(path: Path) -> dict:
@@ -30,29 +51,53 @@ def versions(store: Store, name: str) -> list[int]:
     """Published version numbers of an adapter, ascending."""
     found = set()
     for key in store.list(f"{PREFIX}/{name}/"):
-        match = re.match(rf"{PREFIX}/{re.escape(name)}/v(\d+)/", key)
-        if match:
-            found.add(int(match.group(1)))
+        parts = key.split("/")
+        number = version_number(parts[2]) if len(parts) > 3 else None
+        if number is not None:
+            found.add(number)
     return sorted(found)
+
+
+def next_version(store: Store, name: str) -> str:
+    """The version a new upload of `name` gets: one past the newest, 'v1' for the first."""
+    known = versions(store, name)
+    return version_name(known[-1] + 1 if known else 1)
+
+
+def version_before(known: list[int], current: str | None) -> str | None:
+    """The newest of `known` older than `current` (any when current is None), or None: a rollback's target."""
+    limit = version_number(current) if current else None
+    older = [n for n in known if limit is None or n < limit]
+    return version_name(older[-1]) if older else None
+
+
+def metadata(store: Store, name: str, version: str | None = None) -> dict:
+    """A version's metadata.json (default: the newest), failing with the versions there are."""
+    known = versions(store, name)
+    if not known:
+        raise ConfigError(f"no adapter named {name!r} in {store.url}")
+    version = version or version_name(known[-1])
+    if version_number(version) not in known or not store.exists(version_key(name, version, "metadata.json")):
+        raise ConfigError(f"adapter {name!r} has no version {version!r} in {store.url} "
+                          f"(versions: {', '.join(map(version_name, known))})")
+    return json.loads(store.get_bytes(version_key(name, version, "metadata.json")))
 
 
 def upload(store: Store, name: str, adapter_dir: Path, metadata: dict) -> str:
     """Copy the adapter and its metadata to the next version; return that version ('v3')."""
     if not _NAME.match(name):
         raise ConfigError(f"adapter name {name!r} must be letters, digits, '.', '_' or '-'")
-    existing = versions(store, name)
-    version = f"v{(existing[-1] + 1) if existing else 1}"
-    base = f"{PREFIX}/{name}/{version}"
+    version = next_version(store, name)
     for file in REQUIRED + EXTRA:
         if (adapter_dir / file).is_file():
-            store.put_bytes(f"{base}/{file}", (adapter_dir / file).read_bytes())
+            store.put_bytes(version_key(name, version, file), (adapter_dir / file).read_bytes())
     write_metadata(store, name, version, metadata)  # last: its presence marks a complete version
     return version
 
 
 def write_metadata(store: Store, name: str, version: str, metadata: dict) -> None:
     """Write (or update) a version's metadata.json."""
-    store.put_bytes(f"{PREFIX}/{name}/{version}/metadata.json",
+    store.put_bytes(version_key(name, version, "metadata.json"),
                     json.dumps({**metadata, "name": name, "version": version}, indent=2).encode())
 
 
@@ -68,7 +113,7 @@ def download(store: Store, name: str, version: str, dest: Path) -> Path:
         return target
     target.mkdir(parents=True, exist_ok=True)
     for file in REQUIRED + EXTRA + ("metadata.json",):
-        key = f"{PREFIX}/{name}/{version}/{file}"
+        key = version_key(name, version, file)
         if store.exists(key):
             (target / file).write_bytes(store.get_bytes(key))
     return target
@@ -84,5 +129,5 @@ def wanted(store: Store, name: str) -> str | None:
     key = f"{PREFIX}/{name}/served.json"
     if store.exists(key):
         return json.loads(store.get_bytes(key))["version"]
-    complete = [n for n in versions(store, name) if store.exists(f"{PREFIX}/{name}/v{n}/metadata.json")]
-    return f"v{complete[-1]}" if complete else None
+    complete = [n for n in versions(store, name) if store.exists(version_key(name, version_name(n), "metadata.json"))]
+    return version_name(complete[-1]) if complete else None

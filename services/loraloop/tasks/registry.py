@@ -12,6 +12,7 @@ from pathlib import Path
 import yaml
 
 from loraloop.errors import TaskFormatError
+from loraloop.paths import locate
 from loraloop.tasks.base import REGISTRY_FILE, Registry, Task, TaskSet, check_unique, load_set
 
 __all__ = ["Registry", "Task", "load_registry", "missing_files"]
@@ -51,12 +52,11 @@ def _published_layout(path: Path) -> Registry | None:
 
 def load_registry(path: str | Path) -> Registry:
     """Load a registry from registry.yaml, a layout a kind publishes (an AgentBench os_interaction
-    folder, a REAL snapshot), a folder of task files, or one task file."""
-    path = Path(path)
+    folder, a REAL snapshot), a folder of task files, or one task file; a relative path not found
+    here is looked up in the repository (loraloop.paths.locate)."""
+    path = locate(path, "task registry", TaskFormatError)
     if path.is_dir() and (path / REGISTRY_FILE).exists():
         path = path / REGISTRY_FILE
-    if not path.exists():
-        raise TaskFormatError(f"task registry {path} does not exist")
     if path.suffix in (".yaml", ".yml") and path.is_file():
         registry = _registry_yaml(path)
     elif (published := _published_layout(path)) is not None:

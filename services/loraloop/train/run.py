@@ -1,9 +1,10 @@
-"""The trainers by algorithm name, and training inputs fetched from a store URL."""
+"""The trainers by algorithm name, one training run from the flags given, and inputs fetched from a store URL."""
 from __future__ import annotations
 
 from pathlib import Path
 from urllib.parse import urlparse
 
+from loraloop.defaults import TASK_REGISTRY
 from loraloop.errors import ConfigError
 from loraloop.settings import Settings
 from loraloop.train.bc import train_bc
@@ -35,3 +36,26 @@ def fetch_dataset(location: str, output_dir: Path, settings: Settings) -> str:
     local.parent.mkdir(parents=True, exist_ok=True)
     local.write_bytes(data)
     return str(local)
+
+
+def run_training(algorithm: str, settings: Settings, *, overrides: dict, dataset_path: str | None,
+                 output_dir: Path | None, base_model: str | None, resume: bool, load_in_4bit: bool) -> tuple[Path, dict]:
+    """Train one adapter: the algorithm's defaults, with only the flags given (`overrides`) changed.
+
+    Defaults: the dataset volumes/datasets/ALGO.jsonl (grpo-online: the bundled task registry), the
+    output volumes/checkpoints/ALGO_lora, the base model LORALOOP_MODEL_DIR. A flag the algorithm does
+    not take fails naming it. Returns the output folder and the training metrics.
+    """
+    if algorithm not in TRAINERS:
+        raise ConfigError(f"train: algorithm must be one of {', '.join(TRAINERS)}, got {algorithm!r}")
+    config_class, trainer = TRAINERS[algorithm]
+    given = {k: v for k, v in overrides.items() if v is not None}
+    unknown = sorted(set(given) - set(config_class.__dataclass_fields__))
+    if unknown:
+        raise ConfigError(f"train {algorithm}: --{', --'.join(unknown)} do(es) not apply to {algorithm}")
+    output = output_dir or Path(f"volumes/checkpoints/{algorithm}_lora")
+    default = TASK_REGISTRY if algorithm == "grpo-online" else f"volumes/datasets/{algorithm}.jsonl"
+    data = fetch_dataset(dataset_path or default, output, settings)
+    cfg = config_class(base_model=base_model or str(settings.model_dir), dataset_path=data, output_dir=str(output),
+                       resume=resume, load_in_4bit=load_in_4bit, **given)
+    return output, trainer(cfg)

@@ -26,8 +26,8 @@ from loraloop.envs import env_kind
 from loraloop.envs.base import Env, EnvOptions
 from loraloop.errors import LoraloopError
 from loraloop.logs import get_logger
-from loraloop.rollout.episode_state import EpisodeState, EpisodeStates, MemoryEpisodeStates, RedisEpisodeStates
 from loraloop.rollout.session import EpisodeSession
+from loraloop.taskserver.states import EpisodeState, EpisodeStates, MemoryEpisodeStates, RedisEpisodeStates
 from loraloop.settings import Settings
 from loraloop.store import open_store
 from loraloop.store.trajectories import episode_key

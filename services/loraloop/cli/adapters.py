@@ -1,0 +1,77 @@
+"""`loraloop publish` and `loraloop adapters`: versions in the store and the one vLLM serves."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from loraloop.cli.common import console
+from loraloop.settings import get_settings
+
+app = typer.Typer(help="Published adapters: versions in the store and the one vLLM serves.", no_args_is_help=True)
+
+
+def publish(adapter: Path = typer.Option(..., "--adapter", help="PEFT adapter folder"),
+            name: str = typer.Option(..., "--name", help="served adapter name"),
+            load: bool = typer.Option(True, "--load/--no-load", help="hot-load into the running vLLM")) -> None:
+    """Store the adapter under adapters/<name>/<version>/, load it into vLLM and verify it is served."""
+    from loraloop.serve.publish import publish as do_publish
+
+    metadata = do_publish(get_settings(), adapter, name, load=load)
+    console.print(f"published {name} {metadata['version']} -> {metadata['store_key']}"
+                  + (f"; served, {metadata['verification']['differing']}/{metadata['verification']['prompts']} "
+                     "verification outputs differ from the base" if load else ""))
+
+
+@app.command("list")
+def adapters_list(served: bool = typer.Option(True, "--served/--no-served", help="ask vLLM which version it serves")
+                  ) -> None:
+    """Every adapter with its versions, and the version vLLM serves under its name."""
+    from loraloop.serve.publish import served_version
+    from loraloop.store import adapters, open_store
+
+    settings = get_settings()
+    store = open_store(settings=settings)
+    for name in adapters.names(store):
+        live = served_version(settings, name) if served else None
+        versions = " ".join(adapters.version_name(n) + ("*" if adapters.version_name(n) == live else "")
+                            for n in adapters.versions(store, name))
+        typer.echo(f"{name}\t{versions}" + (f"\tserved: {live}" if served else ""))
+
+
+@app.command("show")
+def adapters_show(name: str = typer.Argument(...),
+                  version: Optional[str] = typer.Option(None, "--version", help="vN (default: the latest)")) -> None:
+    """A version's metadata: base model, dataset digest, training metrics, verification."""
+    from loraloop.store import adapters, open_store
+
+    metadata = adapters.metadata(open_store(settings=get_settings()), name, version)
+    metadata.get("verification", {}).pop("prompt_set", None)  # the prompts themselves: long, and in the store
+    typer.echo(json.dumps(metadata, indent=2))
+
+
+@app.command("rollback")
+def adapters_rollback(name: str = typer.Argument(...),
+                      to: Optional[str] = typer.Option(None, "--to", help="vN (default: the one before the served one)")
+                      ) -> None:
+    """Serve an earlier version under the same name, verified against the outputs recorded when it was published."""
+    from loraloop.serve.publish import rollback
+
+    version, check = rollback(get_settings(), name, to)
+    how = ("its outputs equal the ones recorded at publish" if check["matches_recorded"]
+           else "no outputs were recorded for it; its outputs differ from the base's")
+    console.print(f"{name}: vLLM now serves {version}; {how} ({check['prompts']} prompts)")
+
+
+@app.command("sync")
+def adapters_sync(every: Optional[float] = typer.Option(None, "--every", min=1,
+                                                     help="repeat every SECONDS (a service)"),
+                  heartbeat: Optional[Path] = typer.Option(None, "--heartbeat",
+                                                           help="file touched after each good pass (healthcheck)")
+                  ) -> None:
+    """Make vLLM serve every stored adapter at its wanted version: after a restart, vLLM-LoRA gets them back."""
+    from loraloop.serve.sync import keep_synced
+
+    keep_synced(get_settings(), every, heartbeat, say=console.print)

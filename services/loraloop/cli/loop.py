@@ -1,0 +1,40 @@
+"""`loraloop demo` and `loraloop loop`: the whole loop on this machine, once or over several seeds."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from loraloop.cli.common import REGISTRY
+from loraloop.errors import LoraloopError
+from loraloop.settings import get_settings
+
+
+def demo(train_epochs: float = typer.Option(2.0, "--epochs"),
+         out: Path = typer.Option(Path("volumes/reports/demo"), "--out")) -> None:
+    """The whole loop on this machine: teacher rollouts, BC export, LoRA training, publish, eval."""
+    from loraloop.demo import run_demo
+
+    run_demo(get_settings(), out, train_epochs)
+
+
+def loop(
+    task_registry: Path = REGISTRY,
+    train_subset: str = typer.Option("train+family:count-ext", "--train_subset", "--train-subset"),
+    test_subset: str = typer.Option("test+family:count-ext", "--test_subset", "--test-subset"),
+    seeds: str = typer.Option("1,2,3", "--seeds", help="training seeds, comma-separated"),
+    epochs: float = typer.Option(4.0, "--epochs"), lr: float = typer.Option(5e-4, "--lr"),
+    rollouts_per_task: int = typer.Option(4, "--rollouts_per_task", "--rollouts-per-task", help="eval attempts"),
+    temperature: float = typer.Option(0.7, "--temperature", help="eval sampling temperature"),
+    out: Path = typer.Option(Path("volumes/reports/loop"), "--out"),
+) -> None:
+    """Rollout → export → train → publish → eval, once per seed: does BC beat the base on unseen variants?"""
+    from loraloop.demo import LoopPlan, run_loop
+
+    try:
+        seed_list = [int(x) for x in seeds.split(",") if x.strip()]
+    except ValueError as exc:
+        raise LoraloopError(f"--seeds must be integers separated by commas, got {seeds!r}") from exc
+    plan = LoopPlan(registry=str(task_registry), train_subset=train_subset, test_subset=test_subset, epochs=epochs,
+                    lr=lr, eval_rollouts=rollouts_per_task, eval_temperature=temperature)
+    run_loop(get_settings(), out, plan, seed_list)

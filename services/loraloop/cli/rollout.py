@@ -1,0 +1,119 @@
+"""`loraloop rollout`, `eval` and `verify-exploration`: collect episodes wherever the settings say, and compare."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+from rich.console import Console
+
+from loraloop.cli.common import EXPERIMENTS, REGISTRY, SEED, TASK_SEED, console
+from loraloop.service.models import JobRequest
+from loraloop.settings import get_settings
+
+SAMPLE_SIZE = typer.Option(None, "--sample_size", "--sample-size", help="tasks drawn with --seed (default: all)")
+ROLLOUTS_PER_TASK = typer.Option(1, "--rollouts_per_task", "--rollouts-per-task")
+TEMPERATURE = typer.Option(None, "--temperature", help="default: the experiment's")
+
+
+def run_job(request: JobRequest, config: Optional[Path], concurrency: Optional[int]) -> str:
+    """Submit a job (to the API, the broker or this process), follow it with the bar, print its summary.
+
+    Returns the run id.
+    """
+    from loraloop.service.client import jobs_client, with_experiments
+    from loraloop.service.progress import follow
+
+    settings = with_experiments(get_settings(), config)
+    jobs = jobs_client(settings, concurrency=concurrency)
+    submitted = jobs.submit(request)
+    console.print(f"submitted job {submitted.run_id}: {submitted.total} episodes queued, "
+                  f"{submitted.skipped} already stored")
+    status = follow(lambda: jobs.status(submitted.run_id))
+    console.print(f"[bold]{request.experiment}[/] run {status.run_id} {status.state}: {status.solved}/{status.done} "
+                  f"solved, {status.failed} ended in an error, {status.skipped} already stored; "
+                  f"{status.episodes_per_min} episodes/min; trajectories in "
+                  f"{status.store_url or settings.store_url}/trajectories/{status.mode}/{status.run_id}/")
+    for line in status.recent_errors[:5]:
+        console.print(f"  [red]{line}[/]")
+    return status.run_id
+
+
+def rollout(
+    experiment: str = typer.Option(..., "--experiment"),
+    task_registry: Path = REGISTRY,
+    subset: Optional[str] = typer.Option(None, "--subset", help="split, category or label"),
+    sample_size: Optional[int] = SAMPLE_SIZE,
+    rollouts_per_task: int = ROLLOUTS_PER_TASK,
+    seed: int = SEED,
+    task_seed: int = TASK_SEED,
+    temperature: Optional[float] = TEMPERATURE,
+    config: Optional[Path] = EXPERIMENTS,
+    run_id: Optional[str] = typer.Option(None, "--run_id", "--run-id"),
+    model: Optional[str] = typer.Option(None, "--model", help="override the experiment's served model"),
+    concurrency: Optional[int] = typer.Option(None, "--concurrency", help="episodes in flight (embedded)"),
+) -> None:
+    """Collect episodes: per-rollout seed = task_seed + task_index*1000 + attempt."""
+    run_job(JobRequest(experiment=experiment, task_registry=str(task_registry), subset=subset,
+                       sample_size=sample_size, rollouts_per_task=rollouts_per_task, seed=seed, task_seed=task_seed,
+                       temperature=temperature, run_id=run_id, model=model), config, concurrency)
+
+
+def eval_cmd(
+    experiment: List[str] = typer.Option(..., "--experiment", help="repeat for each experiment to compare"),
+    task_registry: Path = REGISTRY,
+    subset: Optional[str] = typer.Option("test", "--subset"),
+    sample_size: Optional[int] = SAMPLE_SIZE,
+    rollouts_per_task: int = ROLLOUTS_PER_TASK,
+    seed: int = SEED,
+    task_seed: int = TASK_SEED,
+    temperature: Optional[float] = TEMPERATURE,
+    config: Optional[Path] = EXPERIMENTS,
+    out: Path = typer.Option(Path("volumes/reports/eval"), "--out", help="report folder"),
+) -> None:
+    """Roll out each experiment on the same tasks and write report.md plus success.png."""
+    from loraloop.evaluate.report import write_report
+    from loraloop.store import open_store
+
+    runs = [(name, run_job(JobRequest(experiment=name, task_registry=str(task_registry), subset=subset,
+                                      sample_size=sample_size, rollouts_per_task=rollouts_per_task, seed=seed,
+                                      task_seed=task_seed, temperature=temperature), config, None))
+            for name in experiment]
+    md, _ = write_report(open_store(settings=get_settings()), runs, out, f"Evaluation on {subset or 'all'}")
+    typer.echo(md.read_text())
+    console.print(f"report: {md}  chart: {out / 'success.png'}")
+
+
+def verify_exploration(
+    task: str = typer.Option(..., "--task", help="task index, e.g. test-files-00000"),
+    experiment: str = typer.Option(..., "--experiment", "--mode"),
+    task_registry: Path = REGISTRY,
+    task_seed: int = TASK_SEED,
+    temperature_a: float = typer.Option(0.0, "--temperature_a", "--temperature-a"),
+    temperature_b: float = typer.Option(0.7, "--temperature_b", "--temperature-b"),
+    compare_steps: int = typer.Option(10, "--compare_steps", "--compare-steps", min=1,
+                                      help="actions to compare"),
+    config: Optional[Path] = EXPERIMENTS,
+) -> None:
+    """Play one task at two temperatures with the same seed; exit 0 when the actions differ, else 1."""
+    from loraloop.rollout.experiments import get_experiment
+    from loraloop.rollout.exploration import actions, compare_actions, comparison_table, plan_pair, read_pair, verdict
+    from loraloop.rollout.sampler import new_run_id
+    from loraloop.service.client import execute
+    from loraloop.tasks.registry import load_registry
+
+    settings = get_settings()
+    specs = plan_pair(load_registry(task_registry), str(task_registry),
+                      get_experiment(config or settings.experiments_path, experiment), task_id=task,
+                      run_id=new_run_id(), task_seed=task_seed, temperatures=(temperature_a, temperature_b))
+    console.print(f"{experiment}: {task} at T={temperature_a} and T={temperature_b}, seed {specs[0].seed}, "
+                  f"runs {specs[0].run_id} and {specs[1].run_id}")
+    execute(specs, settings, quiet=True)
+    episodes = read_pair(specs, settings)
+    for episode in episodes:
+        if episode.end.error:
+            console.print(f"  [red]{episode.key}[/]: {episode.end.error}")
+    comparison = compare_actions(*(actions(e) for e in episodes), compare_steps)
+    Console().print(comparison_table(episodes, comparison))
+    typer.echo(verdict(comparison))
+    raise typer.Exit(0 if comparison.differs else 1)

@@ -1,0 +1,81 @@
+"""`loraloop serve vllm|sites|task-server|rollout-api`: every command that serves, in one group.
+
+The old top-level names `serve-api` and `rollout-api` stay one release as hidden aliases that say so.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from loraloop.cli.common import REGISTRY, console
+from loraloop.errors import LoraloopError
+from loraloop.settings import get_settings
+
+app = typer.Typer(help="Serve: the local vLLM, the bundled task sites, the Task Server API, the rollout API.",
+                  no_args_is_help=True)
+
+
+@app.command("vllm")
+def serve_vllm(action: str = typer.Argument("start", help="start | stop"),
+               port: Optional[int] = typer.Option(None, "--port")) -> None:
+    """Start (LoRA on, runtime loading on) or stop the local vLLM CPU server."""
+    from loraloop.serve import vllm_server
+
+    settings = get_settings()
+    if action == "start":
+        typer.echo(vllm_server.start(settings, port=port))
+    elif action == "stop":
+        typer.echo("stopped" if vllm_server.stop(port or settings.vllm_port) else "not running")
+    else:
+        raise LoraloopError(f"serve vllm: action must be start or stop, got {action!r}")
+
+
+@app.command("sites")
+def serve_sites(host: str = typer.Option("127.0.0.1", "--host"), port: int = typer.Option(8090, "--port")) -> None:
+    """Serve the bundled task sites (shop, mail) with REAL's /config and /finish protocol."""
+    from loraloop.envs.web.sites.app import serve
+
+    serve(host, port)
+
+
+@app.command("task-server")
+def task_server(task: str = typer.Option("os-dev", "--task", help="task name reported by /api/health"),
+                task_registry: Path = REGISTRY,
+                host: str = typer.Option("127.0.0.1", "--host"), port: int = typer.Option(5000, "--port"),
+                idle_timeout: float = typer.Option(300.0, "--idle_timeout", help="seconds before an idle episode ends"),
+                run_id: Optional[str] = typer.Option(None, "--run_id", "--run-id",
+                                                     help="trajectory folder (default: today's date, UTC)"),
+                ) -> None:
+    """Serve a registry through the Task Server API (AReaL's TaskServerWorkflow).
+
+    With LORALOOP_BROKER_URL set, episodes live in Redis: run several replicas behind a load
+    balancer, restart them at will. Every episode is stored under trajectories/<task>/<run_id>/.
+    """
+    import uvicorn
+
+    from loraloop.taskserver.app import create_app
+    from loraloop.tasks.registry import load_registry
+
+    api = create_app(load_registry(task_registry), task, get_settings(), idle_timeout, run_id)
+    console.print(f"Task server {task}: http://{host}:{port}/api (health: /api/health)")
+    uvicorn.run(api, host=host, port=port, log_level="warning")
+
+
+@app.command("rollout-api")
+def rollout_api(host: str = typer.Option("127.0.0.1", "--host"), port: int = typer.Option(8080, "--port")) -> None:
+    """Serve the rollout API (jobs, health, /metrics, OpenAPI at /docs) over LORALOOP_BROKER_URL."""
+    import uvicorn
+
+    from loraloop.service.api.main import serving_app
+
+    api = serving_app(get_settings())
+    console.print(f"rollout API: http://{host}:{port}/api/jobs (docs: /docs, metrics: /metrics)")
+    uvicorn.run(api, host=host, port=port, log_level="warning")
+
+
+def renamed(old: str, new: str) -> dict:
+    """Command options for a hidden alias kept one release: Click says on stderr what to type instead."""
+    return {"name": old, "hidden": True,
+            "deprecated": f"Use `loraloop {new}`; `loraloop {old}` goes in the next release."}

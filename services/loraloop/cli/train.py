@@ -1,0 +1,75 @@
+"""`loraloop export` and `loraloop train`: datasets from the store, LoRA adapters from datasets."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from loraloop.cli.common import console
+from loraloop.settings import get_settings
+
+
+def export(
+    input: str = typer.Option("trajectories", "--input", "--input_dir", help="prefix in the store"),
+    output_dir: Path = typer.Option(Path("volumes/datasets"), "--output_dir", "--output-dir"),
+    format: str = typer.Option("bc", "--format", help="bc | dpo | grpo | all"),
+    pairing_strategy: str = typer.Option("default", "--pairing_strategy", "--pairing-strategy",
+                                         help="default | progress_ranked"),
+    top_percent: float = typer.Option(0.2, "--top_percent", "--top-percent",
+                                      help="progress_ranked: BC keeps the top ceil(n*P) episodes of a task"),
+    store: Optional[str] = typer.Option(None, "--store", help="store URL (default LORALOOP_STORE_URL)"),
+) -> None:
+    """Export stored trajectories as TRL datasets (bc.jsonl, dpo.jsonl, grpo.jsonl) with a manifest."""
+    from loraloop.datasets.export import BUILDERS
+    from loraloop.datasets.export import export as do_export
+    from loraloop.store import open_store
+
+    settings = get_settings()
+    formats = list(BUILDERS) if format == "all" else [f.strip() for f in format.split(",")]
+    manifest = do_export(open_store(store, settings), input.strip("/"), output_dir, formats,
+                         char_budget=settings.prompt_char_budget, pairing=pairing_strategy, top_percent=top_percent)
+    rows = ", ".join(f"{f}.jsonl: {n} rows" for f, n in manifest["rows"].items())
+    console.print(f"{rows} from {manifest['episodes']} episodes ({manifest['successful_episodes']} successful) "
+                  f"of {manifest['tasks']} tasks -> {output_dir}")
+    for problem in manifest["malformed"][:5]:
+        console.print(f"  [yellow]skipped[/] {problem}")
+
+
+def train(
+    algorithm: str = typer.Argument(..., help="bc | dpo | grpo | grpo-online"),
+    base_model: Optional[str] = typer.Option(None, "--base_model", "--base-model", help="default LORALOOP_MODEL_DIR"),
+    dataset_path: Optional[str] = typer.Option(None, "--dataset_path", "--dataset-path",
+                                               help="a file, file:// or s3:// URL (default volumes/datasets/ALGO.jsonl)"),
+    output_dir: Optional[Path] = typer.Option(None, "--output_dir", "--output-dir",
+                                              help="default volumes/checkpoints/ALGO_lora"),
+    lora_r: Optional[int] = typer.Option(None, "--lora_r"), lora_alpha: Optional[int] = typer.Option(None, "--lora_alpha"),
+    lr: Optional[float] = typer.Option(None, "--lr"), epochs: Optional[float] = typer.Option(None, "--epochs"),
+    batch_size: Optional[int] = typer.Option(None, "--batch_size"),
+    gradient_accumulation_steps: Optional[int] = typer.Option(None, "--gradient_accumulation_steps"),
+    max_length: Optional[int] = typer.Option(None, "--max_length"), seed: Optional[int] = typer.Option(None, "--seed"),
+    beta: Optional[float] = typer.Option(None, "--beta", help="dpo, grpo: KL weight"),
+    num_generations: Optional[int] = typer.Option(None, "--num_generations", help="grpo: completions per prompt"),
+    max_completion_length: Optional[int] = typer.Option(None, "--max_completion_length", help="grpo"),
+    save_steps: Optional[int] = typer.Option(None, "--save_steps", help="checkpoint every N steps"),
+    subset: Optional[str] = typer.Option(None, "--subset", help="grpo-online: tasks of the registry to train on"),
+    resume: bool = typer.Option(False, "--resume", help="go on from the last checkpoint in --output_dir"),
+    load_in_4bit: bool = typer.Option(False, "--load_in_4bit", help="unsloth on CUDA: 4-bit base weights"),
+) -> None:
+    """Train a LoRA adapter with TRL + PEFT (unsloth on CUDA): bc (SFTTrainer), dpo (DPOTrainer), grpo (GRPOTrainer),
+    grpo-online (GRPOTrainer scored by real episodes; --dataset_path is then a task registry).
+
+    Defaults per algorithm are the seed's; only the flags given override them. Under
+    `accelerate launch -m loraloop.cli train …` the same command trains on several GPUs.
+    """
+    from loraloop.train.run import run_training
+
+    overrides = dict(lora_r=lora_r, lora_alpha=lora_alpha, lr=lr, epochs=epochs, batch_size=batch_size,
+                     gradient_accumulation_steps=gradient_accumulation_steps, max_length=max_length, seed=seed,
+                     beta=beta, num_generations=num_generations, max_completion_length=max_completion_length,
+                     save_steps=save_steps, subset=subset)
+    output, metrics = run_training(algorithm, get_settings(), overrides=overrides, dataset_path=dataset_path,
+                                   output_dir=output_dir, base_model=base_model, resume=resume,
+                                   load_in_4bit=load_in_4bit)
+    console.print(f"{algorithm} adapter saved to {output}: loss {metrics['first_loss']} -> {metrics['final_loss']}, "
+                  f"{metrics['tokens_per_s']} tokens/s ({metrics['backend']})")

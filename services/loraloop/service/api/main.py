@@ -1,0 +1,61 @@
+"""Build the rollout API: the routes, their dependencies, and errors as `{"detail": …}` with the right status.
+
+Jobs are booked in Redis and run by `loraloop worker` processes anywhere; this process only plans,
+queues and reports, so replicas of it can sit behind a load balancer.
+"""
+from __future__ import annotations
+
+import redis
+from celery import Celery
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse
+from prometheus_client import CollectorRegistry
+
+from loraloop.errors import ConfigError, LoraloopError, ServiceUnavailable, TaskFormatError
+from loraloop.rollout.preflight import require_redis
+from loraloop.service.api.metrics import JobMetrics
+from loraloop.service.api.routes import health, jobs
+from loraloop.service.book import JobBook, UnknownJob, without_credentials
+from loraloop.settings import Settings
+
+STATUS = ((UnknownJob, 404), (ConfigError, 400), (TaskFormatError, 400), (ServiceUnavailable, 503))
+
+
+def _status(exc: LoraloopError) -> int:
+    return next((code for kind, code in STATUS if isinstance(exc, kind)), 500)
+
+
+def create_app(settings: Settings, queue: Celery | None = None) -> FastAPI:
+    """The rollout API over the broker named in the settings (queue: the Celery app, default loraloop's)."""
+    if queue is None:
+        from loraloop.service.celery_app import app as queue
+
+    app = FastAPI(title="loraloop rollout API", version="1",
+                  description="Rollout jobs on Celery workers. With LORALOOP_API_TOKEN set, the jobs routes need "
+                              "`Authorization: Bearer <token>`.")
+    app.state.settings = settings
+    app.state.book = JobBook(settings.broker_url)
+    app.state.queue = queue
+    app.state.metrics = CollectorRegistry()
+    app.state.metrics.register(JobMetrics(app.state.book))
+    app.include_router(jobs.router)
+    app.include_router(health.router)
+
+    @app.exception_handler(LoraloopError)
+    def loraloop_error(_request: Request, exc: LoraloopError) -> JSONResponse:
+        return JSONResponse({"detail": str(exc)}, status_code=_status(exc))
+
+    @app.exception_handler(redis.RedisError)
+    def broker_error(_request: Request, exc: redis.RedisError) -> JSONResponse:
+        return JSONResponse({"detail": f"broker unreachable at {without_credentials(settings.broker_url)} "
+                                       f"({type(exc).__name__})"}, status_code=503)
+
+    return app
+
+
+def serving_app(settings: Settings) -> FastAPI:
+    """The API for `loraloop serve rollout-api`, once its broker (LORALOOP_BROKER_URL) answers."""
+    if not settings.broker_url:
+        raise ConfigError("rollout-api needs LORALOOP_BROKER_URL (e.g. redis://127.0.0.1:6379/0)")
+    require_redis(settings.broker_url)
+    return create_app(settings)

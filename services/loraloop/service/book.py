@@ -1,0 +1,222 @@
+"""The job book: each job's request, episode keys and counters.
+
+`JobBook` keeps it in Redis, shared by the API, the CLI and every worker; `MemoryBook` keeps it in
+this process for the embedded default. Both count a finished episode the same way and report one
+`JobStatus`. Neither knows Celery: the worker's task records into the book, never the reverse.
+"""
+from __future__ import annotations
+
+import json
+import threading
+import time
+from functools import lru_cache
+from typing import Any, Mapping
+from urllib.parse import urlsplit, urlunsplit
+
+import redis
+
+from loraloop.errors import ConfigError, LoraloopError, ServiceUnavailable
+from loraloop.service.models import JobRequest, JobStatus
+
+NS = "loraloop"
+LATENCY_BUCKETS_S = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
+FAILURE_CAUSES = ("env_error", "service_error", "crash")
+KEPT_ERRORS = 20
+
+
+class UnknownJob(LoraloopError):
+    """No job with this run id in the book."""
+
+
+def failed(summary: dict) -> bool:
+    """True when an episode ended in an error of the environment, a server or the code (not the agent's)."""
+    return bool(summary.get("error")) or summary.get("status") in FAILURE_CAUSES
+
+
+def error_line(summary: dict) -> str:
+    """The one line a failed episode leaves in its job's recent errors."""
+    return f"{summary.get('task_id')}: {summary.get('error') or summary.get('status') or 'error'}"
+
+
+def without_credentials(url: str) -> str:
+    """A URL fit to show: user and password dropped."""
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    return urlunsplit(parts._replace(netloc=host + (f":{parts.port}" if parts.port else "")))
+
+
+def job_status(run_id: str, fields: Mapping[str, Any], recent_errors: list[str]) -> JobStatus:
+    """A job's status from its booked fields, the same arithmetic for both books."""
+    total, done = int(fields["total"]), int(fields.get("done", 0))
+    solved = int(fields.get("solved", 0))
+    state = fields["state"]
+    if state != "cancelled":
+        state = "done" if done >= total else ("running" if done else "queued")
+    elapsed = max(float(fields["updated_at"]) - float(fields["submitted_at"]), 1e-6)
+    request = fields.get("request") or None  # JSON text in Redis; "" (or an old "{}") when planned in code
+    if isinstance(request, str):
+        request = json.loads(request) or None
+    return JobStatus(run_id=run_id, mode=fields["mode"], state=state, total=total, done=done, solved=solved,
+                     failed=int(fields.get("failed", 0)), skipped=int(fields.get("skipped", 0)),
+                     success_rate=round(solved / done, 4) if done else None,
+                     episodes_per_min=round(done / elapsed * 60, 2) if done else 0.0,
+                     submitted_at=float(fields["submitted_at"]), request=request,
+                     recent_errors=recent_errors, store_url=fields.get("store_url", ""))
+
+
+def new_job(run_id: str, mode: str, request: JobRequest | None, keys: list[str], skipped: int,
+            store_url: str) -> dict[str, Any]:
+    """The booked fields of a job just submitted: its request, counters at zero."""
+    now = time.time()
+    return {"run_id": run_id, "mode": mode, "request": request.model_dump_json() if request else "",
+            "store_url": store_url, "total": len(keys), "skipped": skipped, "done": 0, "solved": 0, "failed": 0,
+            "submitted_at": now, "updated_at": now, "state": "queued" if keys else "done"}
+
+
+@lru_cache(maxsize=8)
+def job_book(url: str) -> "JobBook":
+    """This process's job book for a broker URL (one Redis connection pool, reused by every episode)."""
+    return JobBook(url)
+
+
+class JobBook:
+    """Jobs and their progress in Redis, shared by the API, the CLI and every worker."""
+
+    def __init__(self, url: str) -> None:
+        if not url.startswith(("redis://", "rediss://")):
+            raise ConfigError(f"jobs need a Redis broker (LORALOOP_BROKER_URL=redis://…), got {url!r}")
+        self.url = url
+        self.redis = redis.Redis.from_url(url, socket_connect_timeout=3, decode_responses=True)
+
+    def _job(self, run_id: str) -> str:
+        return f"{NS}:job:{run_id}"
+
+    def create(self, run_id: str, mode: str, request: JobRequest | None, keys: list[str], skipped: int,
+               store_url: str = "") -> None:
+        """Record a submitted job: its request, episode keys and counters at zero."""
+        job = self._job(run_id)
+        pipe = self.redis.pipeline()
+        pipe.delete(job, f"{job}:keys", f"{job}:errors")
+        pipe.hset(job, mapping=new_job(run_id, mode, request, keys, skipped, store_url))
+        if keys:
+            pipe.rpush(f"{job}:keys", *keys)
+        pipe.zadd(f"{NS}:jobs", {run_id: time.time()})
+        try:
+            pipe.execute()
+        except redis.RedisError as exc:
+            raise ServiceUnavailable(f"broker unreachable at {without_credentials(self.url)} "
+                                     f"({type(exc).__name__})") from exc
+
+    def record(self, run_id: str, summary: dict) -> None:
+        """Count one finished episode (called by the worker that ran it) and feed the metrics."""
+        cause = summary.get("status") or "error"
+        pipe = self.redis.pipeline()
+        job = self._job(run_id)
+        pipe.hincrby(job, "done", 1)
+        pipe.hincrby(job, "solved", int(bool(summary.get("success"))))
+        if failed(summary):
+            pipe.hincrby(job, "failed", 1)
+            pipe.hincrby(f"{NS}:metrics:failures", cause, 1)
+            pipe.lpush(f"{job}:errors", error_line(summary))
+            pipe.ltrim(f"{job}:errors", 0, KEPT_ERRORS - 1)
+        pipe.hset(job, "updated_at", time.time())
+        pipe.hincrby(f"{NS}:metrics:episodes", cause, 1)
+        for name, values in (("step", summary.get("step_ms", [])), ("model", summary.get("model_ms", []))):
+            for ms in values:
+                seconds = (ms or 0.0) / 1000
+                bucket = next((str(b) for b in LATENCY_BUCKETS_S if seconds <= b), "+Inf")
+                pipe.hincrby(f"{NS}:metrics:{name}_latency", bucket, 1)
+                pipe.hincrbyfloat(f"{NS}:metrics:{name}_latency", "sum", seconds)
+        pipe.execute()
+
+    def cancelled(self, run_id: str) -> bool:
+        """True once the job was cancelled: queued episodes are skipped, running ones stop."""
+        return self.redis.hget(self._job(run_id), "state") == "cancelled"
+
+    def cancel(self, run_id: str) -> list[str]:
+        """Mark the job cancelled and return its episode task ids (for revoking)."""
+        if not self.redis.exists(self._job(run_id)):
+            raise UnknownJob(f"unknown job {run_id!r}")
+        self.redis.hset(self._job(run_id), mapping={"state": "cancelled", "updated_at": time.time()})
+        return self.keys(run_id)
+
+    def keys(self, run_id: str) -> list[str]:
+        """The job's episode keys (its Celery task ids), in planned order."""
+        return self.redis.lrange(f"{self._job(run_id)}:keys", 0, -1)
+
+    def status(self, run_id: str) -> JobStatus:
+        """The job's progress: done, solved, failed, success rate so far, episodes per minute."""
+        raw = self.redis.hgetall(self._job(run_id))
+        if not raw:
+            raise UnknownJob(f"unknown job {run_id!r}")
+        return job_status(run_id, raw, self.redis.lrange(f"{self._job(run_id)}:errors", 0, 4))
+
+    def list(self, limit: int = 50) -> list[JobStatus]:
+        """The latest jobs, newest first."""
+        return [self.status(run_id) for run_id in self.redis.zrevrange(f"{NS}:jobs", 0, limit - 1)
+                if self.redis.exists(self._job(run_id))]
+
+    def metrics(self) -> dict[str, dict[str, float]]:
+        """Raw counters for the Prometheus exposition."""
+        return {name: {k: float(v) for k, v in self.redis.hgetall(f"{NS}:metrics:{name}").items()}
+                for name in ("episodes", "failures", "step_latency", "model_latency")}
+
+    def queue_depth(self, queue: str = "celery") -> int:
+        """Episodes waiting in the broker's queue."""
+        return int(self.redis.llen(queue))
+
+
+class MemoryBook:
+    """Jobs of this process only (the embedded default): the same counters, kept in a dict."""
+
+    def __init__(self) -> None:
+        self._jobs: dict[str, dict[str, Any]] = {}
+        self._lock = threading.Lock()
+
+    def _get(self, run_id: str) -> dict[str, Any]:
+        if run_id not in self._jobs:
+            raise UnknownJob(f"unknown job {run_id!r} (without LORALOOP_API_URL or LORALOOP_BROKER_URL, "
+                             "jobs live in the process that runs them)")
+        return self._jobs[run_id]
+
+    def create(self, run_id: str, mode: str, request: JobRequest | None, keys: list[str], skipped: int,
+               store_url: str = "") -> None:
+        """Record a submitted job: its request, episode keys and counters at zero."""
+        with self._lock:
+            self._jobs[run_id] = {**new_job(run_id, mode, request, keys, skipped, store_url), "keys": list(keys),
+                                  "errors": []}
+
+    def record(self, run_id: str, summary: dict) -> None:
+        """Count one finished episode."""
+        with self._lock:
+            job = self._get(run_id)
+            job["done"] += 1
+            job["solved"] += int(bool(summary.get("success")))
+            if failed(summary):
+                job["failed"] += 1
+                job["errors"] = [error_line(summary), *job["errors"]][:KEPT_ERRORS]
+            job["updated_at"] = time.time()
+
+    def cancelled(self, run_id: str) -> bool:
+        """True once the job was cancelled."""
+        with self._lock:
+            return self._get(run_id)["state"] == "cancelled"
+
+    def cancel(self, run_id: str) -> list[str]:
+        """Mark the job cancelled and return its episode keys."""
+        with self._lock:
+            job = self._get(run_id)
+            job.update(state="cancelled", updated_at=time.time())
+            return list(job["keys"])
+
+    def status(self, run_id: str) -> JobStatus:
+        """The job's progress."""
+        with self._lock:
+            job = self._get(run_id)
+            return job_status(run_id, job, job["errors"][:5])
+
+    def list(self, limit: int = 50) -> list[JobStatus]:
+        """This process's jobs, newest first."""
+        with self._lock:
+            newest = sorted(self._jobs, key=lambda run_id: self._jobs[run_id]["submitted_at"], reverse=True)
+        return [self.status(run_id) for run_id in newest[:limit]]

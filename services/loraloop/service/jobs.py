@@ -1,0 +1,94 @@
+"""Rollout jobs: plan a job's episodes, book it, queue them on Celery, cancel it.
+
+A job is a run: one Celery task per episode, whose task id is the episode's store key, so a
+job submitted again with the same run id resumes (stored episodes are skipped) and a
+redelivered episode never writes a second copy. Workers report each finished episode into
+the job's book, which the API, `loraloop jobs` and the Prometheus metrics read.
+
+This module never imports the Celery app: queueing and revoking take it as an argument
+(`loraloop.service.celery_app.app`), and the app's task imports the book, not this module's callers.
+"""
+from __future__ import annotations
+
+from typing import Protocol
+
+from celery import Celery
+
+from loraloop.rollout.experiments import get_experiment
+from loraloop.rollout.preflight import check_servers
+from loraloop.rollout.sampler import EpisodeSpec, new_run_id, plan_rollout
+from loraloop.service.book import JobBook
+from loraloop.service.models import JobRequest, JobStatus
+from loraloop.settings import Settings
+from loraloop.store import open_store
+from loraloop.store.trajectories import episode_key
+from loraloop.tasks.registry import load_registry
+
+EPISODE_TASK = "loraloop.run_episode"
+
+
+class Book(Protocol):
+    """Where a job is booked: `JobBook` (Redis) or `MemoryBook` (this process)."""
+
+    def create(self, run_id: str, mode: str, request: JobRequest | None, keys: list[str], skipped: int,
+               store_url: str = "") -> None: ...
+
+    def status(self, run_id: str) -> JobStatus: ...
+
+
+def plan_job(request: JobRequest, settings: Settings) -> list[EpisodeSpec]:
+    """Every episode of the job (run id: the request's or a new one), once every server they need answers.
+
+    A bad experiment, registry or subset, or a server down, fails naming it before anything is booked.
+    """
+    experiment = get_experiment(settings.experiments_path, request.experiment)
+    registry = load_registry(request.task_registry)
+    specs = plan_rollout(registry, request.task_registry, experiment, run_id=request.run_id or new_run_id(),
+                         subset=request.subset, sample_size=request.sample_size,
+                         rollouts_per_task=request.rollouts_per_task, seed=request.seed, task_seed=request.task_seed,
+                         temperature=request.temperature, model=request.model)
+    check_servers(specs, settings)
+    return specs
+
+
+def spec_key(spec: EpisodeSpec) -> str:
+    """The episode's store key, which is also its Celery task id (idempotent)."""
+    return episode_key(spec.mode, spec.run_id, spec.task_id, spec.attempt)
+
+
+def pending_specs(specs: list[EpisodeSpec], settings: Settings) -> list[EpisodeSpec]:
+    """The episodes not yet in the store: resubmitting a run plays only what is missing."""
+    store = open_store(settings=settings)
+    return [spec for spec in specs if not store.exists(spec_key(spec))]
+
+
+def book_job(specs: list[EpisodeSpec], settings: Settings, book: Book,
+             request: JobRequest | None = None) -> tuple[str, list[EpisodeSpec]]:
+    """Book the run with its episodes not yet stored; return the run id and those episodes."""
+    run_id, mode = (specs[0].run_id, specs[0].mode) if specs else (new_run_id(), "empty")
+    todo = pending_specs(specs, settings)
+    book.create(run_id, mode, request, [spec_key(s) for s in todo], skipped=len(specs) - len(todo),
+                store_url=settings.store_url)
+    return run_id, todo
+
+
+def enqueue(specs: list[EpisodeSpec], settings: Settings, book: JobBook, queue: Celery,
+            request: JobRequest | None = None) -> str:
+    """Book the run and queue its episodes not yet stored, one Celery task each; return the run id."""
+    run_id, todo = book_job(specs, settings, book, request)
+    for spec in todo:
+        queue.send_task(EPISODE_TASK, args=(spec.to_dict(),), task_id=spec_key(spec))
+    return run_id
+
+
+def submit(request: JobRequest, settings: Settings, book: JobBook, queue: Celery) -> JobStatus:
+    """Plan the job, check its servers, queue it; return its status."""
+    return book.status(enqueue(plan_job(request, settings), settings, book, queue, request))
+
+
+def cancel(run_id: str, book: JobBook, queue: Celery) -> JobStatus:
+    """Cancel a job: revoke its queued episodes; running ones end at their next step, stored."""
+    keys = book.cancel(run_id)
+    if keys:
+        queue.control.revoke(keys)
+    return book.status(run_id)

@@ -1,0 +1,62 @@
+"""The embedded default: jobs run in this process, no broker and no API.
+
+`LocalJobs` has the interface of the API and broker clients (submit, status, list, cancel), so the
+CLI follows a job the same way wherever it runs. Its episodes run in a thread pool
+(`LORALOOP_CONCURRENCY` or `--concurrency` in flight, so vLLM can batch) through the code a
+Celery worker runs (`loraloop.rollout.runner.play`), counted in a book kept in memory.
+"""
+from __future__ import annotations
+
+from concurrent.futures import Future, ThreadPoolExecutor
+
+from loraloop.rollout.runner import crash_summary, play
+from loraloop.rollout.sampler import EpisodeSpec
+from loraloop.service.book import MemoryBook
+from loraloop.service.jobs import book_job, plan_job
+from loraloop.service.models import JobRequest, JobStatus
+from loraloop.settings import Settings
+
+
+class LocalJobs:
+    """Jobs whose episodes run in this process's threads; they live as long as the process."""
+
+    def __init__(self, settings: Settings, concurrency: int | None = None) -> None:
+        self.settings = settings
+        self.concurrency = concurrency or settings.concurrency
+        self.book = MemoryBook()
+        self._runs: dict[str, list[Future]] = {}
+
+    def submit(self, request: JobRequest) -> JobStatus:
+        """Plan the job, check its servers and start its episodes not yet stored; return its status."""
+        return self.start(plan_job(request, self.settings), request)
+
+    def start(self, specs: list[EpisodeSpec], request: JobRequest | None = None) -> JobStatus:
+        """Book planned episodes and start those not yet stored, `concurrency` at a time; return at once."""
+        run_id, todo = book_job(specs, self.settings, self.book, request)
+        pool = ThreadPoolExecutor(max_workers=self.concurrency, thread_name_prefix=f"episode-{run_id}")
+        self._runs[run_id] = [pool.submit(self._play, spec) for spec in todo]
+        pool.shutdown(wait=False)  # the queued episodes still run; the threads end with the last one
+        return self.book.status(run_id)
+
+    def _play(self, spec: EpisodeSpec) -> dict:
+        try:
+            return play(spec, self.settings, self.book)
+        except Exception as exc:  # already counted as a crash by play; the other episodes go on
+            return crash_summary(exc, spec)
+
+    def status(self, run_id: str) -> JobStatus:
+        """The job's progress."""
+        return self.book.status(run_id)
+
+    def list(self, limit: int = 50) -> list[JobStatus]:
+        """This process's jobs, newest first."""
+        return self.book.list(limit)
+
+    def cancel(self, run_id: str) -> JobStatus:
+        """Cancel a job: episodes not started end as `cancelled` unplayed, running ones stop at their next step."""
+        self.book.cancel(run_id)
+        return self.book.status(run_id)
+
+    def summaries(self, run_id: str) -> list[dict]:
+        """Wait for the job's episodes and return their summaries, in planned order."""
+        return [future.result() for future in self._runs[run_id]]

@@ -1,0 +1,72 @@
+"""The shapes jobs travel in: what a job asks for, its status, the API's health and error bodies.
+
+The CLI, both job books, the clients and the API all use these, so a status read from memory,
+Redis or HTTP is one type, and the OpenAPI schema shows every field the routes return.
+"""
+from __future__ import annotations
+
+import re
+from typing import Literal
+
+from pydantic import BaseModel, Field, field_validator
+
+from loraloop.defaults import SEED, TASK_REGISTRY, TASK_SEED
+
+RUN_ID = re.compile(r"^[A-Za-z0-9._-]{1,128}$")
+JobState = Literal["queued", "running", "done", "cancelled"]
+FINAL_STATES = ("done", "cancelled")
+
+
+class JobRequest(BaseModel):
+    """What `loraloop rollout` and `POST /api/jobs` take; flag names as in the HALO seed."""
+
+    experiment: str = Field(description="experiment name in the experiments file (configs/experiments.yaml)")
+    task_registry: str = Field(TASK_REGISTRY, description="registry file or folder, as the planning process sees it")
+    subset: str | None = Field(None, description="split, category or label")
+    sample_size: int | None = Field(None, ge=1, description="tasks drawn with `seed` (default: all)")
+    rollouts_per_task: int = Field(1, ge=1, le=1000)
+    seed: int = Field(SEED, description="task sampling seed")
+    task_seed: int = Field(TASK_SEED, description="base of per-rollout seeds: task_seed + task_index*1000 + attempt")
+    temperature: float | None = Field(None, ge=0.0, le=5.0, description="default: the experiment's")
+    run_id: str | None = Field(None, description="default: a new one; an existing one resumes (stored episodes skipped)")
+    model: str | None = Field(None, description="served model name, overriding the experiment's")
+
+    @field_validator("run_id")
+    @classmethod
+    def _safe_run_id(cls, value: str | None) -> str | None:
+        if value is not None and not RUN_ID.match(value):
+            raise ValueError(f"run_id {value!r} may hold only letters, digits, '.', '_' and '-'")
+        return value
+
+
+class JobStatus(BaseModel):
+    """A job's progress, the same from the embedded book, the Redis book and the API."""
+
+    run_id: str
+    mode: str = Field(description="the experiment: the trajectory folder under trajectories/")
+    state: JobState
+    total: int = Field(description="episodes queued (stored ones not counted)")
+    done: int
+    solved: int
+    failed: int = Field(description="episodes that ended in an environment, service or crash error")
+    skipped: int = Field(description="episodes already stored when the job was submitted")
+    success_rate: float | None = Field(description="solved / done so far; null before the first episode ends")
+    episodes_per_min: float
+    submitted_at: float = Field(description="Unix time")
+    request: JobRequest | None = Field(None, description="what was submitted; null for episodes planned in code")
+    recent_errors: list[str] = Field(default_factory=list, description="the latest errors, newest first")
+    store_url: str = Field("", description="where the trajectories are")
+
+
+class Health(BaseModel):
+    """GET /api/health: the broker answers."""
+
+    status: Literal["healthy"] = "healthy"
+    broker: str = Field(description="broker URL without its credentials")
+    queue_depth: int = Field(description="episodes waiting in the broker's queue")
+
+
+class ErrorMessage(BaseModel):
+    """Every refused request: one line naming the field, value or server at fault."""
+
+    detail: str
