@@ -130,8 +130,8 @@ def test_web_rollout_stores_trajectories_screenshots_and_exports_bc(tmp_path, si
     for episode in episodes:
         assert episode.start.env == "web" and episode.start.goal
         for step in episode.steps:
-            assert step["url"].startswith(sites_url) and step["action_text"]
-            assert store.get_bytes(step["screenshot"]).startswith(b"\x89PNG")
+            assert step.url.startswith(sites_url) and step.action_text
+            assert store.get_bytes(step.screenshot).startswith(b"\x89PNG")
     manifest = export(store, "trajectories/web_teacher_screens/web-1/", tmp_path / "ds", ["bc", "grpo"])
     rows = [json.loads(line) for line in (tmp_path / "ds" / "bc.jsonl").read_text().splitlines()]
     assert manifest["rows"]["bc"] == len(rows) == sum(len(e.steps) for e in episodes)

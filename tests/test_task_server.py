@@ -211,3 +211,46 @@ def test_idle_episodes_expire_and_are_stored(tmp_path):
         assert json.loads(stored[0].read_text().splitlines()[-1])["status"] == "expired"
     finally:
         stop(proc)
+
+
+def test_web_tasks_are_served_too_and_stay_on_the_replica_that_started_them(sites_url, redis_url, settings_for):
+    """The Task Server picks the env by task: a REAL task runs in Chromium, scripted steps solve it,
+    and the stored episode is the same typed record a rollout writes. A web episode's browser lives in
+    one process, so another replica sharing the Redis state answers 409 naming the replica."""
+    from fastapi.testclient import TestClient
+
+    from loraloop.envs.web.teacher import step_action
+    from loraloop.store.trajectories import iter_episodes
+    from loraloop.taskserver.app import create_app, open_states
+    from loraloop.store import open_store
+    from loraloop.tasks.registry import load_registry
+
+    registry = load_registry("configs/tasks/web")
+    task = registry.get("loraloop.shop-6")
+    settings = settings_for(sites_url=sites_url, broker_url=redis_url)
+    apps = [create_app(registry, "web-test", settings, run_id="r1",
+                       states=open_states(settings, "web-test", 300.0)) for _ in range(2)]
+    with TestClient(apps[0]) as first, TestClient(apps[1]) as second:
+        info = first.get("/api/task/info").json()
+        assert info["env_kinds"] == ["web"] and info["max_episode_length"] == 15
+        bad = first.post("/api/episode/start", json={"sample_id": task.index, "config": {"protocol": "tools"}})
+        assert bad.status_code == 400 and "for web tasks" in bad.json()["detail"]
+        start = first.post("/api/episode/start", json={"sample_id": task.index, "config": {}}).json()
+        episode = start["episode_id"]
+        [system, user] = start["observation"]["content"]
+        assert system["role"] == "system" and user["content"].startswith(f"# Goal\n{task.goal}")
+        page = user["content"]
+        elsewhere = second.post("/api/episode/step", json={"episode_id": episode, "action": {"content": "noop()"}})
+        assert elsewhere.status_code == 409 and "lives on replica" in elsewhere.json()["detail"]
+        for scripted in task.solution:
+            reply = first.post("/api/episode/step", json={"episode_id": episode, "action": {
+                "content": f"Action: {step_action(scripted, page, sites_url)}"}}).json()
+            if reply["done"]:
+                break
+            page = reply["observation"]["content"]
+        assert reply["done"] and reply["reward"] == 1.0 and reply["info"]["success"] is True
+        assert first.get("/api/health").json()["active_episodes"] == 0
+    [episode] = iter_episodes(open_store(settings=settings), "trajectories/web-test/r1/")
+    assert episode.start.env == "web" and episode.start.prompt_style == "web" and episode.start.schema_version == 2
+    assert episode.end.success and len(episode.steps) == len(task.solution)
+    assert all(step.run_id == "r1" and step.action_source == "client" for step in episode.steps)
