@@ -5,14 +5,15 @@ VENV := .venv
 LORALOOP := $(VENV)/bin/loraloop
 MODEL_DIR ?= volumes/models/SmolLM2-135M-Instruct
 
-# Flags of `make rollout` / `make eval`, named after the CLI's.
+# Flags of `make rollout` / `make eval`, named after the CLI's. Left empty, a flag is not passed and the
+# CLI's default applies (SEED 42, TASK_SEED 123, TASK_REGISTRY configs/tasks/os: services/loraloop/defaults.py).
 EXPERIMENT ?= smollm_zero
 SUBSET ?=
-TASK_REGISTRY ?= configs/tasks/os
+TASK_REGISTRY ?=
 SAMPLE_SIZE ?=
 ROLLOUTS_PER_TASK ?= 1
-SEED ?= 42
-TASK_SEED ?= 123
+SEED ?=
+TASK_SEED ?=
 TEMPERATURE ?=
 CONCURRENCY ?= 4
 PROJECT ?= loraloop
@@ -45,7 +46,7 @@ HOST ?= 127.0.0.1
 PORT ?=
 opt = $(if $(2),$(1) $(2),)
 
-.PHONY: help setup docker images model vllm-up vllm-down demo loop test rollout worker rollout-api serve-api jobs \
+.PHONY: help setup docker images model vllm-up vllm-down demo loop test rollout worker rollout-api task-server serve-api jobs \
         bench clean up up-lora down logs ps export train publish eval tunnel cpu-wheels sites
 
 help: ## list the targets
@@ -77,25 +78,28 @@ demo: setup images model ## the whole loop on this machine, then print where the
 
 loop: setup images model ## BC on a task family, eval on unseen variants, SEEDS=1,2,3 (make loop TRAIN_SUBSET=...)
 	$(LORALOOP) loop --train_subset "$(TRAIN_SUBSET)" --test_subset "$(TEST_SUBSET)" --seeds $(SEEDS) \
-	  --epochs $(EPOCHS) --task_registry $(TASK_REGISTRY)
+	  --epochs $(EPOCHS) $(call opt,--task_registry,$(TASK_REGISTRY))
 
 test: setup images model ## install and run the tests (real Docker, Redis, S3, vLLM CPU)
 	bash scripts/test.sh
 
 rollout: ## collect episodes: make rollout EXPERIMENT=... SUBSET=... SAMPLE_SIZE=... (web: TASK_REGISTRY=configs/tasks/web EXPERIMENT=web_teacher)
-	$(LORALOOP) rollout --experiment $(EXPERIMENT) --task_registry $(TASK_REGISTRY) \
+	$(LORALOOP) rollout --experiment $(EXPERIMENT) $(call opt,--task_registry,$(TASK_REGISTRY)) \
 	  $(call opt,--subset,$(SUBSET)) $(call opt,--sample_size,$(SAMPLE_SIZE)) \
-	  --rollouts_per_task $(ROLLOUTS_PER_TASK) --seed $(SEED) --task_seed $(TASK_SEED) \
+	  --rollouts_per_task $(ROLLOUTS_PER_TASK) $(call opt,--seed,$(SEED)) $(call opt,--task_seed,$(TASK_SEED)) \
 	  $(call opt,--temperature,$(TEMPERATURE))
 
 worker: ## a Celery rollout worker (needs LORALOOP_BROKER_URL): make worker CONCURRENCY=8
 	$(LORALOOP) worker --concurrency $(CONCURRENCY)
 
 rollout-api: ## the rollout jobs API on PORT (default 8080; needs LORALOOP_BROKER_URL)
-	$(LORALOOP) rollout-api --host $(HOST) --port $(or $(PORT),8080)
+	$(LORALOOP) serve rollout-api --host $(HOST) --port $(or $(PORT),8080)
 
-serve-api: ## the Task Server API (AReaL) on PORT (default 5000): make serve-api TASK=os-dev
-	$(LORALOOP) serve-api --task $(TASK) --task_registry $(TASK_REGISTRY) --host $(HOST) --port $(or $(PORT),5000)
+task-server: ## the Task Server API (AReaL) on PORT (default 5000): make task-server TASK=os-dev
+	$(LORALOOP) serve task-server --task $(TASK) $(call opt,--task_registry,$(TASK_REGISTRY)) --host $(HOST) \
+	  --port $(or $(PORT),5000)
+
+serve-api: task-server ## the old name of task-server (goes in the next release)
 
 sites: ## the bundled task websites on PORT (default 8090) for web rollouts here (the stack's service `sites`)
 	$(LORALOOP) serve sites --host $(HOST) --port $(or $(PORT),8090)
@@ -142,8 +146,9 @@ publish: ## store an adapter and make vLLM serve it: make publish ADAPTER=volume
 	$(LORALOOP) publish --adapter $(ADAPTER) --name $(NAME)
 
 eval: ## compare experiments on a subset: make eval EXPERIMENTS="smollm_zero smollm_bc" SUBSET=test
-	$(LORALOOP) eval $(foreach e,$(EXPERIMENTS),--experiment $(e)) --task_registry $(TASK_REGISTRY) \
-	  --subset $(or $(SUBSET),test) --rollouts_per_task $(ROLLOUTS_PER_TASK) $(call opt,--sample_size,$(SAMPLE_SIZE))
+	$(LORALOOP) eval $(foreach e,$(EXPERIMENTS),--experiment $(e)) $(call opt,--task_registry,$(TASK_REGISTRY)) \
+	  --subset $(or $(SUBSET),test) --rollouts_per_task $(ROLLOUTS_PER_TASK) $(call opt,--sample_size,$(SAMPLE_SIZE)) \
+	  $(call opt,--seed,$(SEED)) $(call opt,--task_seed,$(TASK_SEED))
 
 tunnel: ## split setup: forward the GPU host's vLLM and MinIO to 127.0.0.1 (make tunnel GPU_HOST=user@host)
 	bash scripts/tunnel.sh $(GPU_HOST) "$(TUNNEL_PORTS)"

@@ -11,7 +11,12 @@ import httpx
 import pytest
 import redis
 
+from loraloop.errors import LoraloopError
+from loraloop.service.book import UnknownJob, without_credentials
+from loraloop.service.client import jobs_client
 from loraloop.service.models import JobRequest
+from loraloop.service.progress import follow
+from loraloop.settings import Settings
 from loraloop.store.backends import FileStore
 from loraloop.store.trajectories import parse_episode
 from loraloop.tasks.registry import load_registry
@@ -26,6 +31,74 @@ def test_job_request_names_bad_values():
         JobRequest(experiment="teacher", rollouts_per_task=0)
     with pytest.raises(ValueError, match="run_id '../x' may hold only"):
         JobRequest(experiment="teacher", run_id="../x")
+
+
+def test_broker_url_is_shown_without_its_password():
+    assert without_credentials("redis://:s3cret@redis:6379/0") == "redis://redis:6379/0"
+    assert without_credentials("redis://user:pw@127.0.0.1/1") == "redis://127.0.0.1/1"
+
+
+def test_openapi_declares_a_model_for_every_response():
+    """/openapi.json: every route's success has a schema (not `{}`) and its errors the one-line error body."""
+    from fastapi.testclient import TestClient
+
+    from loraloop.service.api.main import create_app
+
+    spec = TestClient(create_app(Settings(broker_url="redis://127.0.0.1:9/0"))).get("/openapi.json").json()
+    routes = {(method.upper(), path) for path, ops in spec["paths"].items() for method in ops}
+    assert routes == {("POST", "/api/jobs"), ("GET", "/api/jobs"), ("GET", "/api/jobs/{run_id}"),
+                      ("POST", "/api/jobs/{run_id}/cancel"), ("GET", "/api/health"), ("GET", "/metrics")}
+    for path, ops in spec["paths"].items():
+        for method, op in ops.items():
+            where = f"{method.upper()} {path}"
+            success = [code for code in op["responses"] if code.startswith("2")]
+            assert success == (["201"] if where == "POST /api/jobs" else ["200"]), where
+            for body in op["responses"][success[0]]["content"].values():
+                assert body["schema"] not in ({}, None), where
+            errors = [code for code in op["responses"] if code[0] in "45" and code != "422"]
+            assert errors, f"{where} documents no error response"
+            for code in errors:
+                assert op["responses"][code]["content"]["application/json"]["schema"] == {
+                    "$ref": "#/components/schemas/ErrorMessage"}, (where, code)
+    status = spec["components"]["schemas"]["JobStatus"]["properties"]
+    assert {"state", "total", "done", "solved", "failed", "skipped", "success_rate", "episodes_per_min",
+            "recent_errors", "request", "store_url"} <= set(status)
+    assert spec["paths"]["/api/jobs"]["post"]["security"] and "HTTPBearer" in spec["components"]["securitySchemes"]
+
+
+def slow_registry(folder, n=3, seconds=4):
+    """A registry of n tasks whose example solution takes `seconds`: episodes that are still running when asked."""
+    folder.mkdir()
+    (folder / "slow.json").write_text(json.dumps([
+        {"description": f"Wait, then print {i}.",
+         "evaluation": {"match": str(i), "example": f"sleep {seconds}; echo {i}"}} for i in range(n)]))
+    return str(folder)
+
+
+def test_local_jobs_run_follow_and_cancel_in_this_process(tmp_path, settings_for):
+    """The embedded default behind the jobs interface: a job runs in threads, is followed, listed, cancelled."""
+    from loraloop.service.local import LocalJobs
+
+    jobs = LocalJobs(settings_for(), concurrency=2)
+    submitted = jobs.submit(JobRequest(experiment="teacher", subset="test", sample_size=3, run_id="here"))
+    assert (submitted.run_id, submitted.total, submitted.skipped) == ("here", 3, 0)
+    final = follow(lambda: jobs.status("here"), quiet=True)
+    assert (final.state, final.done, final.solved, final.failed) == ("done", 3, 3, 0)
+    assert final.request.sample_size == 3 and final.episodes_per_min > 0
+    assert len(episodes(tmp_path / "store", "teacher", "here")) == 3
+    assert jobs.submit(JobRequest(experiment="teacher", subset="test", sample_size=3, run_id="here")).skipped == 3
+
+    slow = jobs.submit(JobRequest(experiment="teacher", task_registry=slow_registry(tmp_path / "slow"),
+                                  run_id="stop"))
+    time.sleep(1.5)  # two episodes running (concurrency 2), one waiting
+    assert jobs.cancel("stop").state == "cancelled"
+    summaries = jobs.summaries("stop")
+    assert slow.total == 3 and [s["status"] for s in summaries][2] == "cancelled" and summaries[2]["steps"] == 0
+    assert {s["status"] for s in summaries[:2]} <= {"completed", "cancelled"}
+    assert len(episodes(tmp_path / "store", "teacher", "stop")) == 2  # the two that ran are stored
+    assert jobs.status("stop").done == 3 and [j.run_id for j in jobs.list()] == ["stop", "here"]
+    with pytest.raises(UnknownJob, match="unknown job 'nope'"):
+        jobs.status("nope")
 
 
 def test_put_new_never_overwrites(tmp_path):
@@ -69,7 +142,7 @@ class Service:
         self.url = f"http://127.0.0.1:{self.port}"
         self.procs = []
         self.workers = []
-        self.api = self.spawn(["rollout-api", "--port", str(self.port)])
+        self.api = self.spawn(["serve", "rollout-api", "--port", str(self.port)])
         wait_port(self.port, 60)
 
     def spawn(self, args):
@@ -178,14 +251,10 @@ def test_cancel_stops_a_job_and_keeps_what_ran(service):
 
 def test_a_killed_worker_loses_no_episode(service, tmp_path):
     """kill -9 a worker in the middle of slow episodes: they are redelivered, run again, stored once."""
-    registry = tmp_path / "slow"
-    registry.mkdir()
-    (registry / "slow.json").write_text(json.dumps([
-        {"description": f"Wait, then print {n}.", "evaluation": {"match": str(n), "example": f"sleep 4; echo {n}"}}
-        for n in range(3)]))
+    registry = slow_registry(tmp_path / "slow")
     victim = service.add_worker(concurrency=3)
     time.sleep(3)
-    service.http("POST", "/api/jobs", json={"experiment": "teacher", "task_registry": str(registry),
+    service.http("POST", "/api/jobs", json={"experiment": "teacher", "task_registry": registry,
                                             "run_id": "crash"})
     time.sleep(2.5)
     os.killpg(victim.pid, signal.SIGKILL)
@@ -199,3 +268,27 @@ def test_a_killed_worker_loses_no_episode(service, tmp_path):
     leftovers = subprocess.run(["docker", "ps", "-aq", "--filter", f"label=loraloop.owner={socket.gethostname()}:{victim.pid}"],
                                capture_output=True, text=True).stdout
     assert leftovers.strip() == ""
+
+
+@pytest.mark.parametrize("where", ["embedded", "broker", "api"])
+def test_every_jobs_client_answers_alike(where, service):
+    """The CLI's three ways to a job (this process, the broker, the API) submit, follow, list and cancel alike."""
+    settings = Settings(store_url=service.env["LORALOOP_STORE_URL"], api_token="s3cret",
+                        broker_url=service.env["LORALOOP_BROKER_URL"] if where != "embedded" else "",
+                        api_url=service.url if where == "api" else "")
+    if where != "embedded":
+        service.add_worker()
+    jobs = jobs_client(settings)
+    assert type(jobs).__name__ == {"embedded": "LocalJobs", "broker": "BrokerJobs", "api": "ApiJobs"}[where]
+    run_id = f"alike-{where}"
+    submitted = jobs.submit(JobRequest(experiment="teacher", subset="test", sample_size=2, run_id=run_id))
+    assert (submitted.run_id, submitted.total, submitted.skipped) == (run_id, 2, 0)
+    final = follow(lambda: jobs.status(run_id), quiet=True, interval=0.3)
+    assert (final.state, final.done, final.solved, final.failed) == ("done", 2, 2, 0)
+    assert final.request.sample_size == 2 and final.store_url == settings.store_url
+    assert [job.run_id for job in jobs.list(5)] == [run_id]
+    with pytest.raises(LoraloopError, match="unknown job 'nope'"):
+        jobs.status("nope")
+    assert jobs.cancel(run_id).state == "cancelled"
+    assert len(episodes(service.store, "teacher", run_id)) == 2
+

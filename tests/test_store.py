@@ -99,3 +99,24 @@ def test_unreachable_s3_names_the_url():
     settings = Settings(s3_endpoint_url="http://127.0.0.1:9", s3_access_key="a", s3_secret_key="b")
     with pytest.raises(ServiceUnavailable, match=r"127.0.0.1:9"):
         open_store("s3://bucket", settings)
+
+
+def test_adapter_versions_count_up_and_a_rollback_finds_the_one_before(tmp_path):
+    from loraloop.store import adapters
+
+    store = FileStore(tmp_path / "store")
+    folder = tmp_path / "lora"
+    folder.mkdir()
+    (folder / "adapter_config.json").write_text('{"r": 4}')
+    (folder / "adapter_model.safetensors").write_bytes(b"weights")
+    assert adapters.next_version(store, "a") == "v1"
+    assert [adapters.upload(store, "a", folder, {"n": n}) for n in (1, 2, 3)] == ["v1", "v2", "v3"]
+    assert adapters.versions(store, "a") == [1, 2, 3] and adapters.next_version(store, "a") == "v4"
+    assert adapters.version_key("a", "v2", "metadata.json") == "adapters/a/v2/metadata.json"
+    assert adapters.version_before([1, 2, 3], "v3") == "v2" and adapters.version_before([1, 2, 3], None) == "v3"
+    assert adapters.version_before([1, 2, 3], "v1") is None and adapters.version_number("latest") is None
+    assert adapters.read_metadata(store, "a")["n"] == 3 and adapters.read_metadata(store, "a", "v1")["n"] == 1
+    with pytest.raises(ConfigError, match=r"adapter 'a' has no version 'v9' .*\(versions: v1, v2, v3\)"):
+        adapters.read_metadata(store, "a", "v9")
+    with pytest.raises(ConfigError, match="no adapter named 'b'"):
+        adapters.read_metadata(store, "b")

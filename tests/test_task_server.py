@@ -16,8 +16,8 @@ pytestmark = pytest.mark.usefixtures("docker_ready")
 @pytest.fixture(scope="module")
 def server():
     port = free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "loraloop.cli", "serve-api", "--task", "os-test", "--port",
-                             str(port)], env=os.environ.copy(), stderr=subprocess.PIPE)
+    proc = subprocess.Popen([sys.executable, "-m", "loraloop.cli", "serve", "task-server", "--task", "os-test",
+                             "--port", str(port)], env=os.environ.copy(), stderr=subprocess.PIPE)
     wait_port(port, 60)
     yield f"http://127.0.0.1:{port}"
     proc.terminate()
@@ -95,8 +95,8 @@ def test_tool_call_protocol_through_the_api(server):
 
 
 def start_replica(port, env, extra=()):
-    proc = subprocess.Popen([sys.executable, "-m", "loraloop.cli", "serve-api", "--task", "os-shared", "--port",
-                             str(port), "--run_id", "shared", *extra], env={**os.environ, **env},
+    proc = subprocess.Popen([sys.executable, "-m", "loraloop.cli", "serve", "task-server", "--task", "os-shared",
+                             "--port", str(port), "--run_id", "shared", *extra], env={**os.environ, **env},
                             stderr=subprocess.DEVNULL)
     wait_port(port, 60)
     return proc
@@ -187,8 +187,8 @@ def test_areal_workflow_runs_a_whole_dataset_over_two_replicas(replicas):
 
 def test_idle_episodes_expire_and_are_stored(tmp_path):
     port = free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "loraloop.cli", "serve-api", "--task", "os-idle", "--port",
-                             str(port), "--idle_timeout", "2", "--run_id", "idle"],
+    proc = subprocess.Popen([sys.executable, "-m", "loraloop.cli", "serve", "task-server", "--task", "os-idle",
+                             "--port", str(port), "--idle_timeout", "2", "--run_id", "idle"],
                             env={**os.environ, "LORALOOP_STORE_URL": f"file://{tmp_path}"}, stderr=subprocess.DEVNULL)
     try:
         wait_port(port, 60)

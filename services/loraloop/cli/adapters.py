@@ -47,7 +47,7 @@ def adapters_show(name: str = typer.Argument(...),
     """A version's metadata: base model, dataset digest, training metrics, verification."""
     from loraloop.store import adapters, open_store
 
-    metadata = adapters.metadata(open_store(settings=get_settings()), name, version)
+    metadata = adapters.read_metadata(open_store(settings=get_settings()), name, version)
     metadata.get("verification", {}).pop("prompt_set", None)  # the prompts themselves: long, and in the store
     typer.echo(json.dumps(metadata, indent=2))
 

@@ -26,7 +26,8 @@ def jobs_list(limit: int = typer.Option(20, "--limit", min=1)) -> None:
 
 @app.command("show")
 def jobs_show(run_id: str = typer.Argument(...),
-              follow_job: bool = typer.Option(False, "--follow", help="show a live progress bar until it ends")) -> None:
+              follow_job: bool = typer.Option(False, "--follow", help="show a live progress bar until it ends")
+              ) -> None:
     """One job's progress and request (JSON), optionally followed to its end."""
     from loraloop.service.client import jobs_client
     from loraloop.service.progress import follow

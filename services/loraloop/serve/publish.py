@@ -90,7 +90,7 @@ def verify_served(settings: Settings, name: str, prompts: list[list[dict]],
 
 def serve_on(settings: Settings, store: Store, name: str, version: str) -> dict:
     """Load a stored version into the vLLM at settings.vllm_url and verify it against its record."""
-    metadata = adapters.metadata(store, name, version)
+    metadata = adapters.read_metadata(store, name, version)
     recorded = metadata.get("verification", {})
     local = adapters.download(store, name, version, Path(settings.adapters_dir))
     load_adapter(settings, name, _seen_by_vllm(settings, name, version, local))
@@ -101,7 +101,7 @@ def serve_on(settings: Settings, store: Store, name: str, version: str) -> dict:
 def serve_version(settings: Settings, name: str, version: str) -> dict:
     """Make vLLM serve a stored version under `name` (e.g. a rollback) and verify it against its record."""
     store = open_store(settings=settings)
-    adapters.metadata(store, name, version)  # an unknown name or version fails here, naming the versions
+    adapters.read_metadata(store, name, version)  # an unknown name or version fails here, naming the versions
     served = [serve_on(settings.model_copy(update={"vllm_url": url}), store, name, version)
               for url in vllm_urls(settings)]
     adapters.mark_served(store, name, version)

@@ -19,6 +19,7 @@ from loraloop.service.jobs import cancel, enqueue, submit
 from loraloop.service.local import LocalJobs
 from loraloop.service.models import JobRequest, JobStatus
 from loraloop.service.progress import follow
+from loraloop.service.queue import celery_for
 from loraloop.settings import Settings
 
 
@@ -76,11 +77,9 @@ class BrokerJobs:
     """Jobs through the Redis job book and Celery, from this process (no API server needed)."""
 
     def __init__(self, settings: Settings) -> None:
-        from loraloop.service.celery_app import app
-
         self.settings = settings
         self.book = job_book(settings.broker_url)
-        self.queue = app
+        self.queue = celery_for(settings)
 
     def submit(self, request: JobRequest) -> JobStatus:
         """Plan and queue the job here."""

@@ -5,8 +5,8 @@ job submitted again with the same run id resumes (stored episodes are skipped) a
 redelivered episode never writes a second copy. Workers report each finished episode into
 the job's book, which the API, `loraloop jobs` and the Prometheus metrics read.
 
-This module never imports the Celery app: queueing and revoking take it as an argument
-(`loraloop.service.celery_app.app`), and the app's task imports the book, not this module's callers.
+This module never imports the worker's Celery app: queueing and revoking take a Celery app as an
+argument (`loraloop.service.queue.celery_for`), and the worker's task imports the book, not the reverse.
 """
 from __future__ import annotations
 

@@ -28,7 +28,7 @@ class JobRequest(BaseModel):
     seed: int = Field(SEED, description="task sampling seed")
     task_seed: int = Field(TASK_SEED, description="base of per-rollout seeds: task_seed + task_index*1000 + attempt")
     temperature: float | None = Field(None, ge=0.0, le=5.0, description="default: the experiment's")
-    run_id: str | None = Field(None, description="default: a new one; an existing one resumes (stored episodes skipped)")
+    run_id: str | None = Field(None, description="default: a new one; an existing one resumes (stored ones skipped)")
     model: str | None = Field(None, description="served model name, overriding the experiment's")
 
     @field_validator("run_id")

@@ -71,7 +71,7 @@ def version_before(known: list[int], current: str | None) -> str | None:
     return version_name(older[-1]) if older else None
 
 
-def metadata(store: Store, name: str, version: str | None = None) -> dict:
+def read_metadata(store: Store, name: str, version: str | None = None) -> dict:
     """A version's metadata.json (default: the newest), failing with the versions there are."""
     known = versions(store, name)
     if not known:

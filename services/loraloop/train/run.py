@@ -39,7 +39,8 @@ def fetch_dataset(location: str, output_dir: Path, settings: Settings) -> str:
 
 
 def run_training(algorithm: str, settings: Settings, *, overrides: dict, dataset_path: str | None,
-                 output_dir: Path | None, base_model: str | None, resume: bool, load_in_4bit: bool) -> tuple[Path, dict]:
+                 output_dir: Path | None, base_model: str | None, resume: bool,
+                 load_in_4bit: bool) -> tuple[Path, dict]:
     """Train one adapter: the algorithm's defaults, with only the flags given (`overrides`) changed.
 
     Defaults: the dataset volumes/datasets/ALGO.jsonl (grpo-online: the bundled task registry), the

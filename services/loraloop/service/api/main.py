@@ -6,7 +6,6 @@ queues and reports, so replicas of it can sit behind a load balancer.
 from __future__ import annotations
 
 import redis
-from celery import Celery
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 from prometheus_client import CollectorRegistry
@@ -16,6 +15,7 @@ from loraloop.rollout.preflight import require_redis
 from loraloop.service.api.metrics import JobMetrics
 from loraloop.service.api.routes import health, jobs
 from loraloop.service.book import JobBook, UnknownJob, without_credentials
+from loraloop.service.queue import celery_for
 from loraloop.settings import Settings
 
 STATUS = ((UnknownJob, 404), (ConfigError, 400), (TaskFormatError, 400), (ServiceUnavailable, 503))
@@ -25,17 +25,14 @@ def _status(exc: LoraloopError) -> int:
     return next((code for kind, code in STATUS if isinstance(exc, kind)), 500)
 
 
-def create_app(settings: Settings, queue: Celery | None = None) -> FastAPI:
-    """The rollout API over the broker named in the settings (queue: the Celery app, default loraloop's)."""
-    if queue is None:
-        from loraloop.service.celery_app import app as queue
-
+def create_app(settings: Settings) -> FastAPI:
+    """The rollout API over the broker named in the settings."""
     app = FastAPI(title="loraloop rollout API", version="1",
                   description="Rollout jobs on Celery workers. With LORALOOP_API_TOKEN set, the jobs routes need "
                               "`Authorization: Bearer <token>`.")
     app.state.settings = settings
     app.state.book = JobBook(settings.broker_url)
-    app.state.queue = queue
+    app.state.queue = celery_for(settings)
     app.state.metrics = CollectorRegistry()
     app.state.metrics.register(JobMetrics(app.state.book))
     app.include_router(jobs.router)
