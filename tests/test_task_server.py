@@ -211,3 +211,12 @@ def test_idle_episodes_expire_and_are_stored(tmp_path):
         assert json.loads(stored[0].read_text().splitlines()[-1])["status"] == "expired"
     finally:
         stop(proc)
+
+
+def test_a_port_in_use_is_one_clear_line_without_a_banner(server):
+    """The module's server holds its port: a second serve-api there must not claim to serve."""
+    port = int(server.rsplit(":", 1)[1])
+    proc = subprocess.run([sys.executable, "-m", "loraloop.cli", "serve-api", "--port", str(port)],
+                          capture_output=True, text=True, timeout=60, env={**os.environ, "COLUMNS": "200"})
+    assert proc.returncode == 1 and "Task server" not in proc.stderr + proc.stdout
+    assert proc.stderr.strip() == f"error: cannot listen on 127.0.0.1:{port}: Address already in use"

@@ -43,9 +43,8 @@ def models_prepare(name: str = typer.Argument(..., help="smollm2-135m"),
     typer.echo(prepare(name, out))
 
 
-@tasks_app.command("validate")
-def tasks_validate(path: Path = typer.Argument(..., help="task file, folder or registry.yaml")) -> None:
-    """Check a task file or folder: format, fields and referenced scripts."""
+def _validate_one(path: Path) -> str:
+    """Load one registry and check its scripts exist; return its summary line."""
     from loraloop.tasks.registry import load_registry, missing_scripts
 
     registry = load_registry(path)
@@ -55,7 +54,28 @@ def tasks_validate(path: Path = typer.Argument(..., help="task file, folder or r
     splits = {}
     for task in registry.tasks:
         splits[task.split or "-"] = splits.get(task.split or "-", 0) + 1
-    typer.echo(f"{path}: {len(registry.tasks)} valid tasks ({', '.join(f'{k}: {v}' for k, v in splits.items())})")
+    return f"{path}: {len(registry.tasks)} valid tasks ({', '.join(f'{k}: {v}' for k, v in splits.items())})"
+
+
+@tasks_app.command("validate")
+def tasks_validate(path: Path = typer.Argument(..., help="task file, folder, registry.yaml, or a folder of registries")
+                   ) -> None:
+    """Check a task file or folder: format, fields and referenced scripts. A folder holding
+    registries below it (configs/tasks: os/registry.yaml, web/registry.yaml) checks each one."""
+    from loraloop.tasks.registry import registries_below
+
+    below = registries_below(path)
+    if not below:
+        typer.echo(_validate_one(path))
+        return
+    failed = []
+    for registry in below:
+        try:
+            typer.echo(_validate_one(registry))
+        except LoraloopError as exc:
+            failed.append(f"{registry}: {exc}")
+    if failed:
+        raise LoraloopError(f"{len(failed)} of {len(below)} registries under {path} are invalid: " + "; ".join(failed))
 
 
 @tasks_app.command("list")
@@ -128,12 +148,17 @@ def _run_rollout(experiment: str, task_registry: Path, subset: Optional[str], sa
         summaries = execute(specs, settings, concurrency=concurrency)
         status = local_status(run_id, experiment, len(specs), summaries, started)
         status["skipped"] = sum(bool(s.get("skipped")) for s in summaries)
+    unplayable = status.get("unplayable", [])
     console.print(f"[bold]{experiment}[/] run {status['run_id']} {status['state']}: {status['solved']}/"
-                  f"{status['done']} solved, {status['failed']} ended in an error, {status.get('skipped', 0)} "
-                  f"already stored; {status['episodes_per_min']} episodes/min; trajectories in "
-                  f"{status.get('store_url') or settings.store_url}/trajectories/{experiment}/{status['run_id']}/")
+                  f"{status['done']} solved, {status['failed']} ended in an error, "
+                  + (f"{len(unplayable)} skipped (the policy cannot play them), " if unplayable else "")
+                  + f"{status.get('skipped', 0)} already stored; {status['episodes_per_min']} episodes/min; "
+                  f"trajectories in {status.get('store_url') or settings.store_url}/trajectories/{experiment}/"
+                  f"{status['run_id']}/")
     for line in status.get("recent_errors", [])[:5]:
         console.print(f"  [red]{line}[/]")
+    for line in unplayable[:5]:
+        console.print(f"  [yellow]skipped[/] {line}")
     return status["run_id"]
 
 
@@ -428,9 +453,11 @@ def serve_api(task: str = typer.Option("os-dev", "--task", help="task name repor
     """
     import uvicorn
 
+    from loraloop.rollout.preflight import require_free_port
     from loraloop.rollout.task_server import create_app
     from loraloop.tasks.registry import load_registry
 
+    require_free_port(host, port)
     api = create_app(load_registry(task_registry), task, get_settings(), idle_timeout, run_id)
     console.print(f"Task server {task}: http://{host}:{port}/api (health: /api/health)")
     uvicorn.run(api, host=host, port=port, log_level="warning")
@@ -477,12 +504,13 @@ def rollout_api(host: str = typer.Option("127.0.0.1", "--host"), port: int = typ
     import uvicorn
 
     from loraloop.rollout.api import create_app
-    from loraloop.rollout.preflight import require_redis
+    from loraloop.rollout.preflight import require_free_port, require_redis
 
     settings = get_settings()
     if not settings.broker_url:
         raise LoraloopError("rollout-api needs LORALOOP_BROKER_URL (e.g. redis://127.0.0.1:6379/0)")
     require_redis(settings.broker_url)
+    require_free_port(host, port)
     console.print(f"rollout API: http://{host}:{port}/api/jobs (docs: /docs, metrics: /metrics)")
     uvicorn.run(create_app(settings), host=host, port=port, log_level="warning")
 

@@ -11,7 +11,7 @@ from loraloop.agents.web_teacher import ScriptedWebTeacher
 from loraloop.envs.shell.env import ShellEnv
 from loraloop.envs.shell.tools import TOOLS
 from loraloop.envs.web.env import WebEnv
-from loraloop.errors import EnvironmentFailure, ModelRequestError, ServiceUnavailable
+from loraloop.errors import EnvironmentFailure, ModelRequestError, ServiceUnavailable, TaskSkipped
 from loraloop.logs import get_logger
 from loraloop.rollout.sampler import EpisodeSpec
 from loraloop.settings import Settings, get_settings
@@ -100,9 +100,9 @@ def run_episode(spec: EpisodeSpec, settings: Settings | None = None,
     step_ms: list[float] = []
     model_ms: list[float] = []
     try:
+        policy = make_policy(spec, task, settings, env)  # before reset: a task it cannot play costs no container
         first = env.reset()
         recorder.records[0]["first_observation"] = first
-        policy = make_policy(spec, task, settings, env)
         turns: list[tuple[str, str]] = []
         observation = first
         while True:
@@ -136,6 +136,9 @@ def run_episode(spec: EpisodeSpec, settings: Settings | None = None,
                 break
             turns.append((reply.text, result.observation))
             observation = result.observation
+    except TaskSkipped as exc:
+        outcome.update(status="skipped", reason=str(exc))
+        log.info("skipped", fields={"reason": exc})
     except (EnvironmentFailure, ServiceUnavailable, ModelRequestError) as exc:
         status = next(name for kind, name in ((EnvironmentFailure, "env_error"), (ServiceUnavailable, "service_error"),
                                               (ModelRequestError, "model_error")) if isinstance(exc, kind))

@@ -45,7 +45,8 @@ def local_status(run_id: str, mode: str, total: int, summaries: list[dict], star
             "done": done, "solved": solved, "failed": sum(bool(s.get("error")) for s in summaries),
             "success_rate": round(solved / done, 4) if done else None,
             "episodes_per_min": round(done / elapsed * 60, 2),
-            "recent_errors": [f"{s.get('task_id')}: {s['error']}" for s in summaries if s.get("error")][:5]}
+            "recent_errors": [f"{s.get('task_id')}: {s['error']}" for s in summaries if s.get("error")][:5],
+            "unplayable": [f"{s.get('task_id')}: {s.get('reason')}" for s in summaries if s.get("status") == "skipped"]}
 
 
 def follow(poll: Callable[[], Status], *, quiet: bool = False, interval: float = 0.5) -> Status:
@@ -61,11 +62,12 @@ def follow(poll: Callable[[], Status], *, quiet: bool = False, interval: float =
             status = poll()
 
 
-def _summary(value) -> dict:
-    """An episode's summary, or a failed one carrying the exception a crashed episode raised."""
+def _summary(value, spec: EpisodeSpec) -> dict:
+    """An episode's summary, or a failed one naming its task and the exception it raised."""
     if isinstance(value, dict):
         return value
-    return {"success": False, "status": "crash", "error": f"{type(value).__name__}: {value}"}
+    return {"task_id": spec.task_id, "attempt": spec.attempt, "success": False, "status": "crash",
+            "error": f"{type(value).__name__}: {value}"}
 
 
 def execute(specs: list[EpisodeSpec], settings: Settings, *, concurrency: int | None = None,
@@ -85,8 +87,8 @@ def execute(specs: list[EpisodeSpec], settings: Settings, *, concurrency: int | 
         book = job_book(settings.broker_url)
         run_id, todo = enqueue(specs, settings, book)
         final = follow(lambda: book.status(run_id), quiet=quiet)
-        results = [app.AsyncResult(spec_key(s)) for s in todo]
-        return [_summary(r.get(propagate=False, timeout=60)) for r in results
+        results = [(app.AsyncResult(spec_key(s)), s) for s in todo]
+        return [_summary(r.get(propagate=False, timeout=60), s) for r, s in results
                 if final["state"] == "done" or r.ready()]
     run_id, mode = (specs[0].run_id, specs[0].mode) if specs else ("-", "rollout")
     summaries: list[dict] = []
@@ -94,10 +96,10 @@ def execute(specs: list[EpisodeSpec], settings: Settings, *, concurrency: int | 
     with progress_bar(quiet) as progress:
         bar = progress.add_task(mode, total=len(specs), solved=0, failed=0, rate="-", epm=0.0)
         with ThreadPoolExecutor(max_workers=concurrency or settings.concurrency) as pool:
-            futures = [pool.submit(lambda s: task.apply(args=(s.to_dict(),), kwargs={"settings": settings})
-                                   .get(propagate=False), spec)
-                       for spec in specs]
+            futures = {pool.submit(lambda s: task.apply(args=(s.to_dict(),), kwargs={"settings": settings})
+                                   .get(propagate=False), spec): spec
+                       for spec in specs}
             for future in as_completed(futures):
-                summaries.append(_summary(future.result()))
+                summaries.append(_summary(future.result(), futures[future]))
                 show(progress, bar, local_status(run_id, mode, len(specs), summaries, started))
     return summaries
