@@ -19,7 +19,6 @@ Exits 1 when a target is missed, so it can gate a change.
 from __future__ import annotations
 
 import argparse
-import statistics
 import subprocess
 import sys
 import time

@@ -12,7 +12,6 @@ import pytest
 from tests.test_shell_env import play
 import yaml
 
-from loraloop.agents.policy import ScriptedTeacher
 from loraloop.errors import TaskFormatError
 from loraloop.tasks.shell.agentbench import find_layout, import_agentbench_os
 from loraloop.tasks.registry import load_registry, missing_files
@@ -32,8 +31,10 @@ def cli(*args: str) -> subprocess.CompletedProcess:
 # --- layout and index names -------------------------------------------------------------------
 
 def test_layout_is_found_from_the_os_interaction_folder_and_from_its_data_folder(tmp_path):
-    assert find_layout(FIXTURE) == (FIXTURE / "data", FIXTURE / "scripts")
-    assert find_layout(FIXTURE / "data") == (FIXTURE / "data", FIXTURE / "scripts")
+    layout = find_layout(FIXTURE)
+    assert (layout.data, layout.scripts, layout.train) == (FIXTURE / "data", FIXTURE / "scripts",
+                                                           (FIXTURE / "train_0317",))
+    assert find_layout(FIXTURE / "data") == layout
     assert find_layout(FIXTURE / "scripts") is None
     assert find_layout(Path("configs/tasks/os")) is None  # our own registry.yaml folder
     (tmp_path / "data").mkdir()
@@ -51,11 +52,13 @@ def test_index_names_and_splits_follow_agentbench_os_yaml():
     assert indices[:2] == ["dev-001-dev-00000", "dev-001-dev-00001"]
     assert "std-001-logs-00002" in indices and "std-001-users-00000" in indices
     assert "std-002-marker-00000" in indices  # a file holding one task object, not a list
-    assert {t.split for t in TASKS} == {"dev", "std-001", "std-002"}
+    assert indices[-3:] == [f"train-0317-training-0000{i}" for i in range(3)]  # train_0317/, beside data/
+    assert {t.split for t in TASKS} == {"dev", "std-001", "std-002", "train"}
     registry = load_registry(FIXTURE)
     assert {t.index for t in registry.select("std-001")} == {i for i in indices if i.startswith("std-001-")}
     assert {t.category for t in registry.select("std-002")} == {"files", "marker", "processes"}
-    assert all(t.scripts_dir == FIXTURE / "scripts" / {"dev": "dev", "std-001": "1", "std-002": "2"}[t.split]
+    assert all(t.scripts_dir == FIXTURE / "scripts" / {"dev": "dev", "std-001": "1", "std-002": "2",
+                                                        "train": "7"}[t.split]
                for t in TASKS)
     assert not [m for t in TASKS for m in missing_files(t)]
 
@@ -75,6 +78,43 @@ def test_numbered_sets_order_numerically_and_jsonl_files_load(tmp_path):
     yaml_path.write_text('sets: [{split: x, files: "data/10/*", index_prefix: "std-010-"}]\n')
     assert [t.index for t in load_registry(yaml_path).tasks] == [
         "std-010-a-00000", "std-010-b-00000", "std-010-b-00001"]
+
+
+def test_subset_std_selects_every_std_split():
+    registry = load_registry(FIXTURE)
+    std = registry.select("std")
+    assert {t.split for t in std} == {"std-001", "std-002"} and len(std) == 12
+    assert registry.select("std-002") == [t for t in std if t.split == "std-002"]
+    assert {t.index for t in registry.select("std+users")} == {t.index for t in std if t.category == "users"}
+    assert "std" in registry.subsets()
+    with pytest.raises(TaskFormatError, match="subset 'st' matches no task"):  # a prefix ends at a dash
+        registry.select("st")
+    listed = cli("tasks", "list", "--task_registry", str(FIXTURE), "--subset", "std")
+    assert listed.returncode == 0 and listed.stdout.count("\n") == 12
+
+
+def test_a_copy_of_the_training_set_loads_validates_and_imports(tmp_path):
+    """training.json with scripts/7/ beside it, as /work/shared/data/agentbench-os-train holds it."""
+    copy = tmp_path / "agentbench-os-train"
+    shutil.copytree(FIXTURE / "scripts" / "7", copy / "scripts" / "7")
+    shutil.copy2(FIXTURE / "train_0317" / "training.json", copy / "training.json")
+    registry = load_registry(copy)
+    assert [t.index for t in registry.tasks] == [f"train-training-0000{i}" for i in range(3)]
+    assert {t.split for t in registry.tasks} == {"train"} and registry.name == "agentbench-os-train"
+    assert all(t.scripts_dir == copy / "scripts" / "7" for t in registry.tasks)
+    assert not [m for t in registry.tasks for m in missing_files(t)]
+    checked = cli("tasks", "validate", str(copy))
+    assert checked.returncode == 0 and "3 valid tasks (train: 3)" in checked.stdout, checked.stderr
+    out = tmp_path / "registry"
+    proc = cli("tasks", "import", "agentbench-os", "--data", str(copy), "--scripts", str(copy / "scripts"),
+               "--out", str(out))
+    assert proc.returncode == 0 and "imported 3 valid tasks (train: 3)" in proc.stdout, proc.stderr
+    doc = yaml.safe_load((out / "registry.yaml").read_text())
+    assert doc["sets"] == [{"split": "train", "files": "train/*.json", "scripts": "scripts/7",
+                            "index_prefix": "train-"}]
+    assert [t.index for t in load_registry(out).tasks] == [t.index for t in registry.tasks]
+    alone = load_registry(FIXTURE / "train_0317")  # the train_*/ folder of a checkout on its own
+    assert [t.index for t in alone.tasks] == [f"train-0317-training-0000{i}" for i in range(3)]
 
 
 # --- every form --------------------------------------------------------------------------------
@@ -188,15 +228,18 @@ def test_import_writes_a_self_contained_registry_that_loads_like_the_source(tmp_
     proc = cli("tasks", "import", "agentbench-os", "--data", str(FIXTURE / "data"),
                "--scripts", str(FIXTURE / "scripts"), "--out", str(out))
     assert proc.returncode == 0, proc.stderr
-    assert f"imported {len(TASKS)} valid tasks (dev: 8, std-001: 6, std-002: 6)" in proc.stdout
+    assert f"imported {len(TASKS)} valid tasks (dev: 8, std-001: 6, std-002: 6, train: 3)" in proc.stdout
     doc = yaml.safe_load((out / "registry.yaml").read_text())
     assert doc["name"] == "ab-os" and doc["env"] == "shell"
     assert doc["sets"] == [
         {"split": "dev", "files": "data/dev.json", "scripts": "scripts/dev", "index_prefix": "dev-001-"},
         {"split": "std-001", "files": "data/1/*.json", "scripts": "scripts/1", "index_prefix": "std-001-"},
         {"split": "std-002", "files": "data/2/*.json", "scripts": "scripts/2", "index_prefix": "std-002-"},
+        {"split": "train", "files": "train_0317/*.json", "scripts": "scripts/7", "index_prefix": "train-0317-"},
     ]
     assert (out / "scripts" / "2" / "init" / "spawn-crunchers.sh").is_file()
+    assert (out / "train_0317" / "training.json").is_file()
+    assert (out / "scripts" / "7" / "check" / "integer-match.py").is_file()
     imported = load_registry(out)
     assert [(t.index, t.split, t.description) for t in imported.tasks] == [
         (t.index, t.split, t.description) for t in TASKS]
@@ -221,7 +264,7 @@ def test_import_writes_nothing_when_the_source_is_broken(tmp_path):
     with pytest.raises(TaskFormatError, match=r"std-001-users-00000: missing script .*scripts/1/init/team.py"):
         import_agentbench_os(source / "data", source / "scripts", out)
     assert not out.exists()
-    with pytest.raises(TaskFormatError, match="neither dev.json nor numbered set folders"):
+    with pytest.raises(TaskFormatError, match="neither dev.json, numbered set folders .* nor a training set"):
         import_agentbench_os(source / "scripts", source / "scripts", out)
     proc = cli("tasks", "import", "agentbench-os", "--data", str(tmp_path / "none"), "--scripts",
                str(source / "scripts"), "--out", str(out))
@@ -245,3 +288,22 @@ def test_every_fixture_task_is_solved_by_its_example_and_fails_when_wrong(task, 
     assert solved.done and solved.info["success"], f"{task.index}: example solution did not pass ({solved.info})"
     failed = play(task, settings, wrong=True)
     assert failed.done and not failed.info["success"], f"{task.index}: a wrong answer passed"
+
+
+@pytest.mark.usefixtures("docker_ready")
+def test_teacher_answers_check_only_tasks_whose_script_reads_the_answer(settings_for):
+    """AgentBench passes the answer as argv[1] to every check: a script reading it needs one."""
+    def task(check, example):
+        return parse_shell_task({"description": "Which number is in /root/n?", "create": {"init": "echo 42 > /root/n"},
+                                 "evaluation": {"check": check, "example": example}},
+                                file="f.json", number=0, index="t-00000")
+
+    reads_python = task([{"language": "python", "code": "import sys\nsys.exit(0 if sys.argv[1].strip() == '42' else 1)"}],
+                        "cat /root/n")
+    reads_bash = task('[ "$1" = 42 ]', "cat /root/n")
+    graded_on_state = task("test -f /root/done", "touch /root/done")
+    assert reads_python.uses_answer and reads_bash.uses_answer and not graded_on_state.uses_answer
+    for case, answer in ((reads_python, "42"), (reads_bash, "42"), (graded_on_state, None)):
+        solved = play(case, settings_for())
+        assert solved.info["success"] and solved.info["answer"] == answer, solved.info
+    assert not play(reads_bash, settings_for(), wrong=True).info["success"]

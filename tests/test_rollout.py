@@ -85,3 +85,33 @@ def test_unreachable_broker_and_model_are_one_line(tmp_path):
                    {"LORALOOP_BROKER_URL": "redis://127.0.0.1:9/0", "LORALOOP_STORE_URL": f"file://{tmp_path}"})
     assert proc.returncode == 1 and "broker unreachable at redis://127.0.0.1:9/0" in proc.stderr
     assert not stored(tmp_path, "teacher")
+
+
+@pytest.mark.usefixtures("docker_ready")
+def test_teacher_skips_a_task_without_example_and_the_summary_names_a_crashed_task(tmp_path):
+    """Match-only AgentBench tasks have no example: skipped with the reason, not a crash. A task
+    whose example file is missing really crashes its episode: the summary names that task."""
+    folder = tmp_path / "tasks"
+    (folder / "scripts" / "check").mkdir(parents=True)
+    (folder / "scripts" / "check" / "same.py").write_text("import sys\nsys.exit(sys.argv[1].strip() != sys.argv[2].strip())\n")
+    (folder / "set.json").write_text(json.dumps([
+        {"description": "How many CPUs? Answer with the number.", "evaluation": {"match": "1"}},
+        {"description": "Echo hi.", "evaluation": {"check": [None, {"language": "python", "file": "check/same.py"}],
+                                                   "example": {"file": "example/missing.sh"}}},
+        {"description": "Echo hi.", "evaluation": {"check": [None, {"language": "python", "file": "check/same.py"}],
+                                                   "example": "echo hi"}},
+    ]))
+    (folder / "registry.yaml").write_text("sets: [{split: s, files: set.json, scripts: scripts, index_prefix: t-}]\n")
+    proc = run_cli(["rollout", "--experiment", "teacher", "--task_registry", str(folder), "--run_id", "skip"],
+                   {"LORALOOP_STORE_URL": f"file://{tmp_path / 'store'}", "COLUMNS": "2000"})
+    assert proc.returncode == 0, proc.stderr
+    summary = " ".join(proc.stderr.split())
+    assert "1/3 solved, 1 ended in an error, 1 skipped (the policy cannot play them)" in summary
+    assert "skipped t-set-00000: task t-set-00000 has no example solution: the scripted teacher cannot play it" in summary
+    assert "t-set-00001: TaskFormatError: script file" in summary and "None:" not in summary
+    ends = {f.parent.name + "/" + f.name: json.loads(f.read_text().splitlines()[-1])
+            for f in stored(tmp_path / "store", "teacher")}
+    skipped = next(e for k, e in ends.items() if "t-set-00000" in k)
+    assert skipped["status"] == "skipped" and "no example solution" in skipped["reason"] and not skipped["error"]
+    crashed = next(e for k, e in ends.items() if "t-set-00001" in k)
+    assert crashed["status"] == "crash" and "missing.sh" in crashed["error"]

@@ -63,6 +63,50 @@ def test_failing_init_is_an_environment_error(settings_for):
     assert env.container is None
 
 
+def test_init_failure_names_its_cause_not_apt_noise(settings_for):
+    """`apt` warns about its CLI on stderr first; the cause (E: …) comes last, past 300 characters."""
+    from loraloop.errors import EnvironmentFailure
+
+    env = ShellEnv(simple_task(create={"init": "apt update && apt install -y net-tools iproute2 lsof"}),
+                   settings_for())
+    with pytest.raises(EnvironmentFailure) as failure:
+        env.reset()
+    message = str(failure.value)
+    assert "init script #0 failed with exit 100" in message
+    assert message.endswith("E: Unable to locate package lsof") and "stable CLI interface" not in message
+    assert len(message) < 400
+
+
+def test_start_su_takes_over_the_shell(settings_for):
+    """AgentBench types `start` into its one shell: after `su - jack` every command runs as jack."""
+    task = simple_task(create={"init": "useradd -m jack && mkdir -p /root/d && touch /root/d/a"},
+                       start="su - jack")
+    settings = settings_for(command_timeout_s=2)
+    with ShellEnv(task, settings, shared=True, max_rounds=20) as env:
+        env.reset()
+        assert env.step(BASH.format("whoami; pwd")).observation == "The output of the OS:\n\njack\n/home/jack\n"
+        env.step(BASH.format("cd /tmp && export X=7 && (sleep 300 &)"))
+        step = env.step(BASH.format("echo $X; pwd; ls /root"))
+        assert step.observation.startswith("The output of the OS:\n\n7\n/tmp\n") and "Permission denied" in step.observation
+        assert step.info["exit_code"] == 2
+        killed = env.step(BASH.format("sleep 100"))
+        assert killed.info["error"] == "timeout" and "killed after 2 s" in killed.observation
+        assert env.step(BASH.format('echo "unbalanced')).info["exit_code"] == 2  # jack's sh (dash) survives it
+        assert env.step(BASH.format("cat; whoami; pwd")).observation == "The output of the OS:\n\njack\n/tmp\n"
+        processes = subprocess.run(["docker", "exec", env.container, "ps", "-o", "user=,args=", "-u", "jack"],
+                                   capture_output=True, text=True).stdout
+        assert "-sh" in processes and "sleep 300" in processes and "sleep 100" not in processes
+        replica = ShellEnv.attach(task, settings, episode_id=env.episode_id, container=env.container,
+                                  turn=env.turn, expected=env.expected)  # another process goes on with it
+        assert replica.step(BASH.format("whoami; echo $X; pwd")).observation == (
+            "The output of the OS:\n\njack\n7\n/tmp\n")
+        replica.detach()
+        back = env.step(BASH.format("exit 3"))  # jack's shell ends: root's, below it, answers again
+        assert back.info["exit_code"] == 3 and "error" not in back.info
+        assert env.step(BASH.format("whoami")).observation == "The output of the OS:\n\nroot\n"
+        assert env.step("Act: answer(1)").info["success"]
+
+
 def play(task, settings, wrong=False):
     """Run the scripted teacher; with wrong=True answer something else (or finish without acting)."""
     teacher = ScriptedTeacher(task)

@@ -254,3 +254,12 @@ def test_web_tasks_are_served_too_and_stay_on_the_replica_that_started_them(site
     assert episode.start.env == "web" and episode.start.prompt_style == "web" and episode.start.schema_version == 2
     assert episode.end.success and len(episode.steps) == len(task.solution)
     assert all(step.run_id == "r1" and step.action_source == "client" for step in episode.steps)
+
+
+def test_a_port_in_use_is_one_clear_line_without_a_banner(server):
+    """The module's server holds its port: a second serve-api there must not claim to serve."""
+    port = int(server.rsplit(":", 1)[1])
+    proc = subprocess.run([sys.executable, "-m", "loraloop.cli", "serve", "task-server", "--port", str(port)],
+                          capture_output=True, text=True, timeout=60, env={**os.environ, "COLUMNS": "200"})
+    assert proc.returncode == 1 and "Task server" not in proc.stderr + proc.stdout
+    assert proc.stderr.strip() == f"error: cannot listen on 127.0.0.1:{port}: Address already in use"

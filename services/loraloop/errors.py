@@ -23,3 +23,8 @@ class EnvironmentFailure(LoraloopError):
 
 class ModelRequestError(LoraloopError):
     """The model server refused a request (HTTP 400: e.g. a prompt longer than its context)."""
+
+
+class TaskSkipped(LoraloopError):
+    """The policy cannot play this task (the scripted teacher, a task without an example): the
+    episode is recorded as skipped with this reason, not as a failure."""

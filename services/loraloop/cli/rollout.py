@@ -31,11 +31,13 @@ def run_job(request: JobRequest, config: Optional[Path], concurrency: Optional[i
                   f"{submitted.skipped} already stored")
     status = follow(lambda: jobs.status(submitted.run_id))
     console.print(f"[bold]{request.experiment}[/] run {status.run_id} {status.state}: {status.solved}/{status.done} "
-                  f"solved, {status.failed} ended in an error, {status.skipped} already stored; "
+                  f"solved, {status.failed} ended in an error, "
+                  + (f"{status.unplayable} skipped (the policy cannot play them), " if status.unplayable else "")
+                  + f"{status.skipped} already stored; "
                   f"{status.episodes_per_min} episodes/min; trajectories in "
                   f"{status.store_url or settings.store_url}/trajectories/{status.mode}/{status.run_id}/")
     for line in status.recent_errors[:5]:
-        console.print(f"  [red]{line}[/]")
+        console.print(f"  [yellow]{line}[/]" if ": skipped: " in line else f"  [red]{line}[/]")
     return status.run_id
 
 

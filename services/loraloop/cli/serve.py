@@ -55,9 +55,11 @@ def task_server(task: str = typer.Option("os-dev", "--task", help="task name rep
     """
     import uvicorn
 
+    from loraloop.rollout.preflight import require_free_port
     from loraloop.taskserver.app import create_app
     from loraloop.tasks.registry import load_registry
 
+    require_free_port(host, port)  # before anything is built or a banner printed
     api = create_app(load_registry(task_registry), task, get_settings(), idle_timeout, run_id)
     console.print(f"Task server {task}: http://{host}:{port}/api (health: /api/health)")
     uvicorn.run(api, host=host, port=port, log_level="warning")
@@ -68,9 +70,11 @@ def rollout_api(host: str = typer.Option("127.0.0.1", "--host"), port: int = typ
     """Serve the rollout API (jobs, health, /metrics, OpenAPI at /docs) over LORALOOP_BROKER_URL."""
     import uvicorn
 
+    from loraloop.rollout.preflight import require_free_port
     from loraloop.service.api.main import serving_app
 
     api = serving_app(get_settings())
+    require_free_port(host, port)
     console.print(f"rollout API: http://{host}:{port}/api/jobs (docs: /docs, metrics: /metrics)")
     uvicorn.run(api, host=host, port=port, log_level="warning")
 

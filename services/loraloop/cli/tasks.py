@@ -12,9 +12,8 @@ from loraloop.errors import LoraloopError
 app = typer.Typer(help="Task registries.", no_args_is_help=True)
 
 
-@app.command("validate")
-def tasks_validate(path: Path = typer.Argument(..., help="task file, folder or registry.yaml")) -> None:
-    """Check a task file or folder: format, fields and referenced scripts."""
+def _validate_one(path: Path) -> str:
+    """Load one registry and check the files its tasks name exist; return its summary line."""
     from loraloop.tasks.registry import load_registry, missing_files
 
     registry = load_registry(path)
@@ -24,7 +23,28 @@ def tasks_validate(path: Path = typer.Argument(..., help="task file, folder or r
     splits = {}
     for task in registry.tasks:
         splits[task.split or "-"] = splits.get(task.split or "-", 0) + 1
-    typer.echo(f"{path}: {len(registry.tasks)} valid tasks ({', '.join(f'{k}: {v}' for k, v in splits.items())})")
+    return f"{path}: {len(registry.tasks)} valid tasks ({', '.join(f'{k}: {v}' for k, v in splits.items())})"
+
+
+@app.command("validate")
+def tasks_validate(path: Path = typer.Argument(..., help="task file, folder, registry.yaml, or a folder of registries")
+                   ) -> None:
+    """Check a task file or folder: format, fields and referenced scripts. A folder holding
+    registries below it (configs/tasks: os/registry.yaml, web/registry.yaml) checks each one."""
+    from loraloop.tasks.registry import registries_below
+
+    below = registries_below(path)
+    if not below:
+        typer.echo(_validate_one(path))
+        return
+    failed = []
+    for registry in below:
+        try:
+            typer.echo(_validate_one(registry))
+        except LoraloopError as exc:
+            failed.append(f"{registry}: {exc}")
+    if failed:
+        raise LoraloopError(f"{len(failed)} of {len(below)} registries under {path} are invalid: " + "; ".join(failed))
 
 
 @app.command("list")

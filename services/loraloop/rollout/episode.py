@@ -7,7 +7,7 @@ from typing import Callable
 from loraloop.agents.policy import OpenAIPolicy, Policy
 from loraloop.envs import env_kind
 from loraloop.envs.base import Env, EnvOptions
-from loraloop.errors import EnvironmentFailure, ModelRequestError, ServiceUnavailable
+from loraloop.errors import EnvironmentFailure, ModelRequestError, ServiceUnavailable, TaskSkipped
 from loraloop.logs import get_logger
 from loraloop.rollout.sampler import EpisodeSpec
 from loraloop.rollout.session import EpisodeSession
@@ -69,12 +69,12 @@ def run_episode(spec: EpisodeSpec, settings: Settings | None = None,
         policy=spec.policy, worker_model=spec.model or settings.base_model_name,
         worker_temperature=spec.temperature, max_steps=spec.max_steps, protocol=spec.protocol,
         model_url=settings.vllm_url if spec.policy == "openai" else None)
-    status = error = None
+    status = error = reason = None
     step_ms: list[float] = []
     model_ms: list[float] = []
     try:
+        policy = make_policy(spec, task, settings, env)  # before reset: a task it cannot play costs no container
         session.start()
-        policy = make_policy(spec, task, settings, env)
         while not session.done:
             if should_stop is not None and should_stop():
                 status = "cancelled"
@@ -86,6 +86,9 @@ def run_episode(spec: EpisodeSpec, settings: Settings | None = None,
             log.info("step", fields={"step": step.step_idx, "action": step.action})
             step_ms.append(step.elapsed_ms)
             model_ms.append(step.model_latency_ms)
+    except TaskSkipped as exc:
+        status, reason = "skipped", str(exc)
+        log.info("skipped", fields={"reason": exc})
     except tuple(kind for kind, _ in FAILURES) as exc:
         status, error = next(name for kind, name in FAILURES if isinstance(exc, kind)), str(exc)
         log.warning("episode failed", fields={"error": exc})
@@ -94,7 +97,8 @@ def run_episode(spec: EpisodeSpec, settings: Settings | None = None,
         raise
     finally:
         env.close()
-    stored = session.finish(status, error)
+    stored = session.finish(status, error or reason)
     if not stored:
         log.warning("a copy of this episode was stored first; this one is dropped")
-    return {**session.summary(), "error": error, "duplicate": not stored, "step_ms": step_ms, "model_ms": model_ms}
+    return {**session.summary(), "error": error, "reason": reason, "duplicate": not stored, "step_ms": step_ms,
+            "model_ms": model_ms}

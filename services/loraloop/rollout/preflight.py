@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import httpx
 
-from loraloop.errors import ServiceUnavailable
+from loraloop.errors import ConfigError, ServiceUnavailable
 
 
 def served_models(vllm_url: str, api_key: str = "EMPTY", timeout: float = 10.0) -> list[dict]:
@@ -52,3 +52,17 @@ def check_servers(specs: list, settings) -> None:
         require_model(settings.vllm_url, model, settings.vllm_api_key)
     if settings.broker_url:
         require_redis(settings.broker_url)
+
+
+def require_free_port(host: str, port: int) -> None:
+    """Fail naming host:port when a server cannot listen there (in use, or not an address of this
+    machine), before any banner says it serves; bound as uvicorn binds it (SO_REUSEADDR)."""
+    import socket
+
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
+        with socket.socket(family, kind, proto) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            probe.bind(address)
+    except OSError as exc:
+        raise ConfigError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from exc

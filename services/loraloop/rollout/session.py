@@ -62,16 +62,19 @@ class EpisodeSession:
         The start record is written before the reset, so an episode whose reset fails is still
         stored (with `finish(status="env_error", …)`) and says what was attempted.
         """
-        task = self.task
-        start = self.recorder.add(EpisodeStart(
-            **self._common(), task_id=task.index, mode=self.mode, attempt_idx=self.attempt, env=task.env,
-            system_prompt=self.env.instructions, examples=self.env.examples, split=task.split,
-            category=task.category, goal=task.description, **self.provenance))
+        start = self._record_start()
         self.first, info = self.env.reset(seed=self.seed)
         self.observation = self.first
         self.expected = info.get("expected")
         start.first_observation, start.expected = self.first, self.expected
         return self.first
+
+    def _record_start(self) -> EpisodeStart:
+        task = self.task
+        return self.recorder.add(EpisodeStart(
+            **self._common(), task_id=task.index, mode=self.mode, attempt_idx=self.attempt, env=task.env,
+            system_prompt=self.env.instructions, examples=self.env.examples, split=task.split,
+            category=task.category, goal=task.description, **self.provenance))
 
     def prompt(self) -> list[dict[str, str]]:
         """The chat the policy sees now: the env's prompt style over the first observation and past turns."""
@@ -123,6 +126,8 @@ class EpisodeSession:
         """
         if status is not None:
             self.outcome["status"] = status
+        if not self.recorder.records:  # it ended before it started (a task the policy cannot play)
+            self._record_start()
         self.recorder.add(EpisodeEnd(
             **self._common(), **self.outcome, total_steps=self.steps, wall_time_sec=round(time.time() - self.started, 3),
             error_count=self.errors, error=error, expected=self.expected))

@@ -33,8 +33,15 @@ def failed(summary: dict) -> bool:
     return bool(summary.get("error")) or summary.get("status") in FAILURE_CAUSES
 
 
+def unplayable(summary: dict) -> bool:
+    """True for an episode the policy could not play (the teacher has no solution for its task)."""
+    return summary.get("status") == "skipped"
+
+
 def error_line(summary: dict) -> str:
-    """The one line a failed episode leaves in its job's recent errors."""
+    """The one line a failed or unplayable episode leaves in its job's recent errors."""
+    if unplayable(summary):
+        return f"{summary.get('task_id')}: skipped: {summary.get('reason')}"
     return f"{summary.get('task_id')}: {summary.get('error') or summary.get('status') or 'error'}"
 
 
@@ -58,6 +65,7 @@ def job_status(run_id: str, fields: Mapping[str, Any], recent_errors: list[str])
         request = json.loads(request) or None
     return JobStatus(run_id=run_id, mode=fields["mode"], state=state, total=total, done=done, solved=solved,
                      failed=int(fields.get("failed", 0)), skipped=int(fields.get("skipped", 0)),
+                     unplayable=int(fields.get("unplayable", 0)),
                      success_rate=round(solved / done, 4) if done else None,
                      episodes_per_min=round(done / elapsed * 60, 2) if done else 0.0,
                      submitted_at=float(fields["submitted_at"]), request=request,
@@ -70,6 +78,7 @@ def new_job(run_id: str, mode: str, request: JobRequest | None, keys: list[str],
     now = time.time()
     return {"run_id": run_id, "mode": mode, "request": request.model_dump_json() if request else "",
             "store_url": store_url, "total": len(keys), "skipped": skipped, "done": 0, "solved": 0, "failed": 0,
+            "unplayable": 0,
             "submitted_at": now, "updated_at": now, "state": "queued" if keys else "done"}
 
 
@@ -117,6 +126,8 @@ class JobBook:
         if failed(summary):
             pipe.hincrby(job, "failed", 1)
             pipe.hincrby(f"{NS}:metrics:failures", cause, 1)
+        pipe.hincrby(job, "unplayable", int(unplayable(summary)))
+        if failed(summary) or unplayable(summary):
             pipe.lpush(f"{job}:errors", error_line(summary))
             pipe.ltrim(f"{job}:errors", 0, KEPT_ERRORS - 1)
         pipe.hset(job, "updated_at", time.time())
@@ -192,8 +203,9 @@ class MemoryBook:
             job = self._get(run_id)
             job["done"] += 1
             job["solved"] += int(bool(summary.get("success")))
-            if failed(summary):
-                job["failed"] += 1
+            job["failed"] += int(failed(summary))
+            job["unplayable"] += int(unplayable(summary))
+            if failed(summary) or unplayable(summary):
                 job["errors"] = [error_line(summary), *job["errors"]][:KEPT_ERRORS]
             job["updated_at"] = time.time()
 

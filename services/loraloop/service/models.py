@@ -50,11 +50,13 @@ class JobStatus(BaseModel):
     solved: int
     failed: int = Field(description="episodes that ended in an environment, service or crash error")
     skipped: int = Field(description="episodes already stored when the job was submitted")
+    unplayable: int = Field(0, description="episodes the policy could not play (a task without a teacher solution)")
     success_rate: float | None = Field(description="solved / done so far; null before the first episode ends")
     episodes_per_min: float
     submitted_at: float = Field(description="Unix time")
     request: JobRequest | None = Field(None, description="what was submitted; null for episodes planned in code")
-    recent_errors: list[str] = Field(default_factory=list, description="the latest errors, newest first")
+    recent_errors: list[str] = Field(default_factory=list,
+                                     description="the latest errors and unplayable tasks, newest first")
     store_url: str = Field("", description="where the trajectories are")
 
 

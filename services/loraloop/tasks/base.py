@@ -95,17 +95,24 @@ class Registry:
         raise TaskFormatError(f"registry {self.name}: no task with index {index!r}")
 
     def subsets(self) -> list[str]:
-        """Names that --subset accepts: splits, categories (file stems) and labels."""
+        """Names that --subset accepts: splits and their prefixes (`std` for std-001…), categories
+        (file stems) and labels."""
         names = {t.split for t in self.tasks} | {t.category for t in self.tasks}
+        names |= {t.split.rsplit("-", 1)[0] for t in self.tasks if "-" in t.split}
         names |= {label for t in self.tasks for label in t.labels}
         return sorted(n for n in names if n)
 
     def select(self, subset: str | None = None, sample_size: int | None = None, seed: int = 0) -> list[Task]:
-        """Tasks in `subset` (split, category or label; `a+b` for both), then a seeded sample of `sample_size`."""
+        """Tasks in `subset`, then a seeded sample of `sample_size`.
+
+        A subset is one term or several joined by `+` (a task must match every one). A term matches
+        a task's split, category (file stem) or label, or is a prefix of its split up to a dash:
+        `std` selects splits std-001 … std-007 (AgentBench's os-std), `std-001` only that one.
+        """
         tasks = self.tasks
-        if subset:  # "train+family:count-ext": every term must match (split, category or label)
+        if subset:  # "train+family:count-ext": every term must match
             terms = [term for term in subset.split("+") if term]
-            tasks = [t for t in tasks if all(term in (t.split, t.category) or term in t.labels for term in terms)]
+            tasks = [t for t in tasks if all(_matches(t, term) for term in terms)]
             if not tasks:
                 raise TaskFormatError(
                     f"registry {self.name}: subset {subset!r} matches no task (known: {', '.join(self.subsets())})"
@@ -116,6 +123,11 @@ class Registry:
             chosen = set(random.Random(seed).sample(range(len(tasks)), sample_size))
             tasks = [t for i, t in enumerate(tasks) if i in chosen]
         return list(tasks)
+
+
+def _matches(task: Task, term: str) -> bool:
+    """One --subset term: the task's split or a dash-ended prefix of it, its category, or a label."""
+    return term in (task.split, task.category) or task.split.startswith(f"{term}-") or term in task.labels
 
 
 def read_task_file(path: Path) -> list:

@@ -15,7 +15,7 @@ from loraloop.errors import TaskFormatError
 from loraloop.paths import locate
 from loraloop.tasks.base import REGISTRY_FILE, Registry, Task, TaskSet, check_unique, load_set
 
-__all__ = ["Registry", "Task", "load_registry", "missing_files"]
+__all__ = ["Registry", "Task", "load_registry", "missing_files", "registries_below"]
 
 
 def _registry_yaml(path: Path) -> Registry:
@@ -72,6 +72,15 @@ def load_registry(path: str | Path) -> Registry:
             split="", files=glob.escape(path.name), index_prefix=f"{path.stem}-", stem_in_index=False)))
     check_unique(registry)
     return registry
+
+
+def registries_below(path: str | Path) -> list[Path]:
+    """The registry.yaml files under a folder that is not itself a registry (configs/tasks holds
+    os/registry.yaml and web/registry.yaml); empty for a registry, a published layout, a task folder or a file."""
+    path = Path(path)
+    if not path.is_dir() or (path / REGISTRY_FILE).exists() or _published_layout(path) is not None:
+        return []
+    return sorted(path.rglob(REGISTRY_FILE))
 
 
 def missing_files(task: Task) -> list[str]:

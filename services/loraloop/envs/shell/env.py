@@ -6,7 +6,7 @@ import uuid
 
 from loraloop.envs.base import StepResult
 from loraloop.envs.shell import docker
-from loraloop.envs.shell.evaluate import expected_output, grade, run_script
+from loraloop.envs.shell.evaluate import expected_output, failure_cause, grade, run_script
 from loraloop.envs.shell.pool import get_pool
 from loraloop.envs.shell.protocol import (FORMAT_ERROR, INSTRUCTIONS, ONE_SHOT, ROUND_LIMIT, format_output,
                                           parse_action, task_prompt)
@@ -98,9 +98,9 @@ class ShellEnv:
                 if result.returncode != 0:
                     raise EnvironmentFailure(
                         f"task {self.task.index}: init script #{i} failed with exit {result.returncode}: "
-                        f"{(result.stderr or result.stdout).strip()[:300]}")
-            if self.task.start:
-                self.session.run(self.task.start, timeout=self.settings.command_timeout_s)
+                        f"{failure_cause(result)}")
+            if self.task.start:  # on the shell's stdin, as AgentBench: `su - jack` takes the shell over
+                self.session.start(self.task.start, timeout=self.settings.command_timeout_s)
                 time.sleep(0.5)  # let a background process write its first lines
             self._expected = expected_output(self.container, self.task)
         except BaseException:

@@ -9,6 +9,20 @@ from loraloop.tasks.shell.format import CheckEval, MatchEval, Script, ShellTask
 
 INTERPRETERS = {"bash": ["bash", "-s", "--"], "python": ["python3", "-"]}
 SCRIPT_TIMEOUT_S = 30.0
+CAUSE_CHARS = 300
+# Lines a failing script prints that never explain the failure.
+NOISE = ("WARNING: apt does not have a stable CLI interface. Use with caution in scripts.",)
+
+
+def failure_cause(result: docker.ExecResult) -> str:
+    """The end of a failed script's stderr (its stdout when stderr says nothing), where the cause
+    usually is, without known noise lines; at most CAUSE_CHARS characters."""
+    for text in (result.stderr, result.stdout):
+        lines = [line for line in text.splitlines() if line.strip() and line.strip() not in NOISE]
+        if lines:
+            cause = "\n".join(lines)
+            return cause if len(cause) <= CAUSE_CHARS else "…" + cause[-CAUSE_CHARS:]
+    return "(no output)"
 
 
 def run_script(container: str, script: Script, task: ShellTask, args: list[str] = ()) -> docker.ExecResult:
@@ -25,7 +39,7 @@ def expected_output(container: str, task: ShellTask) -> str | None:
     result = run_script(container, task.example, task)
     if result.returncode != 0:
         raise EnvironmentFailure(f"task {task.index}: example solution failed with exit {result.returncode}: "
-                                 f"{(result.stderr or result.stdout).strip()[:300]}")
+                                 f"{failure_cause(result)}")
     return result.stdout
 
 

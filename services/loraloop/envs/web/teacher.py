@@ -7,6 +7,7 @@ import time
 from typing import Callable
 
 from loraloop.agents.policy import Reply
+from loraloop.errors import TaskSkipped
 from loraloop.tasks.web.format import ScriptStep, WebTask
 
 _NODE = re.compile(r"^\t*\[(?P<bid>[^\]]+)\] (?P<role>\S+) (?P<name>'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\")", re.M)
@@ -42,7 +43,7 @@ class ScriptedWebTeacher:
                  page: Callable[[], str] | None = None) -> None:
         self.steps = task.solution if steps is None else steps
         if not self.steps:
-            raise ValueError(f"task {task.index} has no solution steps for the scripted teacher")
+            raise TaskSkipped(f"task {task.index} has no solution steps: the scripted teacher cannot play it")
         self.origin = origin
         self.page = page  # the whole current observation (a prompt may cut a long page)
         self.turn = 0

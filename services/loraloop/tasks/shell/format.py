@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import logging
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -10,6 +11,7 @@ from loraloop.errors import TaskFormatError
 from loraloop.tasks.base import TaskContext
 
 LANGUAGES = ("bash", "python")
+READS_ARGUMENTS = {"python": re.compile(r"\bargv\b"), "bash": re.compile(r"\$\{?(1(?!\d)|[@*])")}
 log = logging.getLogger(__name__)
 _WARNED: set[tuple[str, int]] = set()  # quirks reported once per task, not at every load
 
@@ -32,6 +34,15 @@ class Script:
             return path.read_text()
         except OSError as exc:
             raise TaskFormatError(f"script file {path} cannot be read: {exc.strerror}") from exc
+
+
+    def reads_arguments(self, scripts_dir: Path | None) -> bool:
+        """True when the script's text refers to its arguments (see ShellTask.uses_answer)."""
+        try:
+            text = self.source(scripts_dir)
+        except TaskFormatError:
+            return True
+        return READS_ARGUMENTS[self.language].search(text) is not None
 
 
 @dataclass(frozen=True)
@@ -81,10 +92,19 @@ class ShellTask:
 
     @property
     def uses_answer(self) -> bool:
-        """True when grading compares the agent's answer (not only the container's state)."""
+        """True when grading reads the agent's answer, not only the container's state.
+
+        AgentBench passes the answer as argv[1] to every check script of a chain. It is read by a
+        match, by a chain with a null entry (the example's output is compared with it), and by a
+        check script that looks at its arguments: python naming `argv`, bash naming `$1`, `${1}`,
+        `$@` or `$*`. Those are decided from the scripts themselves, so the scripted teacher answers
+        a check-only task whose script reads the answer and `finish`es one graded on state. A script
+        that cannot be read counts as reading it: answering costs nothing, as a check that ignores
+        argv[1] grades the state either way (a bash function's own `$1` errs the same harmless way).
+        """
         if isinstance(self.evaluation, MatchEval):
             return True
-        return any(c is None for c in self.evaluation.checks)
+        return any(check is None or check.reads_arguments(self.scripts_dir) for check in self.evaluation.checks)
 
 
 @dataclass

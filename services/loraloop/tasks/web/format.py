@@ -178,7 +178,9 @@ def parse_web_task(raw: Any, *, file: str, number: int = 0, split: str = "", scr
     evals = _evals(raw.get("evals"), where)
     for ev in evals:
         if ev.type == "script" and scripts is None and not (scripts_dir and (scripts_dir / ev.script).is_file()):
-            raise _fail(where, "evals", f"names script {ev.script!r}, not found in {scripts_dir}")
+            place = (f"not found in {scripts_dir}" if scripts_dir else
+                     "but no scripts folder is set (load the task through a registry.yaml whose set names `scripts`)")
+            raise _fail(where, "evals", f"names script {ev.script!r}, {place}")
         if ev.type == "script" and scripts is not None and ev.script not in scripts:
             raise _fail(where, "evals", f"names script {ev.script!r}, absent from the registry's eval_scripts")
     return WebTask(
