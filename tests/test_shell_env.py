@@ -77,6 +77,20 @@ def test_init_failure_names_its_cause_not_apt_noise(settings_for):
     assert len(message) < 400
 
 
+def test_init_may_run_longer_than_a_check_up_to_its_own_timeout(settings_for):
+    """A published init sleeps 60 s (train_0317 #356): init has LORALOOP_INIT_TIMEOUT_S, not 30 s."""
+    from loraloop.errors import EnvironmentFailure
+
+    slow = simple_task(create={"init": "sleep 3 && mkdir -p /root/d && touch /root/d/a"})
+    with ShellEnv(slow, settings_for(init_timeout_s=40)) as env:
+        env.reset()
+        assert env.step("Act: answer(1)").info["success"]
+    env = ShellEnv(slow, settings_for(init_timeout_s=1))
+    with pytest.raises(EnvironmentFailure, match=r"task t-00000: init script #0: docker exec timed out after 1 s"):
+        env.reset()
+    assert env.container is None
+
+
 def test_start_su_takes_over_the_shell(settings_for):
     """AgentBench types `start` into its one shell: after `su - jack` every command runs as jack."""
     task = simple_task(create={"init": "useradd -m jack && mkdir -p /root/d && touch /root/d/a"},

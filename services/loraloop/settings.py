@@ -62,6 +62,8 @@ class Settings(BaseSettings):
     pool_size: int = Field(0, description="pre-started containers kept ready per image in each process")
     reap_interval_s: float = Field(300.0, description="how often a worker removes containers of dead processes")
     command_timeout_s: float = 20.0
+    init_timeout_s: float = Field(300.0, description="longest a task's init script may run (AgentBench sets none; "
+                                                     "published inits sleep 60 s or install packages)")
     output_cap_bytes: int = 65536
 
     # Web environment (Playwright + Chromium) and REAL's llm_boolean judge.

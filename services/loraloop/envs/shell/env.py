@@ -94,7 +94,11 @@ class ShellEnv:
         self.session.save_state = self.shared
         try:
             for i, script in enumerate(self.task.init):
-                result = run_script(self.container, script, self.task)
+                try:
+                    result = run_script(self.container, script, self.task, timeout=self.settings.init_timeout_s)
+                except EnvironmentFailure as exc:  # `docker exec timed out after N s`
+                    raise EnvironmentFailure(f"task {self.task.index}: init script #{i}: {exc} "
+                                             f"(LORALOOP_INIT_TIMEOUT_S)") from exc
                 if result.returncode != 0:
                     raise EnvironmentFailure(
                         f"task {self.task.index}: init script #{i} failed with exit {result.returncode}: "

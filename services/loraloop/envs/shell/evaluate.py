@@ -25,11 +25,11 @@ def failure_cause(result: docker.ExecResult) -> str:
     return "(no output)"
 
 
-def run_script(container: str, script: Script, task: ShellTask, args: list[str] = ()) -> docker.ExecResult:
+def run_script(container: str, script: Script, task: ShellTask, args: list[str] = (),
+               timeout: float = SCRIPT_TIMEOUT_S) -> docker.ExecResult:
     """Run a task script inside the container, its text on stdin and `args` as argv."""
     text = script.source(task.scripts_dir)
-    return docker.exec_in(container, [*INTERPRETERS[script.language], *args], input=text,
-                          timeout=SCRIPT_TIMEOUT_S)
+    return docker.exec_in(container, [*INTERPRETERS[script.language], *args], input=text, timeout=timeout)
 
 
 def expected_output(container: str, task: ShellTask) -> str | None:
