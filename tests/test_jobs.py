@@ -244,7 +244,7 @@ def test_cancel_stops_a_job_and_keeps_what_ran(service):
         time.sleep(0.5)
     assert 2 <= len(stored) == status["done"] < total
     ends = [parse_episode(p.name, p.read_bytes()).end for p in stored]
-    assert {e["status"] for e in ends} <= {"completed", "cancelled"}
+    assert {e.status for e in ends} <= {"completed", "cancelled"}
     time.sleep(3)
     assert len(episodes(service.store, "teacher", "stop")) == len(stored)
 

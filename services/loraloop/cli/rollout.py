@@ -37,7 +37,7 @@ def run_job(request: JobRequest, config: Optional[Path], concurrency: Optional[i
                   f"{status.episodes_per_min} episodes/min; trajectories in "
                   f"{status.store_url or settings.store_url}/trajectories/{status.mode}/{status.run_id}/")
     for line in status.recent_errors[:5]:
-        console.print(f"  [yellow]{line}[/]" if ": skipped: " in line else f"  [red]{line}[/]")
+        console.print(f"  [yellow]{line}[/]" if line.startswith("skipped ") else f"  [red]{line}[/]")
     return status.run_id
 
 

@@ -97,7 +97,7 @@ def run_episode(spec: EpisodeSpec, settings: Settings | None = None,
         raise
     finally:
         env.close()
-    stored = session.finish(status, error or reason)
+    stored = session.finish(status, error, reason)
     if not stored:
         log.warning("a copy of this episode was stored first; this one is dropped")
     return {**session.summary(), "error": error, "reason": reason, "duplicate": not stored, "step_ms": step_ms,

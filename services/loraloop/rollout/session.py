@@ -118,11 +118,12 @@ class EpisodeSession:
         self.store.put_bytes(shot, png)
         return shot
 
-    def finish(self, status: str | None = None, error: str | None = None) -> bool:
+    def finish(self, status: str | None = None, error: str | None = None, reason: str | None = None) -> bool:
         """Record episode_end and write the episode; False when a copy was stored first (this one is dropped).
 
         `status` overrides the outcome for an episode that did not end by itself (cancelled,
-        expired, env_error, model_error, crash); `error` says why.
+        expired, env_error, model_error, crash, skipped); `error` says what failed, `reason` why a
+        skipped episode was not played.
         """
         if status is not None:
             self.outcome["status"] = status
@@ -130,7 +131,7 @@ class EpisodeSession:
             self._record_start()
         self.recorder.add(EpisodeEnd(
             **self._common(), **self.outcome, total_steps=self.steps, wall_time_sec=round(time.time() - self.started, 3),
-            error_count=self.errors, error=error, expected=self.expected))
+            error_count=self.errors, error=error, reason=reason, expected=self.expected))
         return self.recorder.flush()
 
     def summary(self) -> dict[str, Any]:

@@ -41,7 +41,7 @@ def unplayable(summary: dict) -> bool:
 def error_line(summary: dict) -> str:
     """The one line a failed or unplayable episode leaves in its job's recent errors."""
     if unplayable(summary):
-        return f"{summary.get('task_id')}: skipped: {summary.get('reason')}"
+        return f"skipped {summary.get('task_id')}: {summary.get('reason')}"
     return f"{summary.get('task_id')}: {summary.get('error') or summary.get('status') or 'error'}"
 
 

@@ -110,6 +110,7 @@ class EpisodeEnd(Record):
     wall_time_sec: float = 0.0
     error_count: int = 0
     error: str | None = None
+    reason: str | None = None  # why a skipped episode was not played
     expected: str | None = None
 
 
@@ -119,5 +120,5 @@ RECORD = TypeAdapter(AnyRecord)
 
 
 def dump(record: Record) -> bytes:
-    """One record as a JSON line (fields left at None are not written)."""
-    return record.model_dump_json(exclude_none=True).encode() + b"\n"
+    """One record as a JSON line, every field written (None as null), so jq and pandas see one shape."""
+    return record.model_dump_json().encode() + b"\n"
