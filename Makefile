@@ -46,14 +46,17 @@ HOST ?= 127.0.0.1
 PORT ?=
 opt = $(if $(2),$(1) $(2),)
 
-.PHONY: help setup docker images model vllm-up vllm-down demo loop test rollout worker rollout-api task-server serve-api jobs \
+.PHONY: help setup lock docker images model vllm-up vllm-down demo loop test rollout worker rollout-api task-server serve-api jobs \
         bench clean up up-lora down logs ps export train publish eval tunnel cpu-wheels sites
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
 
-setup: ## install system packages (Debian, root), .venv and .venv-vllm
+setup: ## install system packages (Debian, root), .venv and .venv-vllm, pinned by constraints/ (UNPINNED=1: newest)
 	bash scripts/setup.sh
+
+lock: ## pin what .venv and .venv-vllm hold into constraints/ (newer: rm -rf .venv .venv-vllm; make setup UNPINNED=1 lock)
+	bash scripts/lock.sh
 
 docker: ## make sure a Docker engine answers (starts a private dockerd if needed)
 	bash scripts/dockerd.sh start

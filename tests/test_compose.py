@@ -1,9 +1,12 @@
 """The Compose stack: every file and profile validates, and the CI-sized stack runs for real."""
 import json
 import os
+import re
 import shutil
+import tomllib
 import subprocess
 import time
+from pathlib import Path
 
 import httpx
 import pytest
@@ -38,6 +41,46 @@ def config(files):
     proc = compose(files, "--profile", "*", "config", "--format", "json")
     assert proc.returncode == 0, proc.stderr
     return json.loads(proc.stdout)["services"]
+
+
+def image_tag(image: str) -> str | None:
+    """The tag of an image reference, None when it has none (a registry's :port is no tag)."""
+    last = image.split("@", 1)[0].rsplit("/", 1)[-1]
+    return last.split(":", 1)[1] if ":" in last else None
+
+
+@pytest.mark.parametrize("ref,tag", [("redis:7.4.11", "7.4.11"), ("quay.io/minio/mc:RELEASE.2025-08-13T08-35-41Z",
+                                      "RELEASE.2025-08-13T08-35-41Z"), ("redis", None),
+                                     ("localhost:5000/redis", None), ("localhost:5000/redis:latest", "latest")])
+def test_image_tag_reads_references(ref, tag):
+    assert image_tag(ref) == tag
+
+
+@pytest.mark.parametrize("files", FILES, ids=["+".join(f) for f in FILES])
+def test_every_image_and_build_base_has_a_fixed_tag(files):
+    """No image floats (no tag, or `latest`), so that a new release upstream cannot change a stack; the
+    images built here carry the package's version."""
+    version = tomllib.loads(Path("pyproject.toml").read_text())["project"]["version"]
+    refs = {}
+    for name, svc in config(files).items():
+        refs[f"{name}: image"] = svc["image"]
+        if "BASE" in svc.get("build", {}).get("args", {}):
+            refs[f"{name}: build arg BASE"] = svc["build"]["args"]["BASE"]
+    floating = {where: ref for where, ref in refs.items() if image_tag(ref) in (None, "latest")}
+    assert not floating, f"images without a fixed tag in {files}: {floating}"
+    ours = {where: ref for where, ref in refs.items() if ref.startswith("loraloop/")}
+    assert ours and all(image_tag(ref) == version for ref in ours.values()), ours
+
+
+def test_dockerfile_bases_have_fixed_tags():
+    """Each Dockerfile's default BASE (used when built without `make images`) names a fixed tag; only
+    loraloop/* bases, which `make images` builds here, may be :latest."""
+    bases = {str(path): re.findall(r"^ARG BASE=(\S+)$", path.read_text(), re.M)
+             for path in Path("images").rglob("Dockerfile")}
+    assert len(bases) >= 8 and all(bases.values()), bases
+    floating = {path: refs for path, refs in bases.items()
+                if any(image_tag(ref) in (None, "latest") and not ref.startswith("loraloop/") for ref in refs)}
+    assert not floating, floating
 
 
 @pytest.mark.parametrize("files", FILES[:3], ids=["+".join(f) for f in FILES[:3]])

@@ -253,10 +253,13 @@ def test_a_killed_worker_loses_no_episode(service, tmp_path):
     """kill -9 a worker in the middle of slow episodes: they are redelivered, run again, stored once."""
     registry = slow_registry(tmp_path / "slow")
     victim = service.add_worker(concurrency=3)
-    time.sleep(3)
     service.http("POST", "/api/jobs", json={"experiment": "teacher", "task_registry": registry,
                                             "run_id": "crash"})
-    time.sleep(2.5)
+    owner = f"label=loraloop.owner={socket.gethostname()}:{victim.pid}"
+    deadline = time.monotonic() + 120  # kill it once an episode has its container: none can have ended (`sleep 4`)
+    while not subprocess.run(["docker", "ps", "-q", "--filter", owner], capture_output=True, text=True).stdout.split():
+        assert victim.poll() is None and time.monotonic() < deadline, "the worker never started an episode"
+        time.sleep(0.2)
     os.killpg(victim.pid, signal.SIGKILL)
     victim.wait()
     assert episodes(service.store, "teacher", "crash") == []
@@ -265,8 +268,7 @@ def test_a_killed_worker_loses_no_episode(service, tmp_path):
     stored = episodes(service.store, "teacher", "crash")
     assert len(stored) == 3 and status["solved"] == 3
     assert all(parse_episode(p.name, p.read_bytes()).success for p in stored)
-    leftovers = subprocess.run(["docker", "ps", "-aq", "--filter", f"label=loraloop.owner={socket.gethostname()}:{victim.pid}"],
-                               capture_output=True, text=True).stdout
+    leftovers = subprocess.run(["docker", "ps", "-aq", "--filter", owner], capture_output=True, text=True).stdout
     assert leftovers.strip() == ""
 
 

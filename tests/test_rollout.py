@@ -63,15 +63,25 @@ def test_celery_workers_over_redis(tmp_path, redis_url):
     env = {"LORALOOP_STORE_URL": f"file://{tmp_path}", "LORALOOP_BROKER_URL": redis_url}
     worker = subprocess.Popen(LORALOOP + ["worker", "--concurrency", "3", "--loglevel", "warning"],
                               env={**os.environ, **env}, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    try:
-        time.sleep(3)
-        assert worker.poll() is None, worker.stderr.read().decode()[-2000:]
-        proc = run_cli(["rollout", "--experiment", "teacher", "--subset", "train", "--sample_size", "5",
-                        "--run_id", "celery"], env)
-        assert proc.returncode == 0, proc.stderr
-        assert "5/5 solved" in proc.stderr.replace("\n", " ")
+    rollout = None
+    try:  # submitted at once: the job waits in Redis while the worker starts; a worker that dies fails it now
+        rollout = subprocess.Popen(LORALOOP + ["rollout", "--experiment", "teacher", "--subset", "train",
+                                               "--sample_size", "5", "--run_id", "celery"], env={**os.environ, **env},
+                                   stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + 600
+        while True:
+            try:
+                _, err = rollout.communicate(timeout=1)
+                break
+            except subprocess.TimeoutExpired:
+                assert worker.poll() is None, worker.stderr.read().decode()[-2000:]
+                assert time.monotonic() < deadline, "the rollout did not end within 600 s"
+        assert rollout.returncode == 0, err
+        assert "5/5 solved" in err.replace("\n", " ")
         assert len(stored(tmp_path, "teacher")) == 5
     finally:
+        if rollout is not None and rollout.poll() is None:
+            rollout.kill()
         worker.terminate()
         worker.wait(timeout=30)
 

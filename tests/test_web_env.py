@@ -226,12 +226,14 @@ def test_crashed_renderer_fails_the_episode_then_next_episode_works(env, site, s
 
 
 async def _crash(env):
+    """Crash the page's renderer and return once Playwright has reported the crash to the env."""
     cdp = await env.context.new_cdp_session(env.page)
-    try:
-        await asyncio.wait_for(cdp.send("Page.crash"), 2)
-    except Exception:  # the call never answers: its renderer is gone, which is the point
-        pass
-    await asyncio.sleep(0.5)
+    crashed = asyncio.ensure_future(env.page.wait_for_event("crash", timeout=5000))
+    call = asyncio.ensure_future(cdp.send("Page.crash"))  # never answers: its renderer is gone
+    await crashed
+    call.cancel()
+    await asyncio.gather(call, return_exceptions=True)
+    assert env.events.crashed
 
 
 def _browser_pids() -> list[int]:

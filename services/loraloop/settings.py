@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 from pathlib import Path
+from typing import Literal
 
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -42,6 +43,9 @@ class Settings(BaseSettings):
     vllm_python: Path = Field(default_factory=lambda: in_project(".venv-vllm/bin/python"))
     vllm_port: int = 8000
     max_lora_rank: int = 16
+    # auto: bfloat16 where the hardware computes it natively (CUDA with bf16, CPUs with AVX512-BF16 or
+    # AMX), else float32 (loraloop.hardware); vLLM and training both load models in it.
+    dtype: Literal["auto", "float32", "bfloat16"] = "auto"
     # Where published adapters are unpacked for vLLM, and that folder as the vLLM process sees it
     # (the same path on one machine; e.g. /adapters inside the vllm-lora container).
     adapters_dir: Path = Field(default_factory=lambda: in_project("volumes/adapters"))

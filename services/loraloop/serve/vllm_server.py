@@ -4,12 +4,14 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import sys
 import time
 from pathlib import Path
 
 import httpx
 
 from loraloop.errors import ConfigError, ServiceUnavailable
+from loraloop.hardware import choose_dtype
 from loraloop.paths import in_project
 from loraloop.settings import Settings
 
@@ -18,6 +20,11 @@ RUN_DIR = in_project("volumes/.run")
 
 def _pidfile(port: int) -> Path:
     return RUN_DIR / f"vllm-{port}.pid"
+
+
+def log_path(port: int) -> Path:
+    """The log of the vLLM started on `port`: loraloop's start line (with the dtype), then vLLM's output."""
+    return RUN_DIR / f"vllm-{port}.log"
 
 
 def is_ready(url: str) -> bool:
@@ -30,7 +37,10 @@ def is_ready(url: str) -> bool:
 
 def start(settings: Settings, *, model_dir: Path | None = None, served_name: str | None = None,
           port: int | None = None, timeout: float = 300.0, extra_args: list[str] = ()) -> str:
-    """Start vLLM in the background (LoRA enabled, runtime loading on); return its /v1 URL when ready."""
+    """Start vLLM in the background (LoRA enabled, runtime loading on); return its /v1 URL when ready.
+
+    It runs in LORALOOP_DTYPE, by default the CPU's choice (loraloop.hardware), which the log's first
+    line and stderr name."""
     model_dir = Path(model_dir or settings.model_dir)
     port = port or settings.vllm_port
     url = f"http://127.0.0.1:{port}/v1"
@@ -42,27 +52,32 @@ def start(settings: Settings, *, model_dir: Path | None = None, served_name: str
     if not python.exists():
         raise ConfigError(f"vLLM interpreter {python} not found: run 'make setup' (creates .venv-vllm)")
     RUN_DIR.mkdir(parents=True, exist_ok=True)
-    log_path = RUN_DIR / f"vllm-{port}.log"
+    log = log_path(port)
+    dtype = choose_dtype(settings.dtype)
     env = {**os.environ, "VLLM_CPU_KVCACHE_SPACE": os.environ.get("VLLM_CPU_KVCACHE_SPACE", "2"),
            "HF_HUB_OFFLINE": "1", "VLLM_ALLOW_RUNTIME_LORA_UPDATING": "True",
            "VLLM_CPU_OMP_THREADS_BIND": os.environ.get("VLLM_CPU_OMP_THREADS_BIND", "auto")}
     args = [str(python), "-m", "vllm.entrypoints.openai.api_server", "--model", str(model_dir),
             "--served-model-name", served_name or settings.base_model_name, "--host", "127.0.0.1",
-            "--port", str(port), "--dtype", "bfloat16", "--max-model-len", "2048", "--enable-lora",
+            "--port", str(port), "--dtype", dtype, "--max-model-len", "2048", "--enable-lora",
             "--max-lora-rank", str(settings.max_lora_rank), "--max-loras", "4", *extra_args]
-    with open(log_path, "ab") as log:
-        proc = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+    line = f"loraloop: starting vLLM on port {port} with --dtype {dtype} (LORALOOP_DTYPE={settings.dtype})"
+    print(line, file=sys.stderr)
+    with open(log, "ab") as out:
+        out.write(f"{line}\n".encode())
+        out.flush()
+        proc = subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True)
     _pidfile(port).write_text(str(proc.pid))
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if proc.poll() is not None:
-            tail = log_path.read_text(errors="replace").splitlines()[-15:]
-            raise ServiceUnavailable(f"vLLM exited with {proc.returncode} (log {log_path}):\n" + "\n".join(tail))
+            tail = log.read_text(errors="replace").splitlines()[-15:]
+            raise ServiceUnavailable(f"vLLM exited with {proc.returncode} (log {log}):\n" + "\n".join(tail))
         if is_ready(url):
             return url
         time.sleep(1)
     stop(port)
-    raise ServiceUnavailable(f"vLLM did not answer at {url} within {timeout:.0f} s (log {log_path})")
+    raise ServiceUnavailable(f"vLLM did not answer at {url} within {timeout:.0f} s (log {log})")
 
 
 def stop(port: int) -> bool:

@@ -1,6 +1,8 @@
 """Load the base model with LoRA: unsloth on CUDA when installed, else transformers + PEFT."""
 from __future__ import annotations
 
+from loraloop.hardware import choose_dtype
+from loraloop.settings import get_settings
 from loraloop.train.config import LoraTrainConfig
 
 
@@ -15,6 +17,16 @@ def use_unsloth() -> bool:
     except ImportError:
         return False
     return True
+
+
+def train_dtype() -> str:
+    """The dtype training loads the base model in: LORALOOP_DTYPE, or for auto bfloat16 on a CUDA GPU that
+    supports it and on a CPU with native bfloat16 (AVX512-BF16, AMX), else float32 (faster where
+    bfloat16 would be emulated)."""
+    import torch
+
+    bf16 = torch.cuda.is_bf16_supported() if torch.cuda.is_available() else None
+    return choose_dtype(get_settings().dtype, bf16=bf16)
 
 
 def load_model(cfg: LoraTrainConfig):
@@ -32,7 +44,7 @@ def load_model(cfg: LoraTrainConfig):
                                                  lora_dropout=cfg.lora_dropout,
                                                  target_modules=cfg.target_modules, random_state=cfg.seed)
         return model, tokenizer, None
-    dtype = torch.bfloat16 if torch.cuda.is_available() else torch.float32
+    dtype = getattr(torch, train_dtype())
     tokenizer = AutoTokenizer.from_pretrained(cfg.base_model)
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token

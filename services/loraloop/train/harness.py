@@ -5,7 +5,7 @@ import hashlib
 import time
 from pathlib import Path
 
-from loraloop.train.backend import use_unsloth
+from loraloop.train.backend import train_dtype, use_unsloth
 from loraloop.train.config import LoraTrainConfig
 from loraloop.train.report import write_training_report
 
@@ -19,7 +19,7 @@ def common_args(cfg: LoraTrainConfig) -> dict:
         gradient_accumulation_steps=cfg.gradient_accumulation_steps, learning_rate=cfg.lr,
         logging_steps=cfg.logging_steps, report_to=["tensorboard"], seed=cfg.seed,
         save_strategy="steps" if cfg.save_steps else "no", save_steps=cfg.save_steps or 500,
-        bf16=torch.cuda.is_available(), use_cpu=not torch.cuda.is_available(), lr_scheduler_type="constant",
+        bf16=train_dtype() == "bfloat16", use_cpu=not torch.cuda.is_available(), lr_scheduler_type="constant",
         dataloader_num_workers=0, gradient_checkpointing=False,
     )
 
@@ -35,7 +35,8 @@ def train_and_save(trainer, tokenizer, cfg: LoraTrainConfig, algorithm: str, row
     tokenizer.save_pretrained(out)
     tokens = int(tokens * cfg.epochs)
     return write_training_report(trainer.state.log_history, out, {
-        "algorithm": algorithm, "backend": "unsloth" if use_unsloth() else "trl+peft", "rows": rows,
+        "algorithm": algorithm, "backend": "unsloth" if use_unsloth() else "trl+peft",
+        "dtype": str(trainer.model.dtype).removeprefix("torch."), "rows": rows,
         "train_tokens": tokens, "tokens_per_s": round(tokens / elapsed, 1), "base_model": cfg.base_model,
         "lora_r": cfg.lora_r, "lora_alpha": cfg.lora_alpha, "lr": cfg.lr, "epochs": cfg.epochs,
         "dataset_path": str(cfg.dataset_path),
