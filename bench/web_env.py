@@ -29,10 +29,8 @@ import argparse
 import json
 import os
 import platform
-import socket
 import statistics
 import sys
-import threading
 import time
 import uuid
 from contextlib import contextmanager
@@ -40,13 +38,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterator
 
-import uvicorn
 from browsergym.core import _get_global_playwright
 from browsergym.core.action.functions import check, uncheck
 from browsergym.core.action.highlevel import HighLevelActionSet
 from browsergym.core.env import BrowserEnv
 from browsergym.core.task import AbstractBrowserTask
 from browsergym.utils.obs import flatten_axtree_to_str
+from loraloop_sites import serving
 from rich.console import Console
 from rich.table import Table
 
@@ -54,7 +52,6 @@ from loraloop.envs.web.teacher import step_action
 from loraloop.envs.web.browser import LAUNCH_ARGS
 from loraloop.envs.web.env import WebEnv, task_url
 from loraloop.envs.web.evaluate import grade
-from loraloop.envs.web.sites.app import create_app
 from loraloop.settings import Settings
 from loraloop.tasks.web.format import WebTask
 from loraloop.tasks.registry import load_registry
@@ -108,33 +105,14 @@ def pick_tasks(count: int) -> list[WebTask]:
     return mixed[:count]
 
 
-def free_port() -> int:
-    """A free TCP port on loopback."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 @contextmanager
 def sites_server(url: str | None) -> Iterator[str]:
     """The sites' base URL: `url` as given, or the bundled sites served by uvicorn in a thread here."""
     if url:
         yield url.rstrip("/")
         return
-    port = free_port()
-    server = uvicorn.Server(uvicorn.Config(create_app(), host="127.0.0.1", port=port, log_level="warning"))
-    thread = threading.Thread(target=server.run, name="sites", daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 30
-    while not server.started:
-        if time.monotonic() > deadline or not thread.is_alive():
-            raise RuntimeError("the sites server did not start")
-        time.sleep(0.05)
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        thread.join(timeout=10)
+    with serving() as served:
+        yield served
 
 
 def use_system_chromium(executable: str) -> None:

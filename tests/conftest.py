@@ -118,18 +118,9 @@ def vllm_url():
 
 @pytest.fixture(scope="session")
 def sites_url():
-    """The bundled task sites (shop, mail) served by uvicorn in a background thread on a free port."""
-    import threading
+    """The bundled task sites (shop, mail; package loraloop_sites) served by uvicorn in a background thread
+    on a free port."""
+    from loraloop_sites import serving
 
-    import uvicorn
-
-    from loraloop.envs.web.sites import create_app
-
-    port = free_port()
-    server = uvicorn.Server(uvicorn.Config(create_app(), host="127.0.0.1", port=port, log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    wait_port(port, 30)
-    yield f"http://127.0.0.1:{port}"
-    server.should_exit = True
-    thread.join(timeout=10)
+    with serving() as url:
+        yield url

@@ -35,7 +35,11 @@ def serve_vllm(action: str = typer.Argument("start", help="start | stop"),
 @app.command("sites")
 def serve_sites(host: str = typer.Option("127.0.0.1", "--host"), port: int = typer.Option(8090, "--port")) -> None:
     """Serve the bundled task sites (shop, mail) with REAL's /config and /finish protocol."""
-    from loraloop.envs.web.sites.app import serve
+    try:
+        from loraloop_sites import serve
+    except ImportError as exc:
+        raise LoraloopError(f"serve sites: cannot import the task sites ({exc}): "
+                            "pip install -e services/loraloop_sites (make setup does)") from exc
 
     serve(host, port)
 

@@ -1,4 +1,4 @@
-"""`python -m loraloop.envs.web.sites --host 127.0.0.1 --port 8090`: serve the task websites."""
+"""`loraloop-sites --host 127.0.0.1 --port 8090` (or `python -m loraloop_sites`): serve the task websites."""
 from __future__ import annotations
 
 import argparse
@@ -8,7 +8,7 @@ from .app import serve
 
 def main() -> None:
     """Parse --host and --port and serve until interrupted."""
-    parser = argparse.ArgumentParser(prog="python -m loraloop.envs.web.sites", description=__doc__)
+    parser = argparse.ArgumentParser(prog="loraloop-sites", description=__doc__)
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8090)
     args = parser.parse_args()

@@ -1,5 +1,10 @@
-"""The app that serves both task websites, and `serve` to run it with uvicorn."""
+"""The app that serves both task websites, `serve` to run it with uvicorn, `serving` to embed it in a thread."""
 from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 from fastapi import FastAPI, Request
 from fastapi.responses import HTMLResponse
@@ -50,3 +55,29 @@ def serve(host: str, port: int) -> None:
     import uvicorn
 
     uvicorn.run(create_app(), host=host, port=port, log_level="warning")
+
+
+@contextmanager
+def serving(host: str = "127.0.0.1", port: int = 0, timeout: float = 30.0) -> Iterator[str]:
+    """Serve a fresh app from a daemon thread of this process while the block runs; yield its base URL.
+
+    For tests and benchmarks that need the sites without a second process. Port 0 takes a free one
+    (read back from the bound socket, so no other process can take it in between).
+    """
+    import uvicorn
+
+    server = uvicorn.Server(uvicorn.Config(create_app(), host=host, port=port, log_level="warning"))
+    thread = threading.Thread(target=server.run, name="loraloop-sites", daemon=True)
+    thread.start()
+    deadline = time.monotonic() + timeout
+    while not server.started:
+        if not thread.is_alive() or time.monotonic() > deadline:
+            server.should_exit = True
+            raise RuntimeError(f"the task sites did not start on {host}:{port} within {timeout:g} s")
+        time.sleep(0.05)
+    bound = server.servers[0].sockets[0].getsockname()
+    try:
+        yield f"http://{bound[0]}:{bound[1]}"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
