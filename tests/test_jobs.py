@@ -101,6 +101,26 @@ def test_local_jobs_run_follow_and_cancel_in_this_process(tmp_path, settings_for
         jobs.status("nope")
 
 
+def test_execute_plays_episodes_of_several_runs_each_as_its_job(tmp_path, settings_for):
+    """verify-exploration's pair: two runs executed together, each booked as its own job; one job of two
+    runs is refused (its episodes would count into a job that does not exist and it would never end)."""
+    from loraloop.rollout.experiments import get_experiment
+    from loraloop.rollout.sampler import plan_rollout
+    from loraloop.service.client import execute
+    from loraloop.service.local import LocalJobs
+    from loraloop.tasks.registry import load_registry
+
+    registry, teacher = load_registry("configs/tasks/os"), get_experiment("configs/experiments.yaml", "teacher")
+    specs = [spec for run in ("pair-a", "pair-b")
+             for spec in plan_rollout(registry, "configs/tasks/os", teacher, run_id=run, subset="test", sample_size=1,
+                                      rollouts_per_task=1, seed=1, task_seed=5, temperature=None)]
+    summaries = execute(specs, settings_for(), quiet=True)
+    assert [s["success"] for s in summaries] == [True, True]
+    assert [len(episodes(tmp_path / "store", "teacher", run)) for run in ("pair-a", "pair-b")] == [1, 1]
+    with pytest.raises(LoraloopError, match="a job is one run, these episodes belong to 2: pair-a, pair-b"):
+        LocalJobs(settings_for()).start(specs)
+
+
 def test_put_new_never_overwrites(tmp_path):
     store = FileStore(tmp_path)
     assert store.put_new("t/a.jsonl", b"first") is True

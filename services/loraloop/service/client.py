@@ -5,6 +5,7 @@ wherever its episodes run.
 """
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -141,9 +142,18 @@ def jobs_client(settings: Settings, *, concurrency: int | None = None, embedded:
 def execute(specs: list[EpisodeSpec], settings: Settings, *, concurrency: int | None = None,
             quiet: bool = False) -> list[dict]:
     """Run planned episodes on the workers (with a broker) or in this process, following them with the
-    bar; return the summaries of those played (stored ones are skipped)."""
+    bar; return the summaries of those played (stored ones are skipped).
+
+    A job is a run: episodes of several runs (verify-exploration's pair) start as one job each, all at
+    once, and are followed one after the other.
+    """
     check_servers(specs, settings)
     jobs = BrokerJobs(settings) if settings.broker_url else LocalJobs(settings, concurrency)
-    run_id = jobs.start(specs).run_id
-    follow(lambda: jobs.status(run_id), quiet=quiet)
-    return jobs.summaries(run_id)
+    runs = list(dict.fromkeys(spec.run_id for spec in specs))
+    for run_id in runs:
+        jobs.start([spec for spec in specs if spec.run_id == run_id])
+    summaries = []
+    for run_id in runs:
+        follow(partial(jobs.status, run_id), quiet=quiet)
+        summaries += jobs.summaries(run_id)
+    return summaries

@@ -14,6 +14,7 @@ from typing import Protocol
 
 from celery import Celery
 
+from loraloop.errors import LoraloopError
 from loraloop.rollout.experiments import get_experiment
 from loraloop.rollout.preflight import check_servers
 from loraloop.rollout.sampler import EpisodeSpec, new_run_id, plan_rollout
@@ -64,7 +65,13 @@ def pending_specs(specs: list[EpisodeSpec], settings: Settings) -> list[EpisodeS
 
 def book_job(specs: list[EpisodeSpec], settings: Settings, book: Book,
              request: JobRequest | None = None) -> tuple[str, list[EpisodeSpec]]:
-    """Book the run with its episodes not yet stored; return the run id and those episodes."""
+    """Book the run with its episodes not yet stored; return the run id and those episodes.
+
+    A job is one run (the book counts an episode under its spec's run id): episodes of several runs fail.
+    """
+    runs = sorted({spec.run_id for spec in specs})
+    if len(runs) > 1:
+        raise LoraloopError(f"a job is one run, these episodes belong to {len(runs)}: {', '.join(runs)}")
     run_id, mode = (specs[0].run_id, specs[0].mode) if specs else (new_run_id(), "empty")
     todo = pending_specs(specs, settings)
     book.create(run_id, mode, request, [spec_key(s) for s in todo], skipped=len(specs) - len(todo),
