@@ -536,7 +536,7 @@ def worker(concurrency: int = typer.Option(4, "--concurrency", help="episodes at
 def demo(train_epochs: float = typer.Option(2.0, "--epochs"),
          out: Path = typer.Option(Path("volumes/reports/demo"), "--out")) -> None:
     """The whole loop on this machine: teacher rollouts, BC export, LoRA training, publish, eval."""
-    from loraloop.demo import run_demo
+    from loraloop.orchestrator import run_demo
 
     run_demo(get_settings(), out, train_epochs)
 
@@ -553,7 +553,7 @@ def loop(
     out: Path = typer.Option(Path("volumes/reports/loop"), "--out"),
 ) -> None:
     """Rollout → export → train → publish → eval, once per seed: does BC beat the base on unseen variants?"""
-    from loraloop.demo import LoopPlan, run_loop
+    from loraloop.orchestrator import LoopPlan, run_loop
 
     try:
         seed_list = [int(x) for x in seeds.split(",") if x.strip()]
