@@ -1,21 +1,21 @@
-"""One turn of the loop on this machine, each stage timed: teacher rollouts → BC export → LoRA →
-publish to vLLM → eval base vs adapter. `loraloop demo` runs it once on the train/test splits;
-`loraloop loop` runs it for several training seeds and reports mean and spread."""
+"""The loop's orchestrator: one turn on this machine, each stage timed: teacher rollouts → BC export → LoRA →
+publish to vLLM → eval base vs adapter. A `LoopPlan` holds what a run does (tasks, experiments, training,
+seeds); `run` carries it out. `loraloop demo` plans one turn on the train/test splits; `loraloop loop`
+plans one turn per training seed on a task family and reports mean and spread."""
 from __future__ import annotations
 
 import json
-import statistics
 import time
 from contextlib import ExitStack, contextmanager
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from rich.console import Console
 
 from loraloop.datasets.export import export
 from loraloop.envs.shell import docker
-from loraloop.errors import ServiceUnavailable
-from loraloop.evaluate.report import write_report
+from loraloop.errors import ConfigError, ServiceUnavailable
+from loraloop.evaluate.report import write_learning_report, write_report
 from loraloop.models.prepare import prepare
 from loraloop.rollout.experiments import get_experiment
 from loraloop.rollout.runner import execute
@@ -31,19 +31,34 @@ from loraloop.train.config import BCConfig
 console = Console(stderr=True)
 
 
-@dataclass
+@dataclass(frozen=True)
 class LoopPlan:
-    """What one turn of the loop trains on and is judged on."""
+    """What a run of the loop does: the model, the tasks it trains and is judged on, the experiments
+    (configs/experiments.yaml) that play the teacher, the base and the adapter, training, and the seeds."""
 
+    model: str = "smollm2-135m"  # `loraloop models prepare` name of the base model
     registry: str = "configs/tasks/os"
     train_subset: str = "train"
     test_subset: str = "test"
+    teacher: str = "teacher"  # collects the demonstrations BC trains on
+    base: str = "smollm_zero"  # the base model, evaluated as is
+    tuned: str = "smollm_bc"  # the base model with the adapter, evaluated after publishing
+    adapter: str = "smollm_bc"  # name the adapter is published (and served) under
     epochs: float = 2.0
     lr: float = 2e-4
-    seed: int = 42
+    seeds: tuple[int, ...] = (42,)  # one turn per training seed (also the task sampling seed)
+    task_seed: int = 123
     eval_rollouts: int = 1
-    eval_temperature: float | None = None
-    adapter: str = "smollm_bc"
+    eval_temperature: float | None = None  # None: the experiment's own
+
+    def __post_init__(self) -> None:
+        """Reject a plan that cannot run, naming the value."""
+        if not self.seeds:
+            raise ConfigError("loop plan: seeds is empty (give at least one training seed)")
+        if self.epochs <= 0 or self.lr <= 0:
+            raise ConfigError(f"loop plan: epochs and lr must be positive, got epochs={self.epochs}, lr={self.lr}")
+        if self.eval_rollouts < 1:
+            raise ConfigError(f"loop plan: eval_rollouts must be at least 1, got {self.eval_rollouts}")
 
 
 @contextmanager
@@ -58,8 +73,9 @@ def _vllm(settings: Settings):
             vllm_server.stop(settings.vllm_port)
 
 
-def run_turn(settings: Settings, out: Path, plan: LoopPlan) -> dict:
-    """One turn, every stage timed; writes report.md, success.png and summary.json under `out`."""
+def run_turn(settings: Settings, out: Path, plan: LoopPlan, seed: int, server: ExitStack) -> dict:
+    """One turn with training seed `seed`, every stage timed; writes report.md, success.png and summary.json
+    under `out`. vLLM joins `server`, so a run's turns share one server."""
     stages: dict[str, float] = {}
 
     @contextmanager
@@ -79,32 +95,31 @@ def run_turn(settings: Settings, out: Path, plan: LoopPlan) -> dict:
 
     def rollout(name: str, subset: str, attempts: int, temperature: float | None, model: str | None) -> None:
         specs = plan_rollout(registry, plan.registry, get_experiment(settings.experiments_path, name), run_id=run,
-                             subset=subset, sample_size=None, rollouts_per_task=attempts, seed=plan.seed,
-                             task_seed=123, temperature=temperature, model=model)
+                             subset=subset, sample_size=None, rollouts_per_task=attempts, seed=seed,
+                             task_seed=plan.task_seed, temperature=temperature, model=model)
         execute(specs, settings)
 
     with stage("prepare model"):
-        prepare("smollm2-135m", Path(settings.model_dir))
-    with ExitStack() as server:
-        with stage("start vLLM"):
-            server.enter_context(_vllm(settings))
-        with stage("teacher rollouts"):
-            rollout("teacher", plan.train_subset, 1, None, None)
-        with stage("export BC dataset"):
-            manifest = export(store, f"trajectories/teacher/{run}", out / "datasets", ["bc"],
-                              char_budget=settings.prompt_char_budget)
-        with stage("train BC LoRA"):
-            metrics = train_bc(BCConfig(base_model=str(settings.model_dir), dataset_path=str(out / "datasets/bc.jsonl"),
-                                        output_dir=str(out / "bc_lora"), epochs=plan.epochs, lr=plan.lr,
-                                        seed=plan.seed))
-        with stage("publish adapter to vLLM"):
-            published = publish(settings, out / "bc_lora", plan.adapter)
-        with stage("eval base vs adapter"):
-            rollout("smollm_zero", plan.test_subset, plan.eval_rollouts, plan.eval_temperature, None)
-            rollout("smollm_bc", plan.test_subset, plan.eval_rollouts, plan.eval_temperature, plan.adapter)
-            md, rows = write_report(store, [("smollm_zero", run), ("smollm_bc", run)], out,
-                                    f"SmolLM2-135M base vs BC LoRA on {plan.test_subset} (seed {plan.seed})")
-    summary = {"run_id": run, "plan": plan.__dict__, "stages_s": stages, "total_s": round(sum(stages.values()), 1),
+        prepare(plan.model, Path(settings.model_dir))
+    with stage("start vLLM"):
+        server.enter_context(_vllm(settings))
+    with stage("teacher rollouts"):
+        rollout(plan.teacher, plan.train_subset, 1, None, None)
+    with stage("export BC dataset"):
+        manifest = export(store, f"trajectories/{plan.teacher}/{run}", out / "datasets", ["bc"],
+                          char_budget=settings.prompt_char_budget)
+    with stage("train BC LoRA"):
+        metrics = train_bc(BCConfig(base_model=str(settings.model_dir), dataset_path=str(out / "datasets/bc.jsonl"),
+                                    output_dir=str(out / "bc_lora"), epochs=plan.epochs, lr=plan.lr, seed=seed))
+    with stage("publish adapter to vLLM"):
+        published = publish(settings, out / "bc_lora", plan.adapter)
+    with stage("eval base vs adapter"):
+        rollout(plan.base, plan.test_subset, plan.eval_rollouts, plan.eval_temperature, None)
+        rollout(plan.tuned, plan.test_subset, plan.eval_rollouts, plan.eval_temperature, plan.adapter)
+        md, rows = write_report(store, [(plan.base, run), (plan.tuned, run)], out,
+                                f"{plan.base} vs {plan.tuned} (BC LoRA) on {plan.test_subset} (seed {seed})")
+    summary = {"run_id": run, "plan": asdict(plan), "seed": seed, "stages_s": stages,
+               "total_s": round(sum(stages.values()), 1),
                "dataset": {k: manifest[k] for k in ("episodes", "rows")}, "training": metrics,
                "adapter": {k: published[k] for k in ("name", "version", "store_key")},
                "results": {r.experiment: {"success_rate": r.success_rate, "solved": r.solved,
@@ -118,52 +133,33 @@ def run_turn(settings: Settings, out: Path, plan: LoopPlan) -> dict:
     return summary
 
 
-def run_demo(settings: Settings, out: Path, epochs: float) -> Path:
-    """`loraloop demo`: one turn on the train and test splits; prints the report and its path."""
-    out = out / new_run_id()
-    run_turn(settings, out, LoopPlan(epochs=epochs))
-    report = out / "report.md"
-    console.print(report.read_text())
-    console.print(f"[bold green]report:[/] {report.resolve()}")
+def _over_seeds(out: Path, plan: LoopPlan, turns: list[dict]) -> Path:
+    """The report over a run's seeds: base vs adapter success per seed, mean ± sd; summary.json beside it."""
+    names = (plan.base, plan.tuned)
+    rates = {name: [t["results"][name]["success_rate"] for t in turns] for name in names}
+    episodes = {name: sum(t["results"][name]["episodes"] for t in turns) for name in names}
+    temperature = plan.eval_temperature if plan.eval_temperature is not None else "of the experiment"
+    notes = (f"Epochs {plan.epochs}, lr {plan.lr}, {plan.eval_rollouts} eval rollout(s) per task at temperature "
+             f"{temperature}; per-seed reports in seed-*/report.md.")
+    report = write_learning_report(rates, episodes, list(plan.seeds), out,
+                                   f"Learning over {len(plan.seeds)} seeds: BC on `{plan.train_subset}`, "
+                                   f"eval on `{plan.test_subset}`", notes)
+    (out / "summary.json").write_text(json.dumps({"plan": asdict(plan), "rates": rates, "turns": turns}, indent=2))
     return report
 
 
-def run_loop(settings: Settings, out: Path, plan: LoopPlan, seeds: list[int]) -> Path:
-    """`loraloop loop`: one turn per training seed, then base vs adapter success as mean ± sd over seeds."""
-    import matplotlib
+def run(settings: Settings, out: Path, plan: LoopPlan) -> Path:
+    """Carry out the plan under out/<run_id>/ with one vLLM for all turns; print the report, return its path.
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    One seed: the turn's own report. Several: a turn per seed in seed-<N>/ and a report over the seeds."""
     out = out / new_run_id()
-    with _vllm(settings):  # one server for every turn
-        turns = [run_turn(settings, out / f"seed-{seed}", LoopPlan(**{**plan.__dict__, "seed": seed}))
-                 for seed in seeds]
-    rates = {name: [t["results"][name]["success_rate"] for t in turns] for name in ("smollm_zero", "smollm_bc")}
-    episodes = {name: sum(t["results"][name]["episodes"] for t in turns) for name in rates}
-    lines = [f"# Learning over {len(seeds)} seeds: BC on `{plan.train_subset}`, eval on `{plan.test_subset}`", "",
-             "| Model | " + " | ".join(f"seed {s}" for s in seeds) + " | mean | sd | episodes |",
-             "|---|" + "---:|" * (len(seeds) + 3)]
-    for name, values in rates.items():
-        spread = statistics.stdev(values) if len(values) > 1 else 0.0
-        lines.append(f"| `{name}` | " + " | ".join(f"{v:.1%}" for v in values)
-                     + f" | {statistics.mean(values):.1%} | {spread:.1%} | {episodes[name]} |")
-    lines += ["", f"Epochs {plan.epochs}, lr {plan.lr}, {plan.eval_rollouts} eval rollout(s) per task at "
-              f"temperature {plan.eval_temperature if plan.eval_temperature is not None else 'of the experiment'}; "
-              "per-seed reports in seed-*/report.md.", "", "![success](learning.png)"]
-    report = out / "report.md"
-    report.write_text("\n".join(lines) + "\n")
-    fig, ax = plt.subplots(figsize=(5, 3.5))
-    means = [statistics.mean(v) for v in rates.values()]
-    errs = [statistics.stdev(v) if len(v) > 1 else 0.0 for v in rates.values()]
-    ax.bar(list(rates), means, yerr=errs, capsize=6, color=["#999999", "#2a7ae2"])
-    ax.set_ylim(0, 1)
-    ax.set_ylabel("test success rate (mean ± sd)")
-    ax.set_title(f"{len(seeds)} seeds")
-    fig.tight_layout()
-    fig.savefig(out / "learning.png", dpi=120)
-    plt.close(fig)
-    (out / "summary.json").write_text(json.dumps({"seeds": seeds, "rates": rates, "turns": turns}, indent=2))
+    with ExitStack() as server:
+        if len(plan.seeds) == 1:
+            run_turn(settings, out, plan, plan.seeds[0], server)
+            report = out / "report.md"
+        else:
+            turns = [run_turn(settings, out / f"seed-{seed}", plan, seed, server) for seed in plan.seeds]
+            report = _over_seeds(out, plan, turns)
     console.print(report.read_text())
     console.print(f"[bold green]report:[/] {report.resolve()}")
     return report
