@@ -1,8 +1,10 @@
 """The whole loop at a tiny size through the CLI: rollout → export → train → publish → eval."""
 import json
 import os
+import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -39,3 +41,49 @@ def test_whole_loop(tmp_path, vllm_url):
     bc_steps = [json.loads(l) for f in (tmp_path / "store" / "trajectories" / "smollm_bc").rglob("*.jsonl")
                 for l in f.read_text().splitlines()]
     assert {r["model"] for r in bc_steps if r["type"] == "step"} == {"smollm_bc"}
+
+
+def tiny_registry(root: Path) -> Path:
+    """The shell task set cut to three count-ext tasks to train on and one unseen variant to test on."""
+    source = Path("configs/tasks/os")
+    root.mkdir()
+    shutil.copy(source / "registry.yaml", root / "registry.yaml")
+    shutil.copytree(source / "scripts", root / "scripts")
+    for split, count in (("train", 3), ("test", 1)):
+        (root / split).mkdir()
+        tasks = json.loads((source / split / "count-ext.json").read_text())[:count]
+        (root / split / "count-ext.json").write_text(json.dumps(tasks))
+    return root
+
+
+@pytest.mark.timeout(1800)  # two turns: teacher rollouts, training, publishing and eval each
+@pytest.mark.usefixtures("docker_ready")
+def test_loop_runs_a_turn_per_seed_and_reports_over_them(tmp_path, vllm_url):
+    """`loraloop loop` (the orchestrator) on a tiny task set, two seeds, against the running vLLM: a turn
+    per seed with its report and timed stages, a report over the seeds, and the server it found left
+    running."""
+    from loraloop.serve import vllm_server
+
+    port = vllm_url.rsplit(":", 1)[1].split("/")[0]
+    env = {**os.environ, "LORALOOP_STORE_URL": f"file://{tmp_path / 'store'}", "LORALOOP_VLLM_URL": vllm_url,
+           "LORALOOP_VLLM_PORT": port, "LORALOOP_ADAPTERS_DIR": str(tmp_path / "adapters")}
+    # lr 3e-3: two steps on six rows must move the adapter enough for publish's check to tell it from the base
+    proc = subprocess.run(LORALOOP + ["loop", "--task_registry", str(tiny_registry(tmp_path / "tasks")),
+                                      "--train_subset", "train", "--test_subset", "test", "--seeds", "1,2",
+                                      "--epochs", "1", "--lr", "3e-3", "--rollouts_per_task", "1",
+                                      "--out", str(tmp_path / "loop")],
+                          env=env, capture_output=True, text=True, timeout=1700)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    (run,) = (tmp_path / "loop").iterdir()
+    report = (run / "report.md").read_text()
+    assert "| seed 1 | seed 2 | mean | sd | episodes |" in report
+    assert "| `smollm_zero` |" in report and "| `smollm_bc` |" in report and (run / "learning.png").is_file()
+    turns = json.loads((run / "summary.json").read_text())["turns"]
+    assert [t["seed"] for t in turns] == [1, 2] and [t["adapter"]["version"] for t in turns] == ["v1", "v2"]
+    for seed, turn in zip((1, 2), turns):
+        assert (run / f"seed-{seed}" / "report.md").is_file() and (run / f"seed-{seed}" / "success.png").is_file()
+        assert turn["dataset"]["episodes"] == 3 and turn["training"]["rows"] == turn["dataset"]["rows"]["bc"] > 0
+        assert list(turn["stages_s"]) == ["prepare model", "start vLLM", "teacher rollouts", "export BC dataset",
+                                          "train BC LoRA", "publish adapter to vLLM", "eval base vs adapter"]
+        assert {name: r["episodes"] for name, r in turn["results"].items()} == {"smollm_zero": 1, "smollm_bc": 1}
+    assert vllm_server.is_ready(vllm_url), "the loop stopped a vLLM it did not start"

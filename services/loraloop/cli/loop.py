@@ -13,9 +13,9 @@ from loraloop.settings import get_settings
 def demo(train_epochs: float = typer.Option(2.0, "--epochs"),
          out: Path = typer.Option(Path("volumes/reports/demo"), "--out")) -> None:
     """The whole loop on this machine: teacher rollouts, BC export, LoRA training, publish, eval."""
-    from loraloop.demo import run_demo
+    from loraloop.orchestrator import LoopPlan, run
 
-    run_demo(get_settings(), out, train_epochs)
+    run(get_settings(), out, LoopPlan(epochs=train_epochs))
 
 
 def loop(
@@ -29,12 +29,12 @@ def loop(
     out: Path = typer.Option(Path("volumes/reports/loop"), "--out"),
 ) -> None:
     """Rollout → export → train → publish → eval, once per seed: does BC beat the base on unseen variants?"""
-    from loraloop.demo import LoopPlan, run_loop
+    from loraloop.orchestrator import LoopPlan, run
 
     try:
         seed_list = [int(x) for x in seeds.split(",") if x.strip()]
     except ValueError as exc:
         raise LoraloopError(f"--seeds must be integers separated by commas, got {seeds!r}") from exc
     plan = LoopPlan(registry=str(task_registry), train_subset=train_subset, test_subset=test_subset, epochs=epochs,
-                    lr=lr, eval_rollouts=rollouts_per_task, eval_temperature=temperature)
-    run_loop(get_settings(), out, plan, seed_list)
+                    lr=lr, seeds=tuple(seed_list), eval_rollouts=rollouts_per_task, eval_temperature=temperature)
+    run(get_settings(), out, plan)

@@ -1,10 +1,11 @@
-"""Summarise stored episodes per experiment into a Markdown table and a bar chart."""
+"""Summarise stored episodes per experiment into a Markdown table and a bar chart, and results over seeds."""
 from __future__ import annotations
 
 import statistics
 from dataclasses import dataclass
 from pathlib import Path
 
+from loraloop.evaluate.charts import learning_chart, success_chart
 from loraloop.store.backends import Store
 from loraloop.store.trajectories import PREFIX, iter_episodes
 
@@ -48,26 +49,6 @@ def markdown_table(rows: list[Row]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def bar_chart(rows: list[Row], path: Path, title: str) -> None:
-    """Success rate per experiment as a PNG bar chart."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(max(4, 1.6 * len(rows)), 3.5))
-    bars = ax.bar([r.experiment for r in rows], [100 * r.success_rate for r in rows], color="#4C72B0")
-    for bar, row in zip(bars, rows):
-        ax.annotate(f"{row.solved}/{row.episodes}", (bar.get_x() + bar.get_width() / 2, bar.get_height()),
-                    ha="center", va="bottom", fontsize=9)
-    ax.set_ylabel("success rate (%)")
-    ax.set_ylim(0, 105)
-    ax.set_title(title)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-
-
 def write_report(store: Store, runs: list[tuple[str, str]], out_dir: Path, title: str) -> tuple[Path, list[Row]]:
     """Write report.md and success.png under out_dir; return the Markdown path and the rows."""
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -75,5 +56,26 @@ def write_report(store: Store, runs: list[tuple[str, str]], out_dir: Path, title
     md = out_dir / "report.md"
     md.write_text(f"# {title}\n\n{markdown_table(rows)}\n![success rate](success.png)\n\n"
                   + "".join(f"- `{m}`: run `{r}`\n" for m, r in runs))
-    bar_chart(rows, out_dir / "success.png", title)
+    success_chart(rows, out_dir / "success.png", title)
     return md, rows
+
+
+def mean_sd(values: list[float]) -> tuple[float, float]:
+    """Mean and sample standard deviation (sd 0 for a single value)."""
+    return statistics.mean(values), statistics.stdev(values) if len(values) > 1 else 0.0
+
+
+def write_learning_report(rates: dict[str, list[float]], episodes: dict[str, int], seeds: list[int], out_dir: Path,
+                          title: str, notes: str) -> Path:
+    """report.md (per experiment: success per seed, mean, sd, episodes) and learning.png under out_dir."""
+    spread = {name: mean_sd(values) for name, values in rates.items()}
+    lines = [f"# {title}", "", "| Model | " + " | ".join(f"seed {s}" for s in seeds) + " | mean | sd | episodes |",
+             "|---|" + "---:|" * (len(seeds) + 3)]
+    lines += [f"| `{name}` | " + " | ".join(f"{v:.1%}" for v in values)
+              + f" | {spread[name][0]:.1%} | {spread[name][1]:.1%} | {episodes[name]} |"
+              for name, values in rates.items()]
+    lines += ["", notes, "", "![success](learning.png)"]
+    report = out_dir / "report.md"
+    report.write_text("\n".join(lines) + "\n")
+    learning_chart(spread, out_dir / "learning.png", f"{len(seeds)} seeds")
+    return report

@@ -14,18 +14,7 @@ def write_training_report(log_history: list[dict], output_dir: Path, extra: dict
                "train_loss": final.get("train_loss"), **extra}
     (output_dir / "training_metrics.json").write_text(json.dumps(metrics, indent=2))
     if losses:
-        import matplotlib
+        from loraloop.evaluate.charts import loss_chart
 
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-
-        fig, ax = plt.subplots(figsize=(6, 3.5))
-        ax.plot([s for s, _ in losses], [v for _, v in losses], marker="o", markersize=3)
-        ax.set_xlabel("step")
-        ax.set_ylabel("training loss")
-        ax.set_title(extra.get("algorithm", "training"))
-        ax.grid(alpha=0.3)
-        fig.tight_layout()
-        fig.savefig(output_dir / "loss.png", dpi=120)
-        plt.close(fig)
+        loss_chart(losses, output_dir / "loss.png", extra.get("algorithm", "training"))
     return metrics

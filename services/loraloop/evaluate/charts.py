@@ -1,0 +1,54 @@
+"""The PNG charts the reports link: success rate per experiment, success over training seeds, a loss curve."""
+from __future__ import annotations
+
+import textwrap
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+
+@contextmanager
+def chart(path: Path, title: str, ylabel: str, size: tuple[float, float] = (5, 3.5)) -> Iterator[Any]:
+    """Axes to draw on; the figure is titled (wrapped to its width), labelled and saved to `path` (PNG,
+    headless) when the block ends."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=size)
+    try:
+        yield ax
+        ax.set_ylabel(ylabel)
+        ax.set_title(textwrap.fill(title, width=int(size[0] * 10)))
+        fig.tight_layout()
+        fig.savefig(path, dpi=120)
+    finally:
+        plt.close(fig)
+
+
+def success_chart(rows: Sequence[Any], path: Path, title: str) -> None:
+    """Success rate per experiment (rows of evaluate.report.Row), each bar annotated solved/episodes."""
+    with chart(path, title, "success rate (%)", size=(max(4, 1.6 * len(rows)), 3.5)) as ax:
+        bars = ax.bar([r.experiment for r in rows], [100 * r.success_rate for r in rows], color="#4C72B0")
+        for bar, row in zip(bars, rows):
+            ax.annotate(f"{row.solved}/{row.episodes}", (bar.get_x() + bar.get_width() / 2, bar.get_height()),
+                        ha="center", va="bottom", fontsize=9)
+        ax.set_ylim(0, 105)
+
+
+def learning_chart(spread: dict[str, tuple[float, float]], path: Path, title: str) -> None:
+    """Each experiment's success rate over training seeds, `spread` = {name: (mean, sd)}, as bars with error bars."""
+    with chart(path, title, "test success rate (mean ± sd)") as ax:
+        ax.bar(list(spread), [m for m, _ in spread.values()], yerr=[sd for _, sd in spread.values()], capsize=6,
+               color=["#999999", "#2a7ae2"])
+        ax.set_ylim(0, 1)
+
+
+def loss_chart(losses: Sequence[tuple[int, float]], path: Path, title: str) -> None:
+    """Training loss per logged step."""
+    with chart(path, title, "training loss", size=(6, 3.5)) as ax:
+        ax.plot([s for s, _ in losses], [v for _, v in losses], marker="o", markersize=3)
+        ax.set_xlabel("step")
+        ax.grid(alpha=0.3)

@@ -1,0 +1,166 @@
+"""The loop's orchestrator: one turn on this machine, each stage timed: teacher rollouts → BC export → LoRA →
+publish to vLLM → eval base vs adapter. A `LoopPlan` holds what a run does (tasks, experiments, training,
+seeds); `run` carries it out. `loraloop demo` plans one turn on the train/test splits; `loraloop loop`
+plans one turn per training seed on a task family and reports mean and spread."""
+from __future__ import annotations
+
+import json
+import time
+from contextlib import ExitStack, contextmanager
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from rich.console import Console
+
+from loraloop.datasets.export import export
+from loraloop.defaults import SEED, TASK_REGISTRY, TASK_SEED
+from loraloop.envs.shell import docker
+from loraloop.errors import ConfigError, ServiceUnavailable
+from loraloop.evaluate.report import write_learning_report, write_report
+from loraloop.models.prepare import prepare
+from loraloop.rollout.experiments import get_experiment
+from loraloop.rollout.sampler import new_run_id, plan_rollout
+from loraloop.serve import vllm_server
+from loraloop.serve.publish import publish
+from loraloop.service.client import execute
+from loraloop.settings import Settings
+from loraloop.store import open_store
+from loraloop.tasks.registry import load_registry
+from loraloop.train.bc import train_bc
+from loraloop.train.config import BCConfig
+
+console = Console(stderr=True)
+
+
+@dataclass(frozen=True)
+class LoopPlan:
+    """What a run of the loop does: the model, the tasks it trains and is judged on, the experiments
+    (configs/experiments.yaml) that play the teacher, the base and the adapter, training, and the seeds."""
+
+    model: str = "smollm2-135m"  # `loraloop models prepare` name of the base model
+    registry: str = TASK_REGISTRY
+    train_subset: str = "train"
+    test_subset: str = "test"
+    teacher: str = "teacher"  # collects the demonstrations BC trains on
+    base: str = "smollm_zero"  # the base model, evaluated as is
+    tuned: str = "smollm_bc"  # the base model with the adapter, evaluated after publishing
+    adapter: str = "smollm_bc"  # name the adapter is published (and served) under
+    epochs: float = 2.0
+    lr: float = 2e-4
+    seeds: tuple[int, ...] = (SEED,)  # one turn per training seed (also the task sampling seed)
+    task_seed: int = TASK_SEED
+    eval_rollouts: int = 1
+    eval_temperature: float | None = None  # None: the experiment's own
+
+    def __post_init__(self) -> None:
+        """Reject a plan that cannot run, naming the value."""
+        if not self.seeds:
+            raise ConfigError("loop plan: seeds is empty (give at least one training seed)")
+        if self.epochs <= 0 or self.lr <= 0:
+            raise ConfigError(f"loop plan: epochs and lr must be positive, got epochs={self.epochs}, lr={self.lr}")
+        if self.eval_rollouts < 1:
+            raise ConfigError(f"loop plan: eval_rollouts must be at least 1, got {self.eval_rollouts}")
+
+
+@contextmanager
+def _vllm(settings: Settings):
+    """The model server: reuse a running one, else start it and stop it after."""
+    started = not vllm_server.is_ready(settings.vllm_url)
+    vllm_server.start(settings)
+    try:
+        yield
+    finally:
+        if started:
+            vllm_server.stop(settings.vllm_port)
+
+
+def run_turn(settings: Settings, out: Path, plan: LoopPlan, seed: int, server: ExitStack) -> dict:
+    """One turn with training seed `seed`, every stage timed; writes report.md, success.png and summary.json
+    under `out`. vLLM joins `server`, so a run's turns share one server."""
+    stages: dict[str, float] = {}
+
+    @contextmanager
+    def stage(name: str):
+        console.rule(f"[bold]{name}")
+        started = time.perf_counter()
+        yield
+        stages[name] = round(time.perf_counter() - started, 1)
+        console.print(f"[green]{name}[/]: {stages[name]} s")
+
+    if not docker.image_exists(settings.os_env_image):
+        raise ServiceUnavailable(f"image {settings.os_env_image} is missing: run 'make images'")
+    run = new_run_id()
+    out.mkdir(parents=True, exist_ok=True)
+    registry = load_registry(plan.registry)
+    store = open_store(settings=settings)
+
+    def rollout(name: str, subset: str, attempts: int, temperature: float | None, model: str | None) -> None:
+        specs = plan_rollout(registry, plan.registry, get_experiment(settings.experiments_path, name), run_id=run,
+                             subset=subset, sample_size=None, rollouts_per_task=attempts, seed=seed,
+                             task_seed=plan.task_seed, temperature=temperature, model=model)
+        execute(specs, settings)
+
+    with stage("prepare model"):
+        prepare(plan.model, Path(settings.model_dir))
+    with stage("start vLLM"):
+        server.enter_context(_vllm(settings))
+    with stage("teacher rollouts"):
+        rollout(plan.teacher, plan.train_subset, 1, None, None)
+    with stage("export BC dataset"):
+        manifest = export(store, f"trajectories/{plan.teacher}/{run}", out / "datasets", ["bc"],
+                          char_budget=settings.prompt_char_budget)
+    with stage("train BC LoRA"):
+        metrics = train_bc(BCConfig(base_model=str(settings.model_dir), dataset_path=str(out / "datasets/bc.jsonl"),
+                                    output_dir=str(out / "bc_lora"), epochs=plan.epochs, lr=plan.lr, seed=seed))
+    with stage("publish adapter to vLLM"):
+        published = publish(settings, out / "bc_lora", plan.adapter)
+    with stage("eval base vs adapter"):
+        rollout(plan.base, plan.test_subset, plan.eval_rollouts, plan.eval_temperature, None)
+        rollout(plan.tuned, plan.test_subset, plan.eval_rollouts, plan.eval_temperature, plan.adapter)
+        md, rows = write_report(store, [(plan.base, run), (plan.tuned, run)], out,
+                                f"{plan.base} vs {plan.tuned} (BC LoRA) on {plan.test_subset} (seed {seed})")
+    summary = {"run_id": run, "plan": asdict(plan), "seed": seed, "stages_s": stages,
+               "total_s": round(sum(stages.values()), 1),
+               "dataset": {k: manifest[k] for k in ("episodes", "rows")}, "training": metrics,
+               "adapter": {k: published[k] for k in ("name", "version", "store_key")},
+               "results": {r.experiment: {"success_rate": r.success_rate, "solved": r.solved,
+                                          "episodes": r.episodes, "median_steps": r.median_steps} for r in rows}}
+    (out / "summary.json").write_text(json.dumps(summary, indent=2))
+    with md.open("a") as handle:
+        handle.write("\n## Stages\n\n| Stage | Seconds |\n|---|---:|\n")
+        handle.writelines(f"| {k} | {v} |\n" for k, v in stages.items())
+        handle.write(f"\nTraining: {metrics['rows']} rows, loss {metrics['first_loss']} → {metrics['final_loss']}, "
+                     f"{metrics['tokens_per_s']} tokens/s ({metrics['backend']}); loss curve: bc_lora/loss.png\n")
+    return summary
+
+
+def _over_seeds(out: Path, plan: LoopPlan, turns: list[dict]) -> Path:
+    """The report over a run's seeds: base vs adapter success per seed, mean ± sd; summary.json beside it."""
+    names = (plan.base, plan.tuned)
+    rates = {name: [t["results"][name]["success_rate"] for t in turns] for name in names}
+    episodes = {name: sum(t["results"][name]["episodes"] for t in turns) for name in names}
+    temperature = plan.eval_temperature if plan.eval_temperature is not None else "of the experiment"
+    notes = (f"Epochs {plan.epochs}, lr {plan.lr}, {plan.eval_rollouts} eval rollout(s) per task at temperature "
+             f"{temperature}; per-seed reports in seed-*/report.md.")
+    report = write_learning_report(rates, episodes, list(plan.seeds), out,
+                                   f"Learning over {len(plan.seeds)} seeds: BC on `{plan.train_subset}`, "
+                                   f"eval on `{plan.test_subset}`", notes)
+    (out / "summary.json").write_text(json.dumps({"plan": asdict(plan), "rates": rates, "turns": turns}, indent=2))
+    return report
+
+
+def run(settings: Settings, out: Path, plan: LoopPlan) -> Path:
+    """Carry out the plan under out/<run_id>/ with one vLLM for all turns; print the report, return its path.
+
+    One seed: the turn's own report. Several: a turn per seed in seed-<N>/ and a report over the seeds."""
+    out = out / new_run_id()
+    with ExitStack() as server:
+        if len(plan.seeds) == 1:
+            run_turn(settings, out, plan, plan.seeds[0], server)
+            report = out / "report.md"
+        else:
+            turns = [run_turn(settings, out / f"seed-{seed}", plan, seed, server) for seed in plan.seeds]
+            report = _over_seeds(out, plan, turns)
+    console.print(report.read_text())
+    console.print(f"[bold green]report:[/] {report.resolve()}")
+    return report

@@ -1,0 +1,45 @@
+"""The loop's plan and its report over seeds, without a model: a plan that cannot run is refused naming the
+value, and the report over seeds gives each experiment's success per seed, mean and sd, with its chart.
+The loop itself runs end to end in tests/test_e2e.py."""
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from loraloop.errors import ConfigError
+from loraloop.evaluate.report import write_learning_report
+from loraloop.orchestrator import LoopPlan
+
+
+@pytest.mark.parametrize("change, named", [({"seeds": ()}, "seeds is empty"), ({"epochs": 0}, "epochs=0"),
+                                           ({"lr": -1.0}, "lr=-1.0"), ({"eval_rollouts": 0}, "eval_rollouts")])
+def test_a_plan_that_cannot_run_is_refused_naming_the_value(change, named):
+    with pytest.raises(ConfigError, match=named):
+        LoopPlan(**change)
+
+
+def test_demo_and_loop_plans_share_the_experiments():
+    """`loraloop demo` is the default plan: one seed on the train/test splits, the demo's experiments."""
+    plan = LoopPlan()
+    assert (plan.teacher, plan.base, plan.tuned, plan.adapter) == ("teacher", "smollm_zero", "smollm_bc", "smollm_bc")
+    assert plan.seeds == (42,) and (plan.train_subset, plan.test_subset) == ("train", "test")
+
+
+def test_loop_with_no_seed_is_one_clear_line(tmp_path):
+    proc = subprocess.run([sys.executable, "-m", "loraloop.cli", "loop", "--seeds", ",", "--out", str(tmp_path)],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 1 and "seeds is empty" in proc.stdout + proc.stderr
+    assert "Traceback" not in proc.stderr and not any(tmp_path.iterdir())
+
+
+def test_report_over_seeds_has_mean_sd_and_a_chart(tmp_path):
+    rates = {"smollm_zero": [0.0, 0.5], "smollm_bc": [1.0, 0.75]}
+    report = write_learning_report(rates, {"smollm_zero": 8, "smollm_bc": 8}, [1, 2], tmp_path, "Learning", "notes")
+    lines = report.read_text().splitlines()
+    assert lines[0] == "# Learning" and "| seed 1 | seed 2 | mean | sd | episodes |" in lines[2]
+    assert "| `smollm_zero` | 0.0% | 50.0% | 25.0% | 35.4% | 8 |" in lines
+    assert "| `smollm_bc` | 100.0% | 75.0% | 87.5% | 17.7% | 8 |" in lines
+    png = (tmp_path / "learning.png").read_bytes()
+    assert png.startswith(b"\x89PNG") and len(png) > 5000
