@@ -100,15 +100,20 @@ class EpisodeSession:
             elapsed_ms=round((time.perf_counter() - started) * 1000, 1), completion_tokens=completion_tokens,
             url=info.get("url"), screenshot=self._save_screenshot(shown), next_observation=result.observation,
             **sample))
-        self.steps += 1
         if result.done:
+            self.steps += 1
             self.done = True
             self.outcome.update(success=bool(info.get("success")), reward=result.reward,
                                 status=info.get("status"), answer=info.get("answer"))
         else:
-            self.turns.append((text, result.observation or ""))
-            self.observation = result.observation or ""
+            self._went_on(text, result.observation)
         return result
+
+    def _went_on(self, text: str, observation: str | None) -> None:
+        """Count a step the episode went on after: the turn joins the history, its observation is the next one's."""
+        self.steps += 1
+        self.turns.append((text, observation or ""))
+        self.observation = observation or ""
 
     def _save_screenshot(self, png: bytes | None) -> str | None:
         """Store the page's PNG next to the trajectory (`<episode>/step_003.png`) and return its key."""
@@ -140,22 +145,28 @@ class EpisodeSession:
                 **self.outcome}
 
     def snapshot(self) -> dict[str, Any]:
-        """The session as plain JSON, for another process to `resume` (the env's own state lives in the env)."""
-        return {"mode": self.mode, "run_id": self.run_id, "attempt": self.attempt, "seed": self.seed,
-                "char_budget": self.char_budget, "prompt_style": self.prompt_style, "first": self.first, "observation": self.observation,
-                "expected": self.expected, "turns": self.turns, "steps": self.steps, "errors": self.errors,
-                "done": self.done, "outcome": self.outcome, "started": self.started,
+        """A running session as plain JSON, for another process to `resume`: its records say everything
+        (the env's own state lives in the env)."""
+        return {"char_budget": self.char_budget,
                 "records": [r.model_dump(mode="json", exclude_none=True) for r in self.recorder.records]}
 
     @classmethod
     def resume(cls, store: Store, env: Env | None, task: Task, snapshot: dict[str, Any]) -> "EpisodeSession":
-        """A session saved by `snapshot()`, going on with `env` (attached to the episode's environment);
-        with `env` None it can only `finish` (an episode that expired or was cancelled elsewhere)."""
-        session = cls(store, env, task, mode=snapshot["mode"], run_id=snapshot["run_id"], attempt=snapshot["attempt"],
-                      seed=snapshot["seed"], char_budget=snapshot["char_budget"])
-        for name in ("prompt_style", "first", "observation", "expected", "steps", "errors", "done", "outcome",
-                     "started"):
-            setattr(session, name, snapshot[name])
-        session.turns = [tuple(turn) for turn in snapshot["turns"]]
-        session.recorder.records = RECORDS.validate_python(snapshot["records"])
+        """A running session saved by `snapshot()`, rebuilt from its records, going on with `env` (attached
+        to the episode's environment); with `env` None it can only `finish` (it expired or was cancelled)."""
+        start, *steps = RECORDS.validate_python(snapshot["records"])
+        session = cls(store, env, task, mode=start.mode, run_id=start.run_id, attempt=start.attempt_idx,
+                      seed=start.seed, char_budget=snapshot["char_budget"])
+        session.recorder.records = [start, *steps]
+        session.prompt_style, session.started = start.prompt_style, start.timestamp
+        session.first = session.observation = start.first_observation
+        session.expected = start.expected
+        for step in steps:
+            session.errors += bool(step.last_action_error)
+            session._went_on(step.raw_output, step.next_observation)
         return session
+
+
+def steps_taken(snapshot: dict[str, Any]) -> int:
+    """How many steps a saved session has taken (its records less the start)."""
+    return len(snapshot["records"]) - 1

@@ -26,7 +26,7 @@ from loraloop.envs import env_kind
 from loraloop.envs.base import Env, EnvOptions
 from loraloop.errors import LoraloopError
 from loraloop.logs import get_logger
-from loraloop.rollout.session import EpisodeSession
+from loraloop.rollout.session import EpisodeSession, steps_taken
 from loraloop.taskserver.states import EpisodeState, EpisodeStates, MemoryEpisodeStates, RedisEpisodeStates
 from loraloop.settings import Settings
 from loraloop.store import open_store
@@ -157,7 +157,7 @@ def create_app(registry: Registry, task_name: str, settings: Settings, idle_time
 
     def env_for(state: EpisodeState, task: Task) -> Env:
         """This process's env for the episode, attached anew when another replica took a turn since."""
-        steps = state.session["steps"]
+        steps = steps_taken(state.session)
         with local_guard:
             env, seen = local.get(state.episode_id, (None, -1))
         if env is not None and seen == steps:
