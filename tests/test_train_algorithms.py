@@ -41,7 +41,7 @@ def test_dpo_trains_an_adapter_and_resumes_from_its_checkpoint(tmp_path):
 def test_grpo_rewards_completions_from_stored_returns(tmp_path):
     returns = {"answer: 1": 1.0, "bash: ls": 0.0}
     assert stored_return_reward([[{"role": "assistant", "content": "Act: answer(1)"}], "Act: answer(2)", "??"],
-                                [json.dumps(returns)] * 3) == [1.0, 0.0, -1.0]
+                                [json.dumps(returns)] * 3, ["shell"] * 3) == [1.0, 0.0, -1.0]
     rows = [{"prompt": prompt(i), "action_returns": returns} for i in range(4)]
     data = write(tmp_path / "grpo.jsonl", rows)
     base = tiny_model(tmp_path / "tiny")
