@@ -42,11 +42,16 @@ TEST_SUBSET ?= test+family:count-ext
 SEEDS ?= 1,2,3
 EPOCHS ?= 4
 TASK ?= os-dev
+ITERATIONS ?= 4
+RL_NAME ?= smollm_rl
+RL_SUBSET ?= train
+RL_EVAL_SUBSET ?= test
+INIT_ADAPTER ?=
 HOST ?= 127.0.0.1
 PORT ?=
 opt = $(if $(2),$(1) $(2),)
 
-.PHONY: help setup lock docker images model vllm-up vllm-down demo loop test rollout worker rollout-api task-server serve-api jobs \
+.PHONY: help setup lock docker images model vllm-up vllm-down demo loop rl test rollout worker rollout-api task-server serve-api jobs \
         bench clean up up-lora down logs ps export train publish eval tunnel cpu-wheels sites
 
 help: ## list the targets
@@ -82,6 +87,10 @@ demo: setup images model ## the whole loop on this machine, then print where the
 loop: setup images model ## BC on a task family, eval on unseen variants, SEEDS=1,2,3 (make loop TRAIN_SUBSET=...)
 	$(LORALOOP) loop --train_subset "$(TRAIN_SUBSET)" --test_subset "$(TEST_SUBSET)" --seeds $(SEEDS) \
 	  --epochs $(EPOCHS) $(call opt,--task_registry,$(TASK_REGISTRY))
+
+rl: setup images model vllm-up ## online multi-turn RL: make rl ITERATIONS=4 RL_NAME=... (a stopped run of RL_NAME goes on)
+	$(LORALOOP) train rl --iterations $(ITERATIONS) --adapter_name $(RL_NAME) --subset "$(RL_SUBSET)" \
+	  --eval_subset "$(RL_EVAL_SUBSET)" --output_dir volumes/checkpoints/$(RL_NAME) $(call opt,--init_adapter,$(INIT_ADAPTER))
 
 test: setup images model ## install and run the tests (real Docker, Redis, S3, vLLM CPU)
 	bash scripts/test.sh

@@ -37,7 +37,7 @@ def export(
 
 
 def train(
-    algorithm: str = typer.Argument(..., help="bc | dpo | grpo | grpo-online"),
+    algorithm: str = typer.Argument(..., help="bc | dpo | grpo | grpo-online | rl"),
     base_model: Optional[str] = typer.Option(None, "--base_model", "--base-model", help="default LORALOOP_MODEL_DIR"),
     dataset_path: Optional[str] = typer.Option(None, "--dataset_path", "--dataset-path",
                                                help="a file, file:// or s3:// URL (default volumes/datasets/ALGO.jsonl)"),
@@ -52,12 +52,29 @@ def train(
     num_generations: Optional[int] = typer.Option(None, "--num_generations", help="grpo: completions per prompt"),
     max_completion_length: Optional[int] = typer.Option(None, "--max_completion_length", help="grpo"),
     save_steps: Optional[int] = typer.Option(None, "--save_steps", help="checkpoint every N steps"),
-    subset: Optional[str] = typer.Option(None, "--subset", help="grpo-online: tasks of the registry to train on"),
+    subset: Optional[str] = typer.Option(None, "--subset", help="grpo-online, rl: tasks of the registry to train on"),
+    iterations: Optional[int] = typer.Option(None, "--iterations", help="rl: rollout-train-publish iterations"),
+    tasks_per_iteration: Optional[int] = typer.Option(None, "--tasks_per_iteration", "--sample_size",
+                                                      help="rl: tasks sampled per iteration"),
+    rollouts_per_task: Optional[int] = typer.Option(None, "--rollouts_per_task", help="rl: the group size (>= 2)"),
+    temperature: Optional[float] = typer.Option(None, "--temperature", help="grpo, rl: sampling temperature"),
+    max_staleness: Optional[int] = typer.Option(None, "--max_staleness",
+                                                help="rl: drop episodes sampled more than K versions back"),
+    adapter_name: Optional[str] = typer.Option(None, "--adapter_name", help="rl: published as NAME-v<k>"),
+    experiment: Optional[str] = typer.Option(None, "--experiment", help="rl: the rollouts' experiment"),
+    eval_subset: Optional[str] = typer.Option(None, "--eval_subset", help="rl: held-out tasks"),
+    eval_every: Optional[int] = typer.Option(None, "--eval_every", help="rl: held-out eval every N iterations"),
+    eval_tasks: Optional[int] = typer.Option(None, "--eval_tasks", help="rl: held-out tasks evaluated"),
+    init_adapter: Optional[str] = typer.Option(None, "--init_adapter", help="rl: warm start (a PEFT adapter folder)"),
+    clip_eps: Optional[float] = typer.Option(None, "--clip_eps", help="rl: PPO clip of the importance ratio"),
+    concurrency: Optional[int] = typer.Option(None, "--concurrency", help="rl: episodes in flight (embedded)"),
     resume: bool = typer.Option(False, "--resume", help="go on from the last checkpoint in --output_dir"),
     load_in_4bit: bool = typer.Option(False, "--load_in_4bit", help="unsloth on CUDA: 4-bit base weights"),
 ) -> None:
     """Train a LoRA adapter with TRL + PEFT (unsloth on CUDA): bc (SFTTrainer), dpo (DPOTrainer), grpo (GRPOTrainer),
-    grpo-online (GRPOTrainer scored by real episodes; --dataset_path is then a task registry).
+    grpo-online (GRPOTrainer scored by real episodes; --dataset_path is then a task registry), rl (online
+    multi-turn RL: rollouts of the adapter published last, trained on whole episodes, published as the next
+    version, every iteration; --dataset_path is a task registry; a run started again goes on where it stopped).
 
     Defaults per algorithm are the seed's; only the flags given override them. Under
     `accelerate launch -m loraloop.cli train …` the same command trains on several GPUs.
@@ -67,9 +84,18 @@ def train(
     overrides = dict(lora_r=lora_r, lora_alpha=lora_alpha, lr=lr, epochs=epochs, batch_size=batch_size,
                      gradient_accumulation_steps=gradient_accumulation_steps, max_length=max_length, seed=seed,
                      beta=beta, num_generations=num_generations, max_completion_length=max_completion_length,
-                     save_steps=save_steps, subset=subset)
+                     save_steps=save_steps, subset=subset, iterations=iterations,
+                     tasks_per_iteration=tasks_per_iteration, rollouts_per_task=rollouts_per_task,
+                     temperature=temperature, max_staleness=max_staleness, adapter_name=adapter_name,
+                     experiment=experiment, eval_subset=eval_subset, eval_every=eval_every, eval_tasks=eval_tasks,
+                     init_adapter=init_adapter, clip_eps=clip_eps, concurrency=concurrency)
     output, metrics = run_training(algorithm, get_settings(), overrides=overrides, dataset_path=dataset_path,
                                    output_dir=output_dir, base_model=base_model, resume=resume,
                                    load_in_4bit=load_in_4bit)
+    if algorithm == "rl":
+        typer.echo(Path(metrics["report"]).read_text())
+        console.print(f"rl: serving {metrics['adapter']}; report {metrics['report']}, curve {metrics['curve']}, "
+                      f"TensorBoard logs in {output / 'tensorboard'}")
+        return
     console.print(f"{algorithm} adapter saved to {output}: loss {metrics['first_loss']} -> {metrics['final_loss']}, "
                   f"{metrics['tokens_per_s']} tokens/s ({metrics['backend']})")

@@ -52,3 +52,17 @@ def loss_chart(losses: Sequence[tuple[int, float]], path: Path, title: str) -> N
         ax.plot([s for s, _ in losses], [v for _, v in losses], marker="o", markersize=3)
         ax.set_xlabel("step")
         ax.grid(alpha=0.3)
+
+
+def rl_curve(iterations: Sequence[int], train: Sequence[float | None], held_out: Sequence[float | None],
+             path: Path, title: str) -> None:
+    """Train (sampled rollouts) and held-out (greedy) success rate by RL iteration; gaps where not measured."""
+    with chart(path, title, "success rate", size=(6, 3.5)) as ax:
+        for values, label, style in ((train, "train rollouts", "o-"), (held_out, "held-out (greedy)", "s-")):
+            points = [(i, v) for i, v in zip(iterations, values) if v is not None]
+            if points:
+                ax.plot([i for i, _ in points], [v for _, v in points], style, label=label)
+        ax.set_xlabel("iteration (0: before RL)")
+        ax.set_ylim(-0.02, 1.02)
+        ax.legend()
+        ax.grid(alpha=0.3)

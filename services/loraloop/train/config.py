@@ -61,3 +61,30 @@ class OnlineGRPOConfig(GRPOConfig):
 
     subset: str | None = "train"
     env_concurrency: int = 4
+
+
+@dataclass
+class RLConfig(LoraTrainConfig):
+    """Online multi-turn RL (`loraloop train rl`): each iteration rolls out the adapter published last on a
+    batch of tasks, weighs every assistant turn of every episode by its group-relative advantage, trains,
+    and publishes the next version. `dataset_path` is a task registry; `output_dir` holds the run's state."""
+
+    adapter_name: str = "rl"  # served as <adapter_name>-v<k>
+    experiment: str = "smollm_rl"  # configs/experiments.yaml: the policy, max_steps and protocol of rollouts
+    subset: str | None = "train"
+    eval_subset: str | None = "test"  # held-out tasks, evaluated greedily every `eval_every` iterations
+    eval_every: int = 1  # 0: no held-out evaluation
+    eval_tasks: int | None = 16  # held-out tasks drawn with `seed` (None: all of eval_subset)
+    iterations: int = 4
+    tasks_per_iteration: int = 8  # --sample_size of each iteration's rollout
+    rollouts_per_task: int = 4  # the group advantages compare within
+    temperature: float = 1.0
+    max_staleness: int = 0  # episodes sampled more than K versions before the one being trained are dropped
+    init_adapter: str | None = None  # a PEFT adapter (BC warm start) published as the first version
+    clip_eps: float = 0.2  # PPO clip of the importance ratio against the sampling logprobs
+    scale_rewards: bool = True  # divide advantages by the group's standard deviation (GRPO); False: Dr. GRPO
+    lr: float = 2e-5
+    epochs: float = 1.0  # passes over an iteration's turns
+    batch_size: int = 8  # turns per optimiser step
+    max_length: int = 2048
+    concurrency: int | None = None  # episodes in flight when rollouts run in this process

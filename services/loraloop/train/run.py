@@ -8,13 +8,15 @@ from loraloop.defaults import TASK_REGISTRY
 from loraloop.errors import ConfigError
 from loraloop.settings import Settings
 from loraloop.train.bc import train_bc
-from loraloop.train.config import BCConfig, DPOConfig, GRPOConfig, OnlineGRPOConfig
+from loraloop.train.config import BCConfig, DPOConfig, GRPOConfig, OnlineGRPOConfig, RLConfig
 from loraloop.train.dpo import train_dpo
 from loraloop.train.grpo import train_grpo
 from loraloop.train.online_grpo import train_grpo_online
+from loraloop.train.rl_loop import run_rl
 
 TRAINERS = {"bc": (BCConfig, train_bc), "dpo": (DPOConfig, train_dpo), "grpo": (GRPOConfig, train_grpo),
-            "grpo-online": (OnlineGRPOConfig, train_grpo_online)}
+            "grpo-online": (OnlineGRPOConfig, train_grpo_online), "rl": (RLConfig, run_rl)}
+ON_TASKS = ("grpo-online", "rl")  # trained on a task registry, not a dataset file
 
 
 def fetch_dataset(location: str, output_dir: Path, settings: Settings) -> str:
@@ -55,7 +57,7 @@ def run_training(algorithm: str, settings: Settings, *, overrides: dict, dataset
     if unknown:
         raise ConfigError(f"train {algorithm}: --{', --'.join(unknown)} do(es) not apply to {algorithm}")
     output = output_dir or Path(f"volumes/checkpoints/{algorithm}_lora")
-    default = TASK_REGISTRY if algorithm == "grpo-online" else f"volumes/datasets/{algorithm}.jsonl"
+    default = TASK_REGISTRY if algorithm in ON_TASKS else f"volumes/datasets/{algorithm}.jsonl"
     data = fetch_dataset(dataset_path or default, output, settings)
     cfg = config_class(base_model=base_model or str(settings.model_dir), dataset_path=data, output_dir=str(output),
                        resume=resume, load_in_4bit=load_in_4bit, **given)

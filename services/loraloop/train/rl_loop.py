@@ -1,0 +1,310 @@
+"""`loraloop train rl`: online multi-turn RL on the loop's own parts.
+
+Each iteration:
+1. rollout: one job (`--rollouts_per_task G` on `--tasks_per_iteration` tasks) through the path
+   `loraloop rollout` uses (the API, the broker or this process), sampled by the version published
+   last (`<adapter>-v<k>`; the base model before the first);
+2. train: the episodes, read back from the store, become token-exact rows with group-relative
+   advantages (train/rl_batch.py), trained with the clipped loss (train/rl_trainer.py);
+3. publish: the adapter becomes version k+1 in every vLLM of PUBLISH_VLLM_URLS, verified;
+4. eval (every `--eval_every`): held-out tasks played greedily by the new version.
+
+The store is the run's memory. Each version's metadata names the iteration that made it, run ids
+are fixed by iteration (`<adapter>-it0003`) and evaluation ids by version, so a run killed at any
+point and started again goes on after the last published version: stored episodes are not played
+again, no version is published twice. The history (one row per iteration), rl_report.md,
+rl_curve.png and TensorBoard logs are written under `--output_dir` after every iteration.
+"""
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import asdict
+from pathlib import Path
+
+from rich.console import Console
+
+from loraloop.errors import ConfigError
+from loraloop.evaluate.charts import rl_curve
+from loraloop.rollout.experiments import get_experiment
+from loraloop.serve.publish import publish, retire
+from loraloop.service.client import jobs_client
+from loraloop.service.models import JobRequest
+from loraloop.service.progress import follow
+from loraloop.settings import Settings, get_settings
+from loraloop.store import adapters, open_store
+from loraloop.store.trajectories import PREFIX, episode_key, iter_episodes
+from loraloop.tasks.registry import load_registry
+from loraloop.train.backend import load_model
+from loraloop.train.config import RLConfig
+from loraloop.train.harness import common_args
+from loraloop.train.rl_batch import build_batch
+from loraloop.train.rl_trainer import RLTrainer, StepBar, as_dataset, collate
+
+console = Console(stderr=True)
+
+
+def check_config(cfg: RLConfig, settings: Settings) -> None:
+    """Refuse, before any model is loaded or episode played, what cannot give a useful run; name the flag."""
+    if cfg.rollouts_per_task < 2:
+        raise ConfigError(f"--rollouts_per_task {cfg.rollouts_per_task}: RL compares the episodes of a task with "
+                          "each other, so it needs at least 2 per task")
+    for flag, value in (("iterations", cfg.iterations), ("tasks_per_iteration", cfg.tasks_per_iteration),
+                        ("batch_size", cfg.batch_size)):
+        if value < 1:
+            raise ConfigError(f"--{flag} must be at least 1, got {value}")
+    if cfg.max_staleness < 0 or cfg.eval_every < 0:
+        raise ConfigError("--max_staleness and --eval_every must be 0 or more")
+    if cfg.lora_r > settings.max_lora_rank:
+        raise ConfigError(f"--lora_r {cfg.lora_r} exceeds vLLM's --max-lora-rank {settings.max_lora_rank}: "
+                          "vLLM could not load the adapter (raise LORALOOP_MAX_LORA_RANK and restart vLLM, or "
+                          "lower --lora_r)")
+    if cfg.init_adapter:
+        rank = adapters.check_adapter_dir(Path(cfg.init_adapter)).get("r", 0)
+        if rank > settings.max_lora_rank:
+            raise ConfigError(f"--init_adapter {cfg.init_adapter}: LoRA rank {rank} exceeds vLLM's "
+                              f"--max-lora-rank {settings.max_lora_rank}")
+    experiment = get_experiment(settings.experiments_path, cfg.experiment)
+    if experiment.policy != "openai":
+        raise ConfigError(f"--experiment {cfg.experiment}: RL needs a model policy (policy: openai), "
+                          f"got {experiment.policy!r}")
+    registry = load_registry(cfg.dataset_path)
+    for flag, subset in (("subset", cfg.subset), ("eval_subset", cfg.eval_subset if cfg.eval_every else None)):
+        if subset is not None and not registry.select(subset):
+            raise ConfigError(f"--{flag} {subset!r} selects no task of {cfg.dataset_path}")
+
+
+class RLRun:
+    """One RL run: its config, the store it remembers in, and the policy being trained."""
+
+    def __init__(self, cfg: RLConfig, settings: Settings) -> None:
+        self.cfg = cfg
+        self.settings = settings
+        self.store = open_store(settings=settings)
+        self.out = Path(cfg.output_dir)
+        self.out.mkdir(parents=True, exist_ok=True)
+        self.jobs = jobs_client(settings, concurrency=cfg.concurrency)
+        self.history: list[dict] = self._read_history()
+        self.model = self.tokenizer = self.optimizer = None
+        self.trained_steps = 0
+
+    # -- where the run stands -------------------------------------------------------------------
+    def published(self) -> tuple[int, int]:
+        """(newest version number, the iteration that made it): (0, -1) before anything was published,
+        and iteration -1 for the warm-start version."""
+        known = adapters.versions(self.store, self.cfg.adapter_name)
+        if not known:
+            return 0, -1
+        meta = adapters.read_metadata(self.store, self.cfg.adapter_name, adapters.version_name(known[-1]))
+        return known[-1], meta.get("training_metrics", {}).get("rl_iteration", -1)
+
+    def served(self, version: int) -> str:
+        """The served model name of a version (the base model's for version 0)."""
+        if version == 0:
+            return self.settings.base_model_name
+        return adapters.served_name(self.cfg.adapter_name, adapters.version_name(version))
+
+    def _read_history(self) -> list[dict]:
+        """The rows written so far (none for a new run)."""
+        path = self.out / "rl_history.json"
+        return json.loads(path.read_text()) if path.is_file() else []
+
+    # -- the policy being trained -----------------------------------------------------------------
+    def load_policy(self, version: int) -> None:
+        """The trainable model: base with LoRA, from the version given (its weights from the store) or fresh."""
+        import torch
+        from peft import PeftModel, get_peft_model, set_peft_model_state_dict
+        from safetensors.torch import load_file
+
+        start = None
+        if version:
+            start = adapters.download(self.store, self.cfg.adapter_name, adapters.version_name(version),
+                                      self.out / "versions")
+        model, self.tokenizer, peft_config = load_model(self.cfg)
+        if peft_config is None:  # unsloth: LoRA is attached already
+            if start:
+                set_peft_model_state_dict(model, load_file(start / "adapter_model.safetensors"))
+        elif start:
+            model = PeftModel.from_pretrained(model, start, is_trainable=True)
+        else:
+            model = get_peft_model(model, peft_config)
+        self.model = model
+        self.optimizer = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=self.cfg.lr)
+
+    # -- phases ----------------------------------------------------------------------------------
+    def rollout(self, run_id: str, model: str, *, subset: str | None, tasks: int | None, per_task: int,
+                temperature: float, seed: int) -> list:
+        """Play a job through the rollout service and return its episodes as stored (played now or before)."""
+        request = JobRequest(experiment=self.cfg.experiment, task_registry=self.cfg.dataset_path, subset=subset,
+                             sample_size=tasks, rollouts_per_task=per_task, seed=seed, task_seed=self.cfg.seed,
+                             temperature=temperature, run_id=run_id, model=model)
+        submitted = self.jobs.submit(request)
+        follow(lambda: self.jobs.status(submitted.run_id))
+        prefix = episode_key(self.cfg.experiment, run_id, "x", 0).rsplit("/", 1)[0] + "/"
+        return list(iter_episodes(self.store, prefix))
+
+    def train(self, rows: list, iteration: int) -> dict:
+        """One pass (or `--epochs`) over the rows; returns loss, steps, tokens/s and the ratio diagnostics."""
+        from transformers import TrainingArguments
+
+        args = TrainingArguments(**{**common_args(self.cfg), "output_dir": str(self.out / "trainer"),
+                                    "save_strategy": "no", "report_to": [], "remove_unused_columns": False,
+                                    "disable_tqdm": True, "seed": self.cfg.seed + iteration})
+        pad = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else 0
+        trainer = RLTrainer(model=self.model, args=args, train_dataset=as_dataset(rows),
+                            data_collator=lambda batch: collate(batch, pad), optimizers=(self.optimizer, None),
+                            clip_eps=self.cfg.clip_eps, callbacks=[StepBar(f"train it{iteration}", console)])
+        started = time.perf_counter()
+        trainer.train()
+        seconds = time.perf_counter() - started
+        logs = [h for h in trainer.state.log_history if "loss" in h]
+        self.log_steps(logs)
+        return {"steps": trainer.state.global_step, "loss": logs[-1]["loss"] if logs else None,
+                "ratio_mean": logs[-1].get("ratio_mean") if logs else None,
+                "clip_fraction": logs[-1].get("clip_fraction") if logs else None,
+                "train_tokens_per_s": round(sum(len(r.input_ids) for r in rows) * self.cfg.epochs / seconds, 1)}
+
+    def publish(self, iteration: int, extra: dict) -> int:
+        """Save the adapter with the iteration's record and publish it as the next version; return its number."""
+        folder = self.out / "adapter"
+        self.model.save_pretrained(folder)
+        self.tokenizer.save_pretrained(folder)
+        (folder / "training_metrics.json").write_text(json.dumps(
+            {"algorithm": "rl", "rl_iteration": iteration, "base_model": self.cfg.base_model,
+             "dataset_path": self.cfg.dataset_path, "lora_r": self.cfg.lora_r, **extra}, indent=2))
+        metadata = publish(self.settings, folder, self.cfg.adapter_name)
+        return adapters.version_number(metadata["version"])
+
+    def held_out(self, version: int) -> float | None:
+        """Greedy success of a version on the held-out tasks (its episodes kept by version, so a rerun reuses them)."""
+        if not self.cfg.eval_every:
+            return None
+        episodes = self.rollout(f"{self.cfg.adapter_name}-eval-v{version}", self.served(version),
+                                subset=self.cfg.eval_subset, tasks=self.cfg.eval_tasks, per_task=1, temperature=0.0,
+                                seed=self.cfg.seed)
+        return round(sum(e.success for e in episodes) / len(episodes), 4) if episodes else None
+
+    # -- records ---------------------------------------------------------------------------------
+    def recovered_row(self, version: int) -> dict:
+        """The row of the iteration that published `version`, rebuilt from the version's metadata (its
+        publish time unknown) with its held-out evaluation run again where it was due."""
+        meta = adapters.read_metadata(self.store, self.cfg.adapter_name, adapters.version_name(version))
+        known = set(COLUMNS) | {"steps", "loss", "ratio_mean", "clip_fraction", "train_tokens_per_s"}
+        row = {k: v for k, v in meta.get("training_metrics", {}).items() if k in known or k.endswith("_s")}
+        row["version"] = self.served(version)
+        if self.cfg.eval_every and row["iteration"] % self.cfg.eval_every == 0:
+            row["held_out"] = self.held_out(version)
+        return row
+
+    def log_steps(self, logs: list[dict]) -> None:
+        """Training steps into TensorBoard, numbered across iterations."""
+        writer = self.writer()
+        for entry in logs:
+            self.trained_steps += 1
+            for name in ("loss", "ratio_mean", "clip_fraction", "logprob_gap", "grad_norm"):
+                if entry.get(name) is not None:
+                    writer.add_scalar(f"train/{name}", entry[name], self.trained_steps)
+        writer.flush()
+
+    def writer(self):
+        """The run's TensorBoard writer (under output_dir/tensorboard)."""
+        if not hasattr(self, "_writer"):
+            from torch.utils.tensorboard import SummaryWriter
+
+            self._writer = SummaryWriter(str(self.out / "tensorboard"))
+        return self._writer
+
+    def record(self, row: dict) -> None:
+        """Keep an iteration's row: history file, TensorBoard, report and curve, all rewritten now."""
+        self.history = [r for r in self.history if r["iteration"] != row["iteration"]] + [row]
+        self.history.sort(key=lambda r: r["iteration"])
+        tmp = self.out / "rl_history.json.tmp"
+        tmp.write_text(json.dumps(self.history, indent=2))
+        tmp.replace(self.out / "rl_history.json")
+        writer = self.writer()
+        for name in ("mean_reward", "success_rate"):
+            if row.get(name) is not None:
+                writer.add_scalar(f"rollout/{name}", row[name], row["iteration"])
+        if row.get("held_out") is not None:
+            writer.add_scalar("eval/held_out_success", row["held_out"], row["iteration"])
+        writer.flush()
+        write_report(self.history, self.out, self.cfg)
+
+
+COLUMNS = ("iteration", "sampled_with", "episodes", "success_rate", "mean_reward", "held_out", "rows",
+           "sampled_tokens", "skipped", "rollout_s", "train_s", "publish_s", "eval_s")
+
+
+def write_report(history: list[dict], out: Path, cfg: RLConfig) -> None:
+    """rl_report.md (one row per iteration) and rl_curve.png (train and held-out success by iteration)."""
+    lines = [f"# RL run `{cfg.adapter_name}` on {cfg.dataset_path}", "",
+             f"{cfg.rollouts_per_task} rollouts on each of {cfg.tasks_per_iteration} tasks per iteration "
+             f"(subset {cfg.subset}), temperature {cfg.temperature}; held-out: {cfg.eval_subset}, greedy.", "",
+             "| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
+    for row in history:
+        lines.append("| " + " | ".join("" if row.get(c) is None else str(row.get(c)) for c in COLUMNS) + " |")
+    (out / "rl_report.md").write_text("\n".join(lines) + "\n")
+    rl_curve([r["iteration"] for r in history], [r.get("success_rate") for r in history],
+             [r.get("held_out") for r in history], out / "rl_curve.png", f"RL: {cfg.adapter_name}")
+
+
+def skipped(stats: dict) -> str:
+    """What an iteration could not train on, in a few words (empty when nothing)."""
+    parts = [f"{stats[k]} {label}" for k, label in (("errored", "errors"), ("stale", "stale"),
+                                                   ("no_token_ids", "no ids"), ("equal_groups", "equal groups"),
+                                                   ("too_long", "too long")) if stats.get(k)]
+    return ", ".join(parts)
+
+
+def run_rl(cfg: RLConfig, settings: Settings | None = None) -> dict:
+    """Run (or go on with) the RL loop until `cfg.iterations`; return the history and where the report is."""
+    settings = settings or get_settings()
+    check_config(cfg, settings)
+    run = RLRun(cfg, settings)
+    version, done = run.published()
+    if version == 0 and cfg.init_adapter:  # the warm start becomes version 1, evaluated as iteration 0
+        metadata = publish(settings, Path(cfg.init_adapter), cfg.adapter_name)
+        version = adapters.version_number(metadata["version"])
+    if done >= 0 and not any(r["iteration"] == done + 1 for r in run.history):
+        run.record(run.recovered_row(version))  # killed after publishing, before writing its row
+    if done < 0 and not any(r["iteration"] == 0 for r in run.history):
+        started = time.perf_counter()
+        run.record({"iteration": 0, "sampled_with": None, "version": run.served(version),
+                    "held_out": run.held_out(version), "eval_s": round(time.perf_counter() - started, 1)})
+    run.load_policy(version)
+    for iteration in range(done + 1, cfg.iterations):
+        served = run.served(version)
+        console.rule(f"iteration {iteration + 1}/{cfg.iterations}: rollouts by {served}")
+        seconds = {}
+        started = time.perf_counter()
+        episodes = run.rollout(f"{cfg.adapter_name}-it{iteration:04d}", served, subset=cfg.subset,
+                               tasks=cfg.tasks_per_iteration, per_task=cfg.rollouts_per_task,
+                               temperature=cfg.temperature, seed=cfg.seed + iteration)
+        if version:
+            retire(settings, cfg.adapter_name, keep=1)  # the job is over: no request in flight uses older ones
+        seconds["rollout_s"] = round(time.perf_counter() - started, 1)
+        rows, stats = build_batch(episodes, version=version, max_staleness=cfg.max_staleness,
+                                  scale_rewards=cfg.scale_rewards, max_length=cfg.max_length)
+        stats = stats.as_dict()
+        started = time.perf_counter()
+        trained = run.train(rows, iteration) if rows else {"steps": 0}
+        seconds["train_s"] = round(time.perf_counter() - started, 1)
+        if not rows:
+            console.print(f"[yellow]iteration {iteration + 1}: nothing to train on ({skipped(stats)}); "
+                          "the same weights are published again as the next version[/]")
+        started = time.perf_counter()
+        row = {"iteration": iteration + 1, "sampled_with": served, **stats, **trained, **seconds,
+               "skipped": skipped(stats)}
+        version = run.publish(iteration, row)
+        row.update(version=run.served(version), publish_s=round(time.perf_counter() - started, 1))
+        started = time.perf_counter()
+        if cfg.eval_every and (iteration + 1) % cfg.eval_every == 0:
+            row["held_out"] = run.held_out(version)
+            row["eval_s"] = round(time.perf_counter() - started, 1)
+        run.record(row)
+        console.print(f"iteration {iteration + 1}: success {stats['success_rate']:.0%}, reward "
+                      f"{stats['mean_reward']:.3f}, {stats['rows']} rows / {stats['sampled_tokens']} sampled tokens"
+                      + (f", held-out {row['held_out']:.0%}" if row.get("held_out") is not None else "")
+                      + (f"; skipped: {row['skipped']}" if row["skipped"] else "") + f" -> {row['version']}")
+    return {"history": run.history, "report": str(run.out / "rl_report.md"), "curve": str(run.out / "rl_curve.png"),
+            "adapter": run.served(version), "config": asdict(cfg)}
