@@ -27,7 +27,7 @@ from rich.console import Console
 from loraloop.errors import ConfigError
 from loraloop.evaluate.charts import rl_curve
 from loraloop.rollout.experiments import get_experiment
-from loraloop.serve.publish import publish, retire
+from loraloop.serve.publish import publish, retire, serve_version
 from loraloop.service.client import jobs_client
 from loraloop.service.models import JobRequest
 from loraloop.service.progress import follow
@@ -262,7 +262,9 @@ def run_rl(cfg: RLConfig, settings: Settings | None = None) -> dict:
     check_config(cfg, settings)
     run = RLRun(cfg, settings)
     version, done = run.published()
-    if version == 0 and cfg.init_adapter:  # the warm start becomes version 1, evaluated as iteration 0
+    if version:  # going on: the version to sample with is loaded again (a restarted vLLM lost it)
+        serve_version(settings, cfg.adapter_name, adapters.version_name(version))
+    elif cfg.init_adapter:  # the warm start becomes version 1, evaluated as iteration 0
         metadata = publish(settings, Path(cfg.init_adapter), cfg.adapter_name)
         version = adapters.version_number(metadata["version"])
     if done >= 0 and not any(r["iteration"] == done + 1 for r in run.history):
@@ -280,8 +282,6 @@ def run_rl(cfg: RLConfig, settings: Settings | None = None) -> dict:
         episodes = run.rollout(f"{cfg.adapter_name}-it{iteration:04d}", served, subset=cfg.subset,
                                tasks=cfg.tasks_per_iteration, per_task=cfg.rollouts_per_task,
                                temperature=cfg.temperature, seed=cfg.seed + iteration)
-        if version:
-            retire(settings, cfg.adapter_name, keep=1)  # the job is over: no request in flight uses older ones
         seconds["rollout_s"] = round(time.perf_counter() - started, 1)
         rows, stats = build_batch(episodes, version=version, max_staleness=cfg.max_staleness,
                                   scale_rewards=cfg.scale_rewards, max_length=cfg.max_length)
@@ -296,6 +296,7 @@ def run_rl(cfg: RLConfig, settings: Settings | None = None) -> dict:
         row = {"iteration": iteration + 1, "sampled_with": served, **stats, **trained, **seconds,
                "skipped": skipped(stats)}
         version = run.publish(iteration, row)
+        retire(settings, cfg.adapter_name, keep=1)  # the rollout job is over: no request in flight uses older ones
         row.update(version=run.served(version), publish_s=round(time.perf_counter() - started, 1))
         started = time.perf_counter()
         if cfg.eval_every and (iteration + 1) % cfg.eval_every == 0:

@@ -1,0 +1,130 @@
+"""What an RL iteration costs here, and how fast a new adapter version is served, against a vLLM restart.
+
+    .venv/bin/python bench/rl.py [--iterations 2] [--tasks 4] [--rollouts 4] [--swaps 8] [--restarts 2] [--out]
+
+1. Starts vLLM CPU (SmolLM2-135M-Instruct, volumes/models) on a free port and runs `loraloop train rl`
+   (train/rl_loop.run_rl) for --iterations on configs/tasks/os's train split, --tasks tasks x
+   --rollouts rollouts per iteration, held-out evaluation off, into a store under a temporary folder.
+   Prints each iteration's seconds per phase (rollout, train, publish) and training tokens/s (every
+   token of every row: the forward pass's cost).
+2. Adapter swap, the loop's way: publishes the run's adapter --swaps more times (each a new version
+   `<name>-v<k>`, loaded at runtime and verified, as every publish is) and times from the publish call
+   to the first chat request answered by the new version; p50 and p95.
+3. Baseline, the HALO seed's way: stops vLLM and starts it again with the adapter on its command line
+   (`--lora-modules`), timed to the first request answered by it, --restarts times.
+Prints the ratio restart / swap (p50s). Exits 1 when a swap is not faster than a restart.
+
+Timings are only comparable on an otherwise idle machine.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import socket
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import httpx
+
+from loraloop.serve import vllm_server
+from loraloop.serve.publish import publish
+from loraloop.settings import Settings
+from loraloop.store import adapters
+from loraloop.train.config import RLConfig
+from loraloop.train.rl_loop import run_rl
+
+ROOT = Path(__file__).resolve().parents[1]
+MODEL = "SmolLM2-135M-Instruct"
+
+
+def free_port() -> int:
+    """A TCP port nothing listens on now."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def answered(url: str, model: str) -> None:
+    """Send one short chat request to `model`; raise unless it is answered."""
+    reply = httpx.post(f"{url}/chat/completions", timeout=300, json={
+        "model": model, "messages": [{"role": "user", "content": "Say hi."}], "max_tokens": 4, "temperature": 0})
+    reply.raise_for_status()
+
+
+def swap_seconds(settings: Settings, adapter_dir: Path, name: str) -> float:
+    """Publish the adapter as a new version and time it until that version answers a request."""
+    started = time.perf_counter()
+    metadata = publish(settings, adapter_dir, name)
+    answered(settings.vllm_url, metadata["served_name"])
+    return time.perf_counter() - started
+
+
+def restart_seconds(settings: Settings, adapter_dir: Path, port: int) -> float:
+    """Stop vLLM, start it with the adapter on its command line, and time it until the adapter answers."""
+    vllm_server.stop(port)
+    started = time.perf_counter()
+    url = vllm_server.start(settings, port=port, timeout=900,
+                            extra_args=["--lora-modules", f"restarted={adapter_dir.resolve()}"])
+    answered(url, "restarted")
+    return time.perf_counter() - started
+
+
+def percentile(values: list[float], share: float) -> float:
+    """The value below which `share` of `values` lie (nearest rank)."""
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, max(0, round(share * len(ordered) + 0.5) - 1))]
+
+
+def main() -> int:
+    """Run the loop, the swaps and the restarts; print the tables and the ratio."""
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--iterations", type=int, default=2)
+    parser.add_argument("--tasks", type=int, default=4)
+    parser.add_argument("--rollouts", type=int, default=4)
+    parser.add_argument("--swaps", type=int, default=8)
+    parser.add_argument("--restarts", type=int, default=2)
+    parser.add_argument("--out", action="store_true", help="also write bench/results/rl.md")
+    args = parser.parse_args()
+    os.chdir(ROOT)
+    work = Path(tempfile.mkdtemp(prefix="bench-rl-"))
+    port = free_port()
+    settings = Settings(vllm_port=port, vllm_url=f"http://127.0.0.1:{port}/v1", store_url=f"file://{work / 'store'}",
+                        adapters_dir=work / "adapters", base_model_name=MODEL)
+    vllm_server.start(settings, port=port, timeout=900)
+    try:
+        result = run_rl(RLConfig(base_model=str(settings.model_dir), dataset_path="configs/tasks/os",
+                                 output_dir=str(work / "rl"), adapter_name="bench", iterations=args.iterations,
+                                 tasks_per_iteration=args.tasks, rollouts_per_task=args.rollouts, eval_every=0),
+                        settings)
+        rows = [r for r in result["history"] if r["iteration"] > 0]
+        adapter_dir = work / "rl" / "adapter"
+        swaps = [swap_seconds(settings, adapter_dir, "bench") for _ in range(args.swaps)]
+        restarts = [restart_seconds(settings, adapter_dir, port) for _ in range(args.restarts)]
+    finally:
+        vllm_server.stop(port)
+    lines = [f"{os.cpu_count()} CPUs; {args.tasks} tasks x {args.rollouts} rollouts per iteration on "
+             f"configs/tasks/os (train), SmolLM2-135M-Instruct, vLLM CPU", "",
+             "| iteration | episodes | rows | tokens | rollout s | train s | publish s | train tokens/s |",
+             "|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    lines += [f"| {r['iteration']} | {r['episodes']} | {r['rows']} | {r['tokens']} | {r['rollout_s']} | "
+              f"{r['train_s']} | {r['publish_s']} | {r.get('train_tokens_per_s', '-')} |" for r in rows]
+    swap50, restart50 = statistics.median(swaps), statistics.median(restarts)
+    lines += ["", "| adapter to serving | runs | p50 s | p95 s |", "|---|---:|---:|---:|",
+              f"| publish a version (runtime load + verify) | {len(swaps)} | {swap50:.2f} | "
+              f"{percentile(swaps, 0.95):.2f} |",
+              f"| restart vLLM with --lora-modules | {len(restarts)} | {restart50:.1f} | "
+              f"{percentile(restarts, 0.95):.1f} |", "",
+              f"- restart / swap (p50): {restart50 / swap50:.1f}x"]
+    table = "\n".join(lines)
+    print(table)
+    if args.out:
+        (ROOT / "bench" / "results").mkdir(parents=True, exist_ok=True)
+        (ROOT / "bench" / "results" / "rl.md").write_text(table + "\n")
+    return 0 if swap50 < restart50 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
