@@ -6,21 +6,37 @@ import threading
 import time
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Protocol
+from typing import Any, Protocol
 
 from loraloop.errors import ModelRequestError, ServiceUnavailable, TaskSkipped
+from loraloop.store.records import Adapter
 from loraloop.tasks.shell.format import ShellTask
 
 
 @dataclass
 class Reply:
-    """A policy's turn: the text, which model (or script) wrote it, and how long it took."""
+    """A policy's turn: the text, which model (or script) wrote it, and how long it took.
+
+    A model's reply also carries what the RL loop trains on, as the server returned it: the prompt's
+    and the completion's token ids and the completion's sampling logprobs (None where the server does
+    not return them, and for scripted policies), the sampling parameters sent and the adapter version.
+    """
 
     text: str
     source: str
     model: str
     latency_ms: float
     completion_tokens: int = 0
+    prompt_token_ids: list[int] | None = None
+    completion_token_ids: list[int] | None = None
+    logprobs: list[float] | None = None
+    sampling: dict[str, Any] | None = None
+    adapter: Adapter | None = None
+
+    def sample(self) -> dict[str, Any]:
+        """The fields a Step record keeps of the sampling (EpisodeSession.act's `**sample`)."""
+        return {"prompt_token_ids": self.prompt_token_ids, "completion_token_ids": self.completion_token_ids,
+                "logprobs": self.logprobs, "sampling": self.sampling, "adapter": self.adapter}
 
 
 class Policy(Protocol):
@@ -41,15 +57,20 @@ class OpenAIPolicy:
     Requests are retried with exponential backoff on connection errors, 408, 429 and 5xx
     (the OpenAI client's own policy, `retries` times), and at most `max_in_flight` run at once
     per process so that a worker's episodes batch on the server without swamping it.
+
+    Every request asks for the completion's logprobs and, from vLLM, the prompt and completion
+    token ids (`return_token_ids`), so a reply carries exactly what was sampled; `adapter` is the
+    adapter version `model` serves (None for a base model), copied into every reply.
     """
 
     def __init__(self, *, model: str, base_url: str, api_key: str = "EMPTY", temperature: float = 0.0,
                  max_tokens: int = 192, seed: int | None = None, timeout: float = 120.0, retries: int = 4,
                  max_in_flight: int = 32, tools: list[dict] | None = None,
-                 stop: list[str] | None = None) -> None:
+                 stop: list[str] | None = None, adapter: Adapter | None = None) -> None:
         from openai import OpenAI
 
         self.model = model
+        self.adapter = adapter
         self.base_url = base_url
         self.temperature = temperature
         self.max_tokens = max_tokens
@@ -66,10 +87,10 @@ class OpenAIPolicy:
         started = time.perf_counter()
         try:
             with self.slots:
-                extra = {"tools": self.tools} if self.tools else {"stop": self.stop} if self.stop else {}
+                extra = {"tools": self.tools} if self.tools else {}
                 response = self.client.chat.completions.create(
-                    model=self.model, messages=messages, temperature=self.temperature,
-                    max_tokens=self.max_tokens, seed=self.seed, **extra,
+                    model=self.model, messages=messages, **self.sampling, **extra, logprobs=True,
+                    extra_body={"return_token_ids": True},
                 )
         except openai.APIConnectionError as exc:
             raise ServiceUnavailable(f"model server unreachable at {self.base_url}") from exc
@@ -81,8 +102,19 @@ class OpenAIPolicy:
         except openai.InternalServerError as exc:
             raise ServiceUnavailable(f"model server at {self.base_url} kept failing: HTTP {exc.status_code}") from exc
         usage = response.usage.completion_tokens if response.usage else 0
-        return Reply(action_text(response.choices[0].message), "worker", response.model,
-                     (time.perf_counter() - started) * 1000, usage)
+        choice = response.choices[0]
+        content = choice.logprobs.content if choice.logprobs else None
+        return Reply(action_text(choice.message), "worker", response.model, (time.perf_counter() - started) * 1000,
+                     usage, prompt_token_ids=getattr(response, "prompt_token_ids", None),
+                     completion_token_ids=getattr(choice, "token_ids", None),
+                     logprobs=None if content is None else [token.logprob for token in content],
+                     sampling=self.sampling, adapter=self.adapter)
+
+    @property
+    def sampling(self) -> dict[str, Any]:
+        """The sampling parameters every request sends (the stop strings only with the text protocol)."""
+        sent = {"temperature": self.temperature, "max_tokens": self.max_tokens, "seed": self.seed}
+        return {**sent, "stop": self.stop} if self.stop and not self.tools else sent
 
 
 def action_text(message) -> str:

@@ -10,26 +10,27 @@ import typer
 from loraloop.cli.common import console
 from loraloop.settings import get_settings
 
-app = typer.Typer(help="Published adapters: versions in the store and the one vLLM serves.", no_args_is_help=True)
+app = typer.Typer(help="Published adapters: versions in the store and the ones vLLM serves.", no_args_is_help=True)
 
 
 def publish(adapter: Path = typer.Option(..., "--adapter", help="PEFT adapter folder"),
-            name: str = typer.Option(..., "--name", help="served adapter name"),
+            name: str = typer.Option(..., "--name", help="adapter name (served as <name>-v<k>)"),
             load: bool = typer.Option(True, "--load/--no-load", help="hot-load into the running vLLM")) -> None:
-    """Store the adapter under adapters/<name>/<version>/, load it into vLLM and verify it is served."""
+    """Store the adapter under adapters/<name>/<version>/, load it into vLLM as <name>-<version> and verify it."""
     from loraloop.serve.publish import publish as do_publish
 
     metadata = do_publish(get_settings(), adapter, name, load=load)
     console.print(f"published {name} {metadata['version']} -> {metadata['store_key']}"
-                  + (f"; served, {metadata['verification']['differing']}/{metadata['verification']['prompts']} "
-                     "verification outputs differ from the base" if load else ""))
+                  + (f"; served as {metadata['served_name']}, {metadata['verification']['differing']}/"
+                     f"{metadata['verification']['prompts']} verification outputs differ from the base" if load else ""))
 
 
 @app.command("list")
 def adapters_list(served: bool = typer.Option(True, "--served/--no-served", help="ask vLLM which version it serves")
                   ) -> None:
-    """Every adapter with its versions, and the version vLLM serves under its name."""
-    from loraloop.serve.publish import served_version
+    """Every adapter with its versions, the version its bare name resolves to (`*`, when vLLM serves it)
+    and the versions vLLM has loaded (as `<name>-vK`)."""
+    from loraloop.serve.publish import loaded_versions, served_version
     from loraloop.store import adapters, open_store
 
     settings = get_settings()
@@ -38,7 +39,8 @@ def adapters_list(served: bool = typer.Option(True, "--served/--no-served", help
         live = served_version(settings, name) if served else None
         versions = " ".join(adapters.version_name(n) + ("*" if adapters.version_name(n) == live else "")
                             for n in adapters.versions(store, name))
-        typer.echo(f"{name}\t{versions}" + (f"\tserved: {live}" if served else ""))
+        typer.echo(f"{name}\t{versions}" + (f"\tserved: {live}\tloaded: {' '.join(loaded_versions(settings, name))}"
+                                            if served else ""))
 
 
 @app.command("show")
@@ -56,7 +58,8 @@ def adapters_show(name: str = typer.Argument(...),
 def adapters_rollback(name: str = typer.Argument(...),
                       to: Optional[str] = typer.Option(None, "--to", help="vN (default: the one before the served one)")
                       ) -> None:
-    """Serve an earlier version under the same name, verified against the outputs recorded when it was published."""
+    """Serve an earlier version (as `<name>-vK`, verified against the outputs recorded when it was published) and
+    make bare-name rollouts use it."""
     from loraloop.serve.publish import rollback
 
     version, check = rollback(get_settings(), name, to)

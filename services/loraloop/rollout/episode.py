@@ -13,6 +13,7 @@ from loraloop.rollout.sampler import EpisodeSpec
 from loraloop.rollout.session import EpisodeSession
 from loraloop.settings import Settings, get_settings
 from loraloop.store import open_store
+from loraloop.store.records import Adapter
 from loraloop.store.trajectories import episode_key, parse_episode
 from loraloop.tasks.registry import Registry, Task, load_registry
 
@@ -34,7 +35,12 @@ def make_policy(spec: EpisodeSpec, task: Task, settings: Settings, env: Env) -> 
                         api_key=settings.vllm_api_key, temperature=spec.temperature,
                         max_tokens=settings.max_tokens, seed=spec.seed, timeout=settings.request_timeout_s,
                         retries=settings.model_retries, max_in_flight=settings.model_concurrency,
-                        tools=kind.tools(spec.protocol), stop=env.stop)
+                        tools=kind.tools(spec.protocol), stop=env.stop, adapter=spec_adapter(spec))
+
+
+def spec_adapter(spec: EpisodeSpec) -> Adapter | None:
+    """The adapter version the spec's model serves (pinned when the job was planned), None for a base model."""
+    return Adapter(**spec.adapter) if spec.adapter else None
 
 
 def stored_summary(store, key: str) -> dict | None:
@@ -68,12 +74,13 @@ def run_episode(spec: EpisodeSpec, settings: Settings | None = None,
         char_budget=settings.prompt_char_budget, task_seed=spec.task_seed, task_registry=spec.task_registry,
         policy=spec.policy, worker_model=spec.model or settings.base_model_name,
         worker_temperature=spec.temperature, max_steps=spec.max_steps, protocol=spec.protocol,
-        model_url=settings.vllm_url if spec.policy == "openai" else None)
+        model_url=settings.vllm_url if spec.policy == "openai" else None, adapter=spec_adapter(spec))
     status = error = reason = None
     step_ms: list[float] = []
     model_ms: list[float] = []
     try:
         policy = make_policy(spec, task, settings, env)  # before reset: a task it cannot play costs no container
+        session.provenance["sampling"] = getattr(policy, "sampling", None)  # what a model policy sends
         session.start()
         while not session.done:
             if should_stop is not None and should_stop():
@@ -81,7 +88,7 @@ def run_episode(spec: EpisodeSpec, settings: Settings | None = None,
                 break
             reply = policy.act(session.prompt())
             session.act(reply.text, source=reply.source, model=reply.model, latency_ms=reply.latency_ms,
-                        completion_tokens=reply.completion_tokens)
+                        completion_tokens=reply.completion_tokens, **reply.sample())
             step = session.recorder.records[-1]
             log.info("step", fields={"step": step.step_idx, "action": step.action})
             step_ms.append(step.elapsed_ms)

@@ -1,9 +1,13 @@
-"""Checks before a rollout starts, so a missing server is one clear line, not N failed episodes."""
+"""Checks before a rollout starts, so a missing server is one clear line, not N failed episodes; and the
+adapter version a job samples with, fixed once for all its episodes."""
 from __future__ import annotations
+
+from dataclasses import replace
 
 import httpx
 
 from loraloop.errors import ConfigError, ServiceUnavailable
+from loraloop.store import adapters, open_store
 
 
 def served_models(vllm_url: str, api_key: str = "EMPTY", timeout: float = 10.0) -> list[dict]:
@@ -21,7 +25,9 @@ def require_model(vllm_url: str, model: str, api_key: str = "EMPTY") -> None:
     """Fail naming the URL when the server is down or does not serve `model`."""
     names = [m["id"] for m in served_models(vllm_url, api_key)]
     if model not in names:
-        raise ServiceUnavailable(f"model {model!r} is not served at {vllm_url} (served: {', '.join(names)})")
+        hint = ("; an adapter version is served as <name>-vK: publish it again or run `loraloop adapters sync`"
+                if adapters.parse_served(model) else "")
+        raise ServiceUnavailable(f"model {model!r} is not served at {vllm_url} (served: {', '.join(names)}){hint}")
 
 
 def require_redis(url: str) -> None:
@@ -34,9 +40,31 @@ def require_redis(url: str) -> None:
         raise ServiceUnavailable(f"broker unreachable at {url} ({type(exc).__name__})") from exc
 
 
-def check_servers(specs: list, settings) -> None:
+def pin_adapters(specs: list, settings) -> list:
+    """The specs with every adapter model pinned to one version: a bare adapter name becomes the version
+    published last (`<name>-vK`, store.adapters.resolve), and each spec of an adapter model carries that
+    version's name, version and digest (`adapter`). Resolved once, so every episode of a job samples the
+    same version; base models and adapters the store does not hold are left as they are."""
+    store = open_store(settings=settings)
+    pinned: dict[str, tuple[str, dict | None]] = {}
+    for model in sorted({s.model for s in specs if s.policy == "openai" and s.model}):
+        found = adapters.resolve(store, model)
+        if found is None:
+            pinned[model] = (model, None)
+            continue
+        name, version = found
+        digest = adapters.read_metadata(store, name, version).get("weights_sha256")
+        pinned[model] = (adapters.served_name(name, version), {"name": name, "version": version, "digest": digest})
+    return [replace(s, model=pinned[s.model][0], adapter=pinned[s.model][1]) if s.model in pinned else s
+            for s in specs]
+
+
+def check_servers(specs: list, settings) -> list:
     """Check every server a planned rollout needs before its first episode starts: what each task
-    kind needs (the bundled sites, say), the model server for every served model, the broker."""
+    kind needs (the bundled sites, say), the model server for every served model, the broker.
+
+    Returns the specs with their adapters pinned (pin_adapters): run those. An adapter version the
+    model server does not serve (retired, or never loaded) fails here, naming it and the server."""
     from collections import defaultdict
 
     from loraloop.envs import env_kind
@@ -48,10 +76,12 @@ def check_servers(specs: list, settings) -> None:
         by_kind[task.env].append(task)
     for name, tasks in by_kind.items():
         env_kind(name).preflight(tasks, settings)
+    specs = pin_adapters(specs, settings)
     for model in sorted({s.model or settings.base_model_name for s in specs if s.policy == "openai"}):
         require_model(settings.vllm_url, model, settings.vllm_api_key)
     if settings.broker_url:
         require_redis(settings.broker_url)
+    return specs
 
 
 def require_free_port(host: str, port: int) -> None:

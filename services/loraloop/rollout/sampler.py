@@ -27,6 +27,7 @@ class EpisodeSpec:
     max_steps: int
     protocol: str = "text"
     screenshots: bool = False
+    adapter: dict | None = None  # the adapter version `model` serves (Adapter fields), set by preflight.pin_adapters
 
     def to_dict(self) -> dict:
         """The spec as a JSON-ready dict."""

@@ -2,6 +2,9 @@
 
 Several peer projects shipped rollouts that silently kept using the base model after an adapter
 update; here the publish fails loudly unless the served adapter's outputs differ from the base's.
+Each version is served under its own name, `<name>-vK` (store.adapters.served_name), so a request
+never meets other weights under a name it knew; `retire` unloads the old ones once no rollout
+uses them.
 """
 from __future__ import annotations
 
@@ -38,16 +41,37 @@ def _post(url: str, path: str, payload: dict, settings: Settings) -> httpx.Respo
         raise ServiceUnavailable(f"model server unreachable at {url} ({type(exc).__name__})") from exc
 
 
+def _root(settings: Settings) -> str:
+    return settings.vllm_url.rstrip("/").removesuffix("/v1")
+
+
+def listed(settings: Settings) -> set[str]:
+    """The model names the vLLM at settings.vllm_url serves now (base and adapters)."""
+    return {m["id"] for m in served_models(settings.vllm_url, settings.vllm_api_key)}
+
+
 def load_adapter(settings: Settings, name: str, path: str) -> None:
-    """Load (or replace) an adapter in the running vLLM under `name`."""
-    root = settings.vllm_url.rstrip("/").removesuffix("/v1")
-    if any(m["id"] == name for m in served_models(settings.vllm_url, settings.vllm_api_key)):
-        _post(root, "/v1/unload_lora_adapter", {"lora_name": name}, settings)
-    response = _post(root, "/v1/load_lora_adapter", {"lora_name": name, "lora_path": path}, settings)
+    """Load (or replace) an adapter in the running vLLM under the served name `name`."""
+    if name in listed(settings):
+        unload_adapter(settings, name)
+    response = _post(_root(settings), "/v1/load_lora_adapter", {"lora_name": name, "lora_path": path}, settings)
     if response.status_code != 200:
         hint = ("; start vLLM with VLLM_ALLOW_RUNTIME_LORA_UPDATING=True" if response.status_code == 404 else "")
         raise ServiceUnavailable(f"vLLM at {settings.vllm_url} refused to load adapter {name!r} from {path}: "
                                  f"HTTP {response.status_code} {response.text[:300]}{hint}")
+
+
+def unload_adapter(settings: Settings, served_name: str) -> bool:
+    """Unload an adapter from the vLLM at settings.vllm_url by its served name (`<name>-vK`); False when it
+    was not loaded (already gone is not an error). Requests naming it fail from then on with 404."""
+    response = _post(_root(settings), "/v1/unload_lora_adapter", {"lora_name": served_name}, settings)
+    if response.status_code == 404 and served_name not in listed(settings):
+        return False  # not loaded (a 404 from a server without runtime updating still lists it: an error)
+    if response.status_code != 200:
+        raise ServiceUnavailable(f"vLLM at {settings.vllm_url} refused to unload adapter {served_name!r}: "
+                                 f"HTTP {response.status_code} {response.text[:300]} (runtime unloading needs "
+                                 "VLLM_ALLOW_RUNTIME_LORA_UPDATING=True)")
+    return True
 
 
 def _complete(settings: Settings, model: str, messages: list[dict]) -> str:
@@ -89,17 +113,20 @@ def verify_served(settings: Settings, name: str, prompts: list[list[dict]],
 
 
 def serve_on(settings: Settings, store: Store, name: str, version: str) -> dict:
-    """Load a stored version into the vLLM at settings.vllm_url and verify it against its record."""
+    """Load a stored version into the vLLM at settings.vllm_url under `<name>-<version>` and verify it
+    against its record."""
     metadata = adapters.read_metadata(store, name, version)
     recorded = metadata.get("verification", {})
     local = adapters.download(store, name, version, Path(settings.adapters_dir))
-    load_adapter(settings, name, _seen_by_vllm(settings, name, version, local))
-    return {**metadata, "verification": verify_served(settings, name, recorded.get("prompt_set") or VERIFY_PROMPTS,
+    served = adapters.served_name(name, version)
+    load_adapter(settings, served, _seen_by_vllm(settings, name, version, local))
+    return {**metadata, "verification": verify_served(settings, served, recorded.get("prompt_set") or VERIFY_PROMPTS,
                                                       recorded.get("outputs"))}
 
 
 def serve_version(settings: Settings, name: str, version: str) -> dict:
-    """Make vLLM serve a stored version under `name` (e.g. a rollback) and verify it against its record."""
+    """Make every vLLM serve a stored version (e.g. a rollback), verified against its record, and make it
+    the one a bare `name` resolves to."""
     store = open_store(settings=settings)
     adapters.read_metadata(store, name, version)  # an unknown name or version fails here, naming the versions
     served = [serve_on(settings.model_copy(update={"vllm_url": url}), store, name, version)
@@ -111,20 +138,44 @@ def serve_version(settings: Settings, name: str, version: str) -> dict:
 def rollback(settings: Settings, name: str, to: str | None = None) -> tuple[str, dict]:
     """Serve an earlier version (default: the one before the served one); return it and its verification."""
     if to is None:
-        current = served_version(settings, name)
-        to = adapters.version_before(adapters.versions(open_store(settings=settings), name), current)
+        store = open_store(settings=settings)
+        current = adapters.wanted(store, name)
+        to = adapters.version_before(adapters.versions(store, name), current)
         if to is None:
             raise LoraloopError(f"adapter {name!r}: no version before {current or 'the served one'} to roll back to")
     return to, serve_version(settings, name, to)["verification"]
 
 
 def served_version(settings: Settings, name: str) -> str | None:
-    """The version vLLM serves under `name` (from the path it loaded), or None."""
-    for model in served_models(settings.vllm_url, settings.vllm_api_key):
-        if model["id"] == name:
-            tail = str(model.get("root", "")).rstrip("/").rsplit("/", 1)[-1]
-            return tail if adapters.version_number(tail) is not None else None
-    return None
+    """The version a bare `name` resolves to (the store's served marker) when the vLLM at
+    settings.vllm_url serves it, else None."""
+    version = adapters.wanted(open_store(settings=settings), name)
+    return version if version and adapters.served_name(name, version) in listed(settings) else None
+
+
+def loaded_versions(settings: Settings, name: str) -> list[str]:
+    """The versions of `name` the vLLM at settings.vllm_url serves now, oldest first."""
+    found = [parsed[1] for parsed in map(adapters.parse_served, listed(settings)) if parsed and parsed[0] == name]
+    return sorted(found, key=adapters.version_number)
+
+
+def retire(settings: Settings, name: str, keep: int) -> list[str]:
+    """Unload every version of `name` but the newest `keep` (and the one a bare name resolves to) from every
+    vLLM in PUBLISH_VLLM_URLS; return the served names unloaded.
+
+    Call it when no request in flight uses them (the RL loop: after a rollout job has finished), since a
+    request naming an unloaded version fails."""
+    if keep < 1:
+        raise ConfigError(f"retire {name!r}: keep must be at least 1, got {keep}")
+    current = adapters.wanted(open_store(settings=settings), name)
+    retired = set()
+    for url in vllm_urls(settings):
+        server = settings.model_copy(update={"vllm_url": url})
+        loaded = loaded_versions(server, name)
+        for version in loaded[:-keep]:
+            if version != current and unload_adapter(server, adapters.served_name(name, version)):
+                retired.add(adapters.served_name(name, version))
+    return sorted(retired, key=lambda served: adapters.version_number(adapters.parse_served(served)[1]))
 
 
 def _seen_by_vllm(settings: Settings, name: str, version: str, local: Path) -> str:
@@ -145,7 +196,8 @@ def _dataset_prompts(dataset_path: str | None, limit: int = 2) -> list[list[dict
 
 
 def publish(settings: Settings, adapter_dir: Path, name: str, *, load: bool = True) -> dict:
-    """Store the adapter as the next version of `name`, load it into vLLM, verify, and return metadata."""
+    """Store the adapter as the next version vK of `name`, load it into every vLLM as `<name>-vK`, verify,
+    mark it the version a bare `name` resolves to, and return its metadata (with `served_name`)."""
     adapter_config = adapters.check_adapter_dir(adapter_dir)
     rank = adapter_config.get("r", 0)
     if rank > settings.max_lora_rank:
@@ -159,15 +211,17 @@ def publish(settings: Settings, adapter_dir: Path, name: str, *, load: bool = Tr
                 "published_at": time.time()}
     store = open_store(settings=settings)
     version = adapters.upload(store, name, adapter_dir, metadata)
-    metadata.update(name=name, version=version, store_key=adapters.version_key(name, version))
+    served = adapters.served_name(name, version)
+    metadata.update(name=name, version=version, store_key=adapters.version_key(name, version), served_name=served)
     if load:
         local = adapters.download(store, name, version, Path(settings.adapters_dir))
         prompts = VERIFY_PROMPTS + _dataset_prompts(metrics.get("dataset_path"))
         checks = []
         for url in vllm_urls(settings):  # every server: a replica still on the old adapter is caught too
             server = settings.model_copy(update={"vllm_url": url})
-            load_adapter(server, name, _seen_by_vllm(server, name, version, local))
-            checks.append({"url": url, **verify_served(server, name, prompts, checks[0]["outputs"] if checks else None)})
+            load_adapter(server, served, _seen_by_vllm(server, name, version, local))
+            checks.append({"url": url, **verify_served(server, served, prompts,
+                                                       checks[0]["outputs"] if checks else None)})
         metadata["verification"] = {**checks[0], "servers": [c["url"] for c in checks]}
         adapters.write_metadata(store, name, version, metadata)  # with the outputs a rollback must reproduce
         adapters.mark_served(store, name, version)

@@ -11,13 +11,14 @@ from pathlib import Path
 from typing import Callable
 
 from loraloop.errors import LoraloopError
-from loraloop.serve.publish import serve_on, served_version, vllm_urls
+from loraloop.serve.publish import listed, serve_on, vllm_urls
 from loraloop.settings import Settings
 from loraloop.store import adapters, open_store
 
 
 def sync(settings: Settings) -> list[str]:
-    """One pass: make every vLLM serve each stored adapter at the version the store wants (adapters.wanted).
+    """One pass: make every vLLM serve each stored adapter at the version the store wants (adapters.wanted),
+    under its served name `<name>-vK`.
 
     Returns one 'name vN -> url' line per load it did.
     """
@@ -27,7 +28,7 @@ def sync(settings: Settings) -> list[str]:
         version = adapters.wanted(store, name)
         for url in vllm_urls(settings) if version else []:
             server = settings.model_copy(update={"vllm_url": url})
-            if served_version(server, name) != version:
+            if adapters.served_name(name, version) not in listed(server):
                 serve_on(server, store, name, version)
                 loaded.append(f"{name} {version} -> {url}")
     return loaded

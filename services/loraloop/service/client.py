@@ -147,7 +147,7 @@ def execute(specs: list[EpisodeSpec], settings: Settings, *, concurrency: int | 
     A job is a run: episodes of several runs (verify-exploration's pair) start as one job each, all at
     once, and are followed one after the other.
     """
-    check_servers(specs, settings)
+    specs = check_servers(specs, settings)  # with adapter models pinned to their version
     jobs = BrokerJobs(settings) if settings.broker_url else LocalJobs(settings, concurrency)
     runs = list(dict.fromkeys(spec.run_id for spec in specs))
     for run_id in runs:

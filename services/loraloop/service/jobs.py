@@ -41,6 +41,7 @@ def plan_job(request: JobRequest, settings: Settings) -> list[EpisodeSpec]:
     """Every episode of the job (run id: the request's or a new one), once every server they need answers.
 
     A bad experiment, registry or subset, or a server down, fails naming it before anything is booked.
+    A bare adapter name is pinned here to the version published last, for every episode of the job.
     """
     experiment = get_experiment(settings.experiments_path, request.experiment)
     registry = load_registry(request.task_registry)
@@ -48,8 +49,7 @@ def plan_job(request: JobRequest, settings: Settings) -> list[EpisodeSpec]:
                          subset=request.subset, sample_size=request.sample_size,
                          rollouts_per_task=request.rollouts_per_task, seed=request.seed, task_seed=request.task_seed,
                          temperature=request.temperature, model=request.model)
-    check_servers(specs, settings)
-    return specs
+    return check_servers(specs, settings)  # with adapter models pinned to their version
 
 
 def spec_key(spec: EpisodeSpec) -> str:

@@ -1,7 +1,9 @@
 """Adapters in the store: adapters/<name>/<version>/ holding the PEFT files and metadata.json.
 
 Versions are `v1`, `v2`, …: their keys and arithmetic (next, latest, the one before) live here, for
-publish, rollback, sync and the `adapters` commands alike.
+publish, rollback, sync and the `adapters` commands alike. vLLM serves version vK of `name` under
+its own served name `<name>-vK` (`served_name`), so a name is never reused for other weights: a
+request names exactly the version it is sampled with.
 """
 from __future__ import annotations
 
@@ -18,6 +20,7 @@ REQUIRED = ("adapter_config.json", "adapter_model.safetensors")
 EXTRA = ("training_metrics.json", "loss.png")
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 _VERSION = re.compile(r"^v(\d+)$")
+_SERVED = re.compile(r"^(.+)-(v\d+)$")
 
 
 def version_name(number: int) -> str:
@@ -29,6 +32,17 @@ def version_number(version: str) -> int | None:
     """The number of a version name ('v3' -> 3), or None when it is not one."""
     match = _VERSION.match(version)
     return int(match.group(1)) if match else None
+
+
+def served_name(name: str, version: str) -> str:
+    """The name vLLM serves a version under: ('myadapter', 'v3') -> 'myadapter-v3'."""
+    return f"{name}-{version}"
+
+
+def parse_served(model: str) -> tuple[str, str] | None:
+    """The (name, version) a served name stands for ('myadapter-v3' -> ('myadapter', 'v3')), or None."""
+    match = _SERVED.match(model)
+    return (match.group(1), match.group(2)) if match else None
 
 
 def version_key(name: str, version: str, file: str = "") -> str:
@@ -87,6 +101,8 @@ def upload(store: Store, name: str, adapter_dir: Path, metadata: dict) -> str:
     """Copy the adapter and its metadata to the next version; return that version ('v3')."""
     if not _NAME.match(name):
         raise ConfigError(f"adapter name {name!r} must be letters, digits, '.', '_' or '-'")
+    if parse_served(name):
+        raise ConfigError(f"adapter name {name!r} must not end in '-v<number>': served names add the version so")
     version = next_version(store, name)
     for file in REQUIRED + EXTRA:
         if (adapter_dir / file).is_file():
@@ -131,3 +147,18 @@ def wanted(store: Store, name: str) -> str | None:
         return json.loads(store.get_bytes(key))["version"]
     complete = [n for n in versions(store, name) if store.exists(version_key(name, version_name(n), "metadata.json"))]
     return version_name(complete[-1]) if complete else None
+
+
+def resolve(store: Store, model: str) -> tuple[str, str] | None:
+    """The adapter version a rollout's model names: a bare adapter name is the version last published
+    (or rolled back to: `wanted`), a served name `<name>-vK` that version; None for any other model
+    (a base model, or an adapter the store does not hold)."""
+    if _NAME.match(model) and versions(store, model):
+        version = wanted(store, model)
+        if version is None:
+            raise ConfigError(f"adapter {model!r} has no complete version in {store.url}: publish it first")
+        return model, version
+    parsed = parse_served(model)
+    if parsed and version_number(parsed[1]) in versions(store, parsed[0]):
+        return parsed
+    return None

@@ -20,7 +20,8 @@ LEGACY_SCHEMA_VERSION = 1  # untyped episodes, written before schema_version exi
 
 
 class Adapter(BaseModel):
-    """The LoRA adapter a reply was sampled with: served name, store version and digest."""
+    """The LoRA adapter a reply was sampled with: its store name, version ('v3'; served as `<name>-v3`) and
+    digest (the version's weights_sha256)."""
 
     name: str
     version: str | None = None
