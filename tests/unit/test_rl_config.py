@@ -1,7 +1,7 @@
 """`train rl` refuses, before loading a model or playing an episode, what cannot give a useful run."""
 import pytest
 
-from loraloop.errors import ConfigError
+from loraloop.errors import LoraloopError
 from loraloop.settings import Settings
 from loraloop.train.config import RLConfig
 from loraloop.train.rl_loop import check_config
@@ -17,10 +17,10 @@ def cfg(**overrides):
     ({"lora_r": 64}, r"--lora_r 64 exceeds vLLM's --max-lora-rank 16"),
     ({"experiment": "teacher"}, r"--experiment teacher: RL needs a model policy"),
     ({"experiment": "nope"}, r"unknown experiment 'nope'"),
-    ({"subset": "family:nothing"}, r"--subset 'family:nothing' selects no task of tests/fixtures/rl_coin"),
+    ({"subset": "family:nothing"}, r"subset 'family:nothing' matches no task \(known: coin, family:coin"),
     ({"init_adapter": "tests/fixtures"}, r"tests/fixtures is not a PEFT adapter folder"),
     ({"iterations": 0}, r"--iterations must be at least 1"),
 ])
 def test_bad_rl_config_is_refused_naming_the_flag(overrides, message):
-    with pytest.raises(ConfigError, match=message):
+    with pytest.raises(LoraloopError, match=message):
         check_config(cfg(**overrides), Settings(max_lora_rank=16))

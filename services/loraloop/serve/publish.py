@@ -74,20 +74,36 @@ def unload_adapter(settings: Settings, served_name: str) -> bool:
     return True
 
 
-def _complete(settings: Settings, model: str, messages: list[dict]) -> str:
+IN_EFFECT_GAP = 1e-4  # a logprob gap above vLLM's run-to-run noise (0.0 in float32 here) and below one RL step's
+
+
+def _complete(settings: Settings, model: str, messages: list[dict]) -> tuple[str, list[float]]:
+    """The greedy reply of `model` and its tokens' logprobs (empty where the server gives none)."""
     response = _post(settings.vllm_url, "/chat/completions", {
-        "model": model, "messages": messages, "temperature": 0.0, "max_tokens": 48, "seed": 0}, settings)
+        "model": model, "messages": messages, "temperature": 0.0, "max_tokens": 48, "seed": 0, "logprobs": True},
+        settings)
     if response.status_code != 200:
         raise PublishVerificationError(f"model {model!r} at {settings.vllm_url}: HTTP {response.status_code} "
                                        f"{response.text[:300]}")
-    return response.json()["choices"][0]["message"]["content"]
+    choice = response.json()["choices"][0]
+    content = (choice.get("logprobs") or {}).get("content") or []
+    return choice["message"]["content"], [token["logprob"] for token in content]
+
+
+def logprob_gap(base: tuple[str, list[float]], tuned: tuple[str, list[float]]) -> float:
+    """How far the adapter's logprobs are from the base's on the same greedy reply (0 when the replies differ:
+    the text shows the change then)."""
+    if base[0] != tuned[0] or not base[1] or len(base[1]) != len(tuned[1]):
+        return 0.0
+    return max(abs(a - b) for a, b in zip(base[1], tuned[1]))
 
 
 def verify_served(settings: Settings, name: str, prompts: list[list[dict]],
                   expected: list[str] | None = None) -> dict:
     """Check /v1/models lists the adapter over the base and that it is in effect.
 
-    Its greedy outputs must differ from the base's on at least one prompt; with `expected` (the
+    Its greedy outputs must differ from the base's on at least one prompt, or, where they are the same
+    text (a small RL step), their logprobs by more than IN_EFFECT_GAP; with `expected` (the
     outputs recorded when this version was published) they must also equal those, which proves
     vLLM serves exactly this version and not another one under the same name.
     """
@@ -97,18 +113,20 @@ def verify_served(settings: Settings, name: str, prompts: list[list[dict]],
     parent = models[name].get("parent")
     pairs = [(_complete(settings, parent or settings.base_model_name, p), _complete(settings, name, p))
              for p in prompts]
-    differing = sum(base != tuned for base, tuned in pairs)
-    if differing == 0:
+    differing = sum(base[0] != tuned[0] for base, tuned in pairs)
+    gap = max(logprob_gap(base, tuned) for base, tuned in pairs)
+    if differing == 0 and gap <= IN_EFFECT_GAP:
         raise PublishVerificationError(
             f"vLLM at {settings.vllm_url} serves {name!r} but its outputs equal the base model's on all "
-            f"{len(prompts)} verification prompts: the adapter is not in effect (or was trained to no change)")
-    outputs = [tuned for _, tuned in pairs]
+            f"{len(prompts)} verification prompts, logprobs within {gap:.1e}: the adapter is not in effect "
+            "(or was trained to no change)")
+    outputs = [tuned[0] for _, tuned in pairs]
     if expected is not None and outputs != expected:
         mismatched = sum(a != b for a, b in zip(outputs, expected))
         raise PublishVerificationError(
             f"vLLM at {settings.vllm_url} serves {name!r}, but {mismatched} of {len(prompts)} outputs differ from "
             f"the ones recorded for this version: another version is in effect")
-    return {"parent": parent, "prompts": len(prompts), "differing": differing, "outputs": outputs,
+    return {"parent": parent, "prompts": len(prompts), "differing": differing, "logprob_gap": gap, "outputs": outputs,
             "prompt_set": prompts, "matches_recorded": expected is not None}
 
 

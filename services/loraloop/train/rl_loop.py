@@ -69,9 +69,8 @@ def check_config(cfg: RLConfig, settings: Settings) -> None:
         raise ConfigError(f"--experiment {cfg.experiment}: RL needs a model policy (policy: openai), "
                           f"got {experiment.policy!r}")
     registry = load_registry(cfg.dataset_path)
-    for flag, subset in (("subset", cfg.subset), ("eval_subset", cfg.eval_subset if cfg.eval_every else None)):
-        if subset is not None and not registry.select(subset):
-            raise ConfigError(f"--{flag} {subset!r} selects no task of {cfg.dataset_path}")
+    for subset in (cfg.subset, cfg.eval_subset if cfg.eval_every else None):
+        registry.select(subset)  # a subset that matches no task fails here, naming it and the known ones
 
 
 class RLRun:
@@ -289,17 +288,18 @@ def run_rl(cfg: RLConfig, settings: Settings | None = None) -> dict:
         started = time.perf_counter()
         trained = run.train(rows, iteration) if rows else {"steps": 0}
         seconds["train_s"] = round(time.perf_counter() - started, 1)
-        if not rows:
-            console.print(f"[yellow]iteration {iteration + 1}: nothing to train on ({skipped(stats)}); "
-                          "the same weights are published again as the next version[/]")
-        started = time.perf_counter()
         row = {"iteration": iteration + 1, "sampled_with": served, **stats, **trained, **seconds,
                "skipped": skipped(stats)}
-        version = run.publish(iteration, row)
-        retire(settings, cfg.adapter_name, keep=1)  # the rollout job is over: no request in flight uses older ones
+        started = time.perf_counter()
+        if rows:
+            version = run.publish(iteration, row)
+            retire(settings, cfg.adapter_name, keep=1)  # the rollout job is over: no request in flight uses older ones
+        else:  # nothing learnt: the next iteration samples the same version again
+            console.print(f"[yellow]iteration {iteration + 1}: nothing to train on ({skipped(stats)}); "
+                          f"no new version[/]")
         row.update(version=run.served(version), publish_s=round(time.perf_counter() - started, 1))
         started = time.perf_counter()
-        if cfg.eval_every and (iteration + 1) % cfg.eval_every == 0:
+        if rows and cfg.eval_every and (iteration + 1) % cfg.eval_every == 0:
             row["held_out"] = run.held_out(version)
             row["eval_s"] = round(time.perf_counter() - started, 1)
         run.record(row)

@@ -2,7 +2,8 @@
 Docker, a file store, rollouts through the embedded jobs path. The run is killed with SIGKILL in its second
 iteration's rollout and started again: it must go on from the last published version, lose no stored episode
 and publish no version twice. The tasks' check is a coin flip (tests/fixtures/rl_coin), so groups differ
-whatever the small base model does; learning itself is measured by bench/rl.py."""
+once the policy answers: a BC warm start (trained here on the two tasks' opening prompts) makes SmolLM2 answer, and is
+published as version 1. Learning itself is measured by bench/rl.py."""
 import json
 import os
 import signal
@@ -14,7 +15,13 @@ from pathlib import Path
 
 import httpx
 
+from loraloop.agents.prompts import build_messages
+from loraloop.envs.shell.env import PROTOCOLS
+from loraloop.envs.shell.protocol import task_prompt
 from loraloop.store import adapters, open_store
+from loraloop.tasks.registry import load_registry
+from loraloop.train.bc import train_bc
+from loraloop.train.config import BCConfig
 from loraloop.store.trajectories import iter_episodes
 from loraloop.train.rl_batch import build_batch, turns
 
@@ -22,12 +29,26 @@ ROOT = Path(__file__).resolve().parents[3]
 MODEL = ROOT / "volumes/models/SmolLM2-135M-Instruct"
 
 
-def rl_command(out: Path, name: str) -> list[str]:
-    """Two iterations of 2 tasks x 4 rollouts, short episodes, one held-out task."""
+def warm_start(folder: Path) -> Path:
+    """A BC adapter that answers the coin tasks at once, trained on their opening prompts as the policy sees them."""
+    instructions, examples = PROTOCOLS["text"]
+    rows = [{"prompt": build_messages(instructions, examples, task_prompt(task.description), []),
+             "completion": [{"role": "assistant", "content": "Think: I know it.\n\nAct: answer(root)"}]}
+            for task in load_registry("tests/fixtures/rl_coin").select("train")]
+    data = folder / "bc.jsonl"
+    data.parent.mkdir(parents=True)
+    data.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    train_bc(BCConfig(base_model=str(MODEL), dataset_path=str(data), output_dir=str(folder), epochs=4, batch_size=2,
+                      lr=3e-3, lora_r=8))
+    return folder
+
+
+def rl_command(out: Path, name: str, init: Path) -> list[str]:
+    """Two iterations of 2 tasks x 4 rollouts from the warm start, short episodes, one held-out task."""
     return [sys.executable, "-m", "loraloop.cli", "train", "rl", "--dataset_path", "tests/fixtures/rl_coin",
             "--output_dir", str(out), "--adapter_name", name, "--experiment", "rl_test", "--iterations", "2",
             "--tasks_per_iteration", "2", "--rollouts_per_task", "4", "--eval_tasks", "1", "--eval_every", "2",
-            "--lora_r", "8", "--batch_size", "8", "--base_model", str(MODEL)]
+            "--lora_r", "8", "--batch_size", "8", "--base_model", str(MODEL), "--init_adapter", str(init)]
 
 
 def run_prefix(name: str, iteration: int) -> str:
@@ -44,27 +65,29 @@ def test_rl_runs_trains_publishes_versions_and_survives_kill_9(vllm_url, tmp_pat
            "LORALOOP_ADAPTERS_DIR": str(tmp_path / "adapters"), "PYTHONPATH": str(ROOT / "services")}
     name, out = f"rl{uuid.uuid4().hex[:6]}", tmp_path / "rl"
     store = open_store(store_url)
+    init = warm_start(tmp_path / "bc")
 
-    first = subprocess.Popen(rl_command(out, name), cwd=ROOT, env=env, stdout=subprocess.PIPE,
+    first = subprocess.Popen(rl_command(out, name, init), cwd=ROOT, env=env, stdout=subprocess.PIPE,
                              stderr=subprocess.STDOUT, text=True)
     deadline = time.monotonic() + 600
-    while not list(store.list(run_prefix(name, 1))):  # v1 is published and iteration 2's episodes are landing
+    while not list(store.list(run_prefix(name, 1))):  # v2 is published and iteration 2's episodes are landing
         assert first.poll() is None, f"the run ended before it could be killed:\n{first.stdout.read()}"
         assert time.monotonic() < deadline, "iteration 2's rollout never started"
         time.sleep(0.2)
     first.send_signal(signal.SIGKILL)
     first.wait()
     kept = {key: store.get_bytes(key) for key in store.list(run_prefix(name, 1))}
-    assert adapters.versions(store, name) == [1]
+    assert adapters.versions(store, name) == [1, 2]  # the warm start, then iteration 1's
 
-    second = subprocess.run(rl_command(out, name), cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
+    second = subprocess.run(rl_command(out, name, init), cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
     assert second.returncode == 0, second.stdout[-3000:] + second.stderr[-3000:]
 
-    # goes on from v1: one more version, none twice; the killed run's episodes kept, none played twice
-    assert adapters.versions(store, name) == [1, 2]
-    assert [adapters.read_metadata(store, name, v)["training_metrics"]["rl_iteration"] for v in ("v1", "v2")] == [0, 1]
+    # goes on from v2: one more version, none twice; the killed run's episodes kept, none played twice
+    assert adapters.versions(store, name) == [1, 2, 3]
+    assert [adapters.read_metadata(store, name, v)["training_metrics"].get("rl_iteration")
+            for v in ("v1", "v2", "v3")] == [None, 0, 1]
     assert all(store.get_bytes(key) == data for key, data in kept.items())
-    for iteration, sampled_with in ((0, None), (1, "v1")):
+    for iteration, sampled_with in ((0, "v1"), (1, "v2")):
         episodes = list(iter_episodes(store, run_prefix(name, iteration)))
         assert len(episodes) == 8  # 2 tasks x 4 rollouts, each once
         assert {e.start.adapter.version if e.start.adapter else None for e in episodes} == {sampled_with}
@@ -74,17 +97,17 @@ def test_rl_runs_trains_publishes_versions_and_survives_kill_9(vllm_url, tmp_pat
 
     # the training batch holds exactly the tokens vLLM sampled, episode by episode
     episodes = list(iter_episodes(store, run_prefix(name, 1)))
-    rows, stats = build_batch(episodes, version=1, max_staleness=0, scale_rewards=True, max_length=4096)
+    rows, stats = build_batch(episodes, version=2, max_staleness=0, scale_rewards=True, max_length=4096)
     history = json.loads((out / "rl_history.json").read_text())
     assert [r["iteration"] for r in history] == [0, 1, 2] and history[2]["rows"] == stats.rows
     trained = [e for e in episodes if e.start.task_id in {r.task_id for r in rows}]
     sampled = [t for e in trained for _, completion, _ in turns(e) for t in completion]
     assert [t for r in rows for t, m in zip(r.input_ids, r.completion_mask) if m] == sampled
-    assert sum(r["rows"] for r in history[1:]) > 0, "coin flips tied in every group of both iterations"
+    assert history[1]["rows"] > 0 and history[2]["rows"] > 0, "coin flips tied in every group of an iteration"
 
     # versioned names: the newest is served, the older one unloaded once its rollouts were over
     served = {m["id"] for m in httpx.get(f"{vllm_url}/models").json()["data"]}
-    assert f"{name}-v2" in served and f"{name}-v1" not in served
-    assert history[2]["version"] == f"{name}-v2" and history[2]["held_out"] is not None
+    assert f"{name}-v3" in served and not {f"{name}-v1", f"{name}-v2"} & served
+    assert history[2]["version"] == f"{name}-v3" and history[2]["held_out"] is not None
     assert (out / "rl_curve.png").stat().st_size > 1000 and "| iteration |" in (out / "rl_report.md").read_text()
     assert list((out / "tensorboard").glob("events.out.tfevents.*"))
