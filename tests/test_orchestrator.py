@@ -10,21 +10,32 @@ import pytest
 
 from loraloop.errors import ConfigError
 from loraloop.evaluate.report import write_learning_report
-from loraloop.orchestrator import LoopPlan
+from loraloop.orchestrator import DEMO_FAMILIES, LoopPlan, demo_plan
+from loraloop.tasks.registry import load_registry
 
 
 @pytest.mark.parametrize("change, named", [({"seeds": ()}, "seeds is empty"), ({"epochs": 0}, "epochs=0"),
-                                           ({"lr": -1.0}, "lr=-1.0"), ({"eval_rollouts": 0}, "eval_rollouts")])
+                                           ({"lr": -1.0}, "lr=-1.0"), ({"eval_rollouts": 0}, "eval_rollouts"),
+                                           ({"batch_size": 0}, "batch_size must be positive, got 0"),
+                                           ({"max_tokens": -5}, "max_tokens must be positive, got -5")])
 def test_a_plan_that_cannot_run_is_refused_naming_the_value(change, named):
     with pytest.raises(ConfigError, match=named):
         LoopPlan(**change)
 
 
 def test_demo_and_loop_plans_share_the_experiments():
-    """`loraloop demo` is the default plan: one seed on the train/test splits, the demo's experiments."""
-    plan = LoopPlan()
+    """`loraloop demo` is one seed on the train variants of three task families and their held-out test
+    variants, with the default plan's experiments; the families' splits are disjoint and each has tasks."""
+    plan = demo_plan()
     assert (plan.teacher, plan.base, plan.tuned, plan.adapter) == ("teacher", "smollm_zero", "smollm_bc", "smollm_bc")
-    assert plan.seeds == (42,) and (plan.train_subset, plan.test_subset) == ("train", "test")
+    assert plan.seeds == (42,) and plan.whole_episodes and plan.eval_max_steps == 4 and plan.max_tokens == 80
+    registry = load_registry(plan.registry)
+    train, test = registry.select(plan.train_subset), registry.select(plan.test_subset)
+    assert {t.split for t in train} == {"train"} and {t.split for t in test} == {"test"}
+    families = {name for name in DEMO_FAMILIES if all(registry.select(f"{split}+family:{name}")
+                                                      for split in ("train", "test"))}
+    assert len(families) == len(DEMO_FAMILIES) >= 3
+    assert {t.description for t in train}.isdisjoint({t.description for t in test})
 
 
 def test_loop_with_no_seed_is_one_clear_line(tmp_path):

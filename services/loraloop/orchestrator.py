@@ -1,13 +1,14 @@
 """The loop's orchestrator: one turn on this machine, each stage timed: teacher rollouts → BC export → LoRA →
 publish to vLLM → eval base vs adapter. A `LoopPlan` holds what a run does (tasks, experiments, training,
-seeds); `run` carries it out. `loraloop demo` plans one turn on the train/test splits; `loraloop loop`
+seeds); `run` carries it out. `loraloop demo` runs `demo_plan()`: one turn on three task families, trained on
+their train variants and judged on their held-out test variants, sized for a 2-core CPU; `loraloop loop`
 plans one turn per training seed on a task family and reports mean and spread."""
 from __future__ import annotations
 
 import json
 import time
 from contextlib import ExitStack, contextmanager
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 from rich.console import Console
@@ -47,10 +48,15 @@ class LoopPlan:
     adapter: str = "smollm_bc"  # name the adapter is published (and served) under
     epochs: float = 2.0
     lr: float = 2e-4
+    batch_size: int = 4
+    whole_episodes: bool = False  # BC on one sequence per episode (train/episode_rows.py), not one per turn
     seeds: tuple[int, ...] = (SEED,)  # one turn per training seed (also the task sampling seed)
     task_seed: int = TASK_SEED
     eval_rollouts: int = 1
     eval_temperature: float | None = None  # None: the experiment's own
+    eval_max_steps: int | None = None  # None: the experiment's own
+    max_tokens: int | None = None  # longest model reply in the eval; None: LORALOOP_MAX_TOKENS
+    request_timeout_s: float | None = None  # the eval's client timeout per request; None: LORALOOP_REQUEST_TIMEOUT_S
 
     def __post_init__(self) -> None:
         """Reject a plan that cannot run, naming the value."""
@@ -60,6 +66,25 @@ class LoopPlan:
             raise ConfigError(f"loop plan: epochs and lr must be positive, got epochs={self.epochs}, lr={self.lr}")
         if self.eval_rollouts < 1:
             raise ConfigError(f"loop plan: eval_rollouts must be at least 1, got {self.eval_rollouts}")
+        for name in ("batch_size", "eval_max_steps", "max_tokens", "request_timeout_s"):
+            value = getattr(self, name)
+            if value is not None and value <= 0:
+                raise ConfigError(f"loop plan: {name} must be positive, got {value}")
+
+
+DEMO_FAMILIES = ("count-ext", "grep-count", "config-value")
+
+
+def demo_plan(epochs: float = 3.0) -> LoopPlan:
+    """`loraloop demo`: BC on the train variants of three parameterised task families (DEMO_FAMILIES, 20
+    teacher episodes), eval of base and adapter on their 10 held-out test variants, sized to end within 15
+    minutes on a 2-core CPU: whole-episode BC sequences (half the tokens of one row per turn), 4 rounds and
+    80-token replies in the eval (the adapter answers in 2 rounds of under 60 tokens; the base model,
+    which never solves these, is not left to use 8 rounds of 192 tokens), and a client timeout that a full
+    batch of such replies on a busy 2-core CPU stays far below."""
+    families = ",".join(f"family:{name}" for name in DEMO_FAMILIES)
+    return LoopPlan(train_subset=f"train+{families}", test_subset=f"test+{families}", epochs=epochs, lr=5e-4,
+                    batch_size=2, whole_episodes=True, eval_max_steps=4, max_tokens=80, request_timeout_s=300.0)
 
 
 @contextmanager
@@ -94,11 +119,18 @@ def run_turn(settings: Settings, out: Path, plan: LoopPlan, seed: int, server: E
     registry = load_registry(plan.registry)
     store = open_store(settings=settings)
 
+    limits = {"max_tokens": plan.max_tokens, "request_timeout_s": plan.request_timeout_s}
+    eval_settings = settings.model_copy(update={k: v for k, v in limits.items() if v is not None})
+
     def rollout(name: str, subset: str, attempts: int, temperature: float | None, model: str | None) -> None:
-        specs = plan_rollout(registry, plan.registry, get_experiment(settings.experiments_path, name), run_id=run,
-                             subset=subset, sample_size=None, rollouts_per_task=attempts, seed=seed,
-                             task_seed=plan.task_seed, temperature=temperature, model=model)
-        execute(specs, settings)
+        experiment = get_experiment(settings.experiments_path, name)
+        evaluating = name != plan.teacher
+        if evaluating and plan.eval_max_steps is not None:
+            experiment = replace(experiment, max_steps=plan.eval_max_steps)
+        specs = plan_rollout(registry, plan.registry, experiment, run_id=run, subset=subset, sample_size=None,
+                             rollouts_per_task=attempts, seed=seed, task_seed=plan.task_seed,
+                             temperature=temperature, model=model)
+        execute(specs, eval_settings if evaluating else settings)
 
     with stage("prepare model"):
         prepare(plan.model, Path(settings.model_dir))
@@ -111,7 +143,8 @@ def run_turn(settings: Settings, out: Path, plan: LoopPlan, seed: int, server: E
                           char_budget=settings.prompt_char_budget)
     with stage("train BC LoRA"):
         metrics = train_bc(BCConfig(base_model=str(settings.model_dir), dataset_path=str(out / "datasets/bc.jsonl"),
-                                    output_dir=str(out / "bc_lora"), epochs=plan.epochs, lr=plan.lr, seed=seed))
+                                    output_dir=str(out / "bc_lora"), epochs=plan.epochs, lr=plan.lr, seed=seed,
+                                    batch_size=plan.batch_size, whole_episodes=plan.whole_episodes))
     with stage("publish adapter to vLLM"):
         published = publish(settings, out / "bc_lora", plan.adapter)
     with stage("eval base vs adapter"):

@@ -10,12 +10,13 @@ from loraloop.errors import LoraloopError
 from loraloop.settings import get_settings
 
 
-def demo(train_epochs: float = typer.Option(2.0, "--epochs"),
+def demo(train_epochs: float = typer.Option(3.0, "--epochs"),
          out: Path = typer.Option(Path("volumes/reports/demo"), "--out")) -> None:
-    """The whole loop on this machine: teacher rollouts, BC export, LoRA training, publish, eval."""
-    from loraloop.orchestrator import LoopPlan, run
+    """The whole loop on this machine: teacher rollouts, BC export, LoRA training, publish, eval of base and
+    adapter on held-out variants of the three task families trained on."""
+    from loraloop.orchestrator import demo_plan, run
 
-    run(get_settings(), out, LoopPlan(epochs=train_epochs))
+    run(get_settings(), out, demo_plan(train_epochs))
 
 
 def loop(

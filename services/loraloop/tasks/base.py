@@ -107,10 +107,11 @@ class Registry:
 
         A subset is one term or several joined by `+` (a task must match every one). A term matches
         a task's split, category (file stem) or label, or is a prefix of its split up to a dash:
-        `std` selects splits std-001 … std-007 (AgentBench's os-std), `std-001` only that one.
+        `std` selects splits std-001 … std-007 (AgentBench's os-std), `std-001` only that one. A term
+        may list alternatives joined by `,` (a task must match one): `train+family:a,family:b`.
         """
         tasks = self.tasks
-        if subset:  # "train+family:count-ext": every term must match
+        if subset:  # "train+family:count-ext,family:grep-count": every term must match, one of its alternatives
             terms = [term for term in subset.split("+") if term]
             tasks = [t for t in tasks if all(_matches(t, term) for term in terms)]
             if not tasks:
@@ -126,8 +127,10 @@ class Registry:
 
 
 def _matches(task: Task, term: str) -> bool:
-    """One --subset term: the task's split or a dash-ended prefix of it, its category, or a label."""
-    return term in (task.split, task.category) or task.split.startswith(f"{term}-") or term in task.labels
+    """One --subset term, each of its `,`-separated alternatives the task's split or a dash-ended prefix
+    of it, its category, or a label: true when the task matches one of them."""
+    return any(name in (task.split, task.category) or task.split.startswith(f"{name}-") or name in task.labels
+               for name in term.split(",") if name)
 
 
 def read_task_file(path: Path) -> list:

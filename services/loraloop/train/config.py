@@ -32,6 +32,8 @@ class LoraTrainConfig:
 class BCConfig(LoraTrainConfig):
     """Behavioural cloning (TRL SFTTrainer) on prompt/completion rows."""
 
+    whole_episodes: bool = False  # one sequence per episode, every turn in the loss (train/episode_rows.py)
+
 
 @dataclass
 class DPOConfig(LoraTrainConfig):
