@@ -184,12 +184,12 @@ def stack_syncs_a_published_adapter(tmp_path) -> float:
         start = time.monotonic()
         assert publish(settings, smollm_adapter(tmp_path / "lora", random_b=True, seed=5), name,
                        load=False)["version"] == "v1"
-        assert served_root(vllm, name) == f"/adapters/{name}/v1"
+        assert served_root(vllm, f"{name}-v1") == f"/adapters/{name}/v1"  # served as <name>-v<k>
         took = time.monotonic() - start
-        dropped = httpx.post(f"{vllm.removesuffix('/v1')}/v1/unload_lora_adapter", json={"lora_name": name},
+        dropped = httpx.post(f"{vllm.removesuffix('/v1')}/v1/unload_lora_adapter", json={"lora_name": f"{name}-v1"},
                              timeout=30)
         assert dropped.status_code == 200, dropped.text
-        assert served_root(vllm, name) == f"/adapters/{name}/v1"
+        assert served_root(vllm, f"{name}-v1") == f"/adapters/{name}/v1"
         return took
     finally:
         shutil.rmtree(f"volumes/adapters/{name}", ignore_errors=True)

@@ -36,11 +36,11 @@ def test_whole_loop(tmp_path, vllm_url):
     cli("eval", "--experiment", "smollm_zero", "--experiment", "smollm_bc", "--subset", "test",
                  "--sample_size", "2", "--out", str(tmp_path / "report"))
     table = (tmp_path / "report" / "report.md").read_text()
-    assert "| `smollm_zero` | SmolLM2-135M-Instruct | 2 |" in table and "| `smollm_bc` | smollm_bc | 2 |" in table
+    assert "| `smollm_zero` | SmolLM2-135M-Instruct | 2 |" in table and "| `smollm_bc` | smollm_bc-v1 | 2 |" in table
     assert (tmp_path / "report" / "success.png").stat().st_size > 1000
     bc_steps = [json.loads(l) for f in (tmp_path / "store" / "trajectories" / "smollm_bc").rglob("*.jsonl")
                 for l in f.read_text().splitlines()]
-    assert {r["model"] for r in bc_steps if r["type"] == "step"} == {"smollm_bc"}
+    assert {r["model"] for r in bc_steps if r["type"] == "step"} == {"smollm_bc-v1"}  # the bare name, pinned
 
 
 def tiny_registry(root: Path) -> Path:

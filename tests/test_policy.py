@@ -51,6 +51,8 @@ def test_5xx_is_retried_then_reported(failures, retries, ok):
         if ok:
             reply = policy.act([{"role": "user", "content": "hi"}])
             assert reply.text == "Act: finish" and reply.model == "served-name" and len(calls) == failures + 1
+            # a server that returns no token ids or logprobs (not vLLM): those stay empty
+            assert reply.prompt_token_ids is reply.completion_token_ids is reply.logprobs is None
         else:
             with pytest.raises(ServiceUnavailable, match=rf"{url} kept failing: HTTP 503"):
                 policy.act([{"role": "user", "content": "hi"}])

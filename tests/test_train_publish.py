@@ -103,10 +103,10 @@ def test_publish_loads_into_vllm_and_verifies(vllm_url, settings_for, tmp_path):
     settings = settings_for(vllm_url=vllm_url)
     adapter = smollm_adapter(tmp_path / "good", random_b=True)
     meta = publish(settings, adapter, "good")
-    assert meta["version"] == "v1" and meta["verification"]["differing"] >= 1
+    assert meta["version"] == "v1" and meta["served_name"] == "good-v1" and meta["verification"]["differing"] >= 1
     assert meta["verification"]["parent"] == settings.base_model_name
-    again = publish(settings, adapter, "good")  # same name: replaced in vLLM, next version in the store
-    assert again["version"] == "v2"
+    again = publish(settings, adapter, "good")  # same name: the next version, served under its own name
+    assert again["version"] == "v2" and again["served_name"] == "good-v2"
     stored = sorted(p.name for p in (tmp_path / "store" / "adapters" / "good" / "v2").iterdir())
     assert stored == ["adapter_config.json", "adapter_model.safetensors", "metadata.json"]
 
@@ -153,11 +153,11 @@ def test_rollback_serves_the_earlier_version_and_proves_it(vllm_url, settings_fo
     shown = json.loads(subprocess.run(cli + ["show", "roll", "--version", "v2"], env=env, capture_output=True,
                                       text=True, timeout=120).stdout)
     assert shown["version"] == "v2" and shown["weights_sha256"] == second["weights_sha256"]
-    # vLLM serving v2 under the name while v1's record is expected: caught
-    load_adapter(settings, "roll", str(settings.adapters_dir / "roll" / "v2"))
+    # vLLM serving v2's weights under v1's name while v1's record is expected: caught
+    load_adapter(settings, "roll-v1", str(settings.adapters_dir / "roll" / "v2"))
     recorded = first["verification"]
     with pytest.raises(PublishVerificationError, match="another version is in effect"):
-        verify_served(settings, "roll", recorded["prompt_set"], recorded["outputs"])
+        verify_served(settings, "roll-v1", recorded["prompt_set"], recorded["outputs"])
     assert serve_version(settings, "roll", "v2")["verification"]["matches_recorded"]
 
 
@@ -181,7 +181,7 @@ def test_publish_makes_every_vllm_serve_the_adapter(vllm_url, second_vllm_url, s
     meta = publish(settings, smollm_adapter(tmp_path / "both", random_b=True, seed=3), "both")
     assert meta["verification"]["servers"] == [vllm_url, second_vllm_url]
     for url in (vllm_url, second_vllm_url):
-        assert "both" in {m["id"] for m in served_models(url)}
+        assert "both-v1" in {m["id"] for m in served_models(url)}
 
 
 def test_sync_gives_a_restarted_vllm_its_adapters_back(vllm_url, settings_for, tmp_path):
@@ -209,7 +209,7 @@ def test_sync_gives_a_restarted_vllm_its_adapters_back(vllm_url, settings_for, t
     publish(settings, smollm_adapter(tmp_path / "b", random_b=True, seed=4), "synced")
     serve_version(settings, "synced", "v1")  # a rollback: v1 is wanted though v2 is newer
     root = vllm_url.removesuffix("/v1")
-    assert _post(root, "/v1/unload_lora_adapter", {"lora_name": "synced"}, settings).status_code == 200
+    assert _post(root, "/v1/unload_lora_adapter", {"lora_name": "synced-v1"}, settings).status_code == 200
     assert served_version(settings, "synced") is None
     assert sync(settings) == [f"synced v1 -> {vllm_url}"] and served_version(settings, "synced") == "v1"
 

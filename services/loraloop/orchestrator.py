@@ -155,7 +155,7 @@ def run_turn(settings: Settings, out: Path, plan: LoopPlan, seed: int, server: E
     summary = {"run_id": run, "plan": asdict(plan), "seed": seed, "stages_s": stages,
                "total_s": round(sum(stages.values()), 1),
                "dataset": {k: manifest[k] for k in ("episodes", "rows")}, "training": metrics,
-               "adapter": {k: published[k] for k in ("name", "version", "store_key")},
+               "adapter": {k: published[k] for k in ("name", "version", "store_key", "served_name")},
                "results": {r.experiment: {"success_rate": r.success_rate, "solved": r.solved,
                                           "episodes": r.episodes, "median_steps": r.median_steps} for r in rows}}
     (out / "summary.json").write_text(json.dumps(summary, indent=2))
