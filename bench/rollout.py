@@ -30,7 +30,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from loraloop.agents.policy import ScriptedTeacher
+from loraloop.envs.shell.teacher import ScriptedTeacher
 from loraloop.agents.prompts import build_messages
 from loraloop.envs.shell.env import ShellEnv
 from loraloop.errors import LoraloopError

@@ -31,7 +31,7 @@ from pathlib import Path
 
 import httpx
 
-from loraloop.agents.policy import ScriptedTeacher
+from loraloop.envs.shell.teacher import ScriptedTeacher
 from loraloop.agents.prompts import build_messages
 from loraloop.envs.shell.protocol import EMPTY_OUTPUT, INSTRUCTIONS, ONE_SHOT, task_prompt
 from loraloop.hardware import cpu_flags, cpu_has_bf16

@@ -3,7 +3,7 @@ import subprocess
 
 import pytest
 
-from loraloop.agents.policy import ScriptedTeacher
+from loraloop.envs.shell.teacher import ScriptedTeacher
 from loraloop.envs.shell.env import ShellEnv
 from loraloop.tasks.registry import load_registry
 from loraloop.tasks.shell.format import parse_shell_task

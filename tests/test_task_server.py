@@ -154,7 +154,7 @@ def test_areal_workflow_runs_a_whole_dataset_over_two_replicas(replicas):
     """Every test task, four at a time, each call round-robined over two replicas; a replica restarts midway."""
     import asyncio
 
-    from loraloop.agents.policy import ScriptedTeacher
+    from loraloop.envs.shell.teacher import ScriptedTeacher
     from loraloop.tasks.registry import load_registry
     from tests.areal_client import TaskServerClient
 

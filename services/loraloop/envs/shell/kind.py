@@ -39,7 +39,7 @@ def release(handle: dict) -> None:
 
 def teacher(task: ShellTask, _env):
     """The scripted expert that replays the task's example solution."""
-    from loraloop.agents.policy import ScriptedTeacher
+    from loraloop.envs.shell.teacher import ScriptedTeacher
 
     return ScriptedTeacher(task)
 
