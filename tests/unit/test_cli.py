@@ -5,17 +5,7 @@ import re
 import subprocess
 import sys
 
-import httpx
-import pytest
-
-from tests.conftest import ROOT, free_port, wait_port
-
-LORALOOP = [sys.executable, "-m", "loraloop.cli"]
-
-
-def run_cli(args, cwd=ROOT, env=None, timeout=600):
-    return subprocess.run(LORALOOP + args, cwd=cwd, env={**os.environ, **(env or {})}, capture_output=True,
-                          text=True, timeout=timeout)
+from tests.helpers import ROOT, run_cli
 
 
 def test_serve_group_lists_every_server_and_hides_the_old_names():
@@ -34,22 +24,6 @@ def test_old_rollout_api_name_says_so_and_does_the_same():
     note, rest = old.stderr.split("\n", 1)
     assert "'rollout-api' is deprecated" in note and "loraloop serve rollout-api" in note
     assert rest == new.stderr
-
-
-@pytest.mark.usefixtures("docker_ready")
-def test_old_serve_api_name_still_serves_the_task_server():
-    port = free_port()
-    proc = subprocess.Popen(LORALOOP + ["serve-api", "--task", "os-alias", "--port", str(port)], cwd=ROOT,
-                            stderr=subprocess.PIPE, text=True)
-    try:
-        wait_port(port, 60)
-        health = httpx.get(f"http://127.0.0.1:{port}/api/health", timeout=30).json()
-        assert health["status"] == "healthy" and health["task_name"] == "os-alias"
-    finally:
-        proc.terminate()
-        proc.wait(timeout=30)
-    note = proc.stderr.readline()
-    assert "'serve-api' is deprecated" in note and "loraloop serve task-server" in note
 
 
 def test_defaults_have_one_source():
@@ -72,20 +46,6 @@ def test_defaults_have_one_source():
     given = subprocess.run(["make", "-n", "rollout", "SEED=7", "TASK_REGISTRY=configs/tasks/web"], cwd=ROOT,
                            capture_output=True, text=True, check=True).stdout
     assert "--seed 7" in given and "--task_registry configs/tasks/web" in given
-
-
-@pytest.mark.usefixtures("docker_ready")
-def test_rollout_works_from_another_folder(tmp_path):
-    """`--config` and `--task_registry` default to paths relative to the checkout: typed elsewhere, they are found."""
-    elsewhere = tmp_path / "elsewhere"
-    elsewhere.mkdir()
-    env = {"LORALOOP_STORE_URL": f"file://{tmp_path / 'store'}"}
-    proc = run_cli(["rollout", "--experiment", "teacher", "--task_registry", "configs/tasks/os", "--subset", "test",
-                    "--sample_size", "1", "--run_id", "away"], cwd=elsewhere, env=env)
-    assert proc.returncode == 0, proc.stderr
-    assert "1/1 solved" in " ".join(proc.stderr.split())
-    assert len(list((tmp_path / "store" / "trajectories" / "teacher" / "away").glob("*.jsonl"))) == 1
-    assert list(elsewhere.iterdir()) == []  # nothing landed in the folder the command was typed in
 
 
 def test_a_path_found_nowhere_names_both_places(tmp_path):

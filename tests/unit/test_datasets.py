@@ -1,4 +1,4 @@
-"""Dataset export rules: BC ranking, DPO pairs, GRPO action returns, malformed episodes, S3 sources."""
+"""Dataset export rules: BC ranking, DPO pairs, GRPO action returns, malformed episodes."""
 import json
 
 import pytest
@@ -7,26 +7,10 @@ from loraloop.datasets.export import export
 from loraloop.datasets.grpo import action_reward
 from loraloop.datasets.states import canonical_action
 from loraloop.errors import ConfigError
-from loraloop.settings import Settings
-from loraloop.store import open_store
 from loraloop.store.backends import FileStore
-from loraloop.store.records import EpisodeEnd, EpisodeStart, Step
-from loraloop.store.trajectories import EpisodeRecorder
+from tests.helpers import LS, store_episode as episode
 
-LS = "Think: look.\nAct: bash\n```bash\nls /root\n```"
 CAT = "Think: read.\nAct: bash\n```bash\ncat /root/a\n```"
-
-
-def episode(store, task, attempt, reward, steps, run="r"):
-    """Store an episode: steps are (observation, reply, error) triples."""
-    rec = EpisodeRecorder(store, "teacher", run, task, attempt)
-    rec.add(EpisodeStart(task_id=task, mode="teacher", run_id=run, category="files", system_prompt="sys",
-              examples=[], first_observation=f"Task: {task}"))
-    for i, (obs, out, err) in enumerate(steps):
-        rec.add(Step(step_idx=i, observation=obs, raw_output=out, last_action_error=err, action_source="worker"))
-    rec.add(EpisodeEnd(success=reward > 0, reward=reward, total_steps=len(steps),
-                       error_count=sum(bool(s[2]) for s in steps)))
-    rec.flush()
 
 
 def read(path):
@@ -101,9 +85,17 @@ def test_bad_options_name_the_value(store, tmp_path):
         export(store, "trajectories", tmp_path / "ds", ["bc"], top_percent=0)
 
 
-def test_export_reads_an_s3_store(s3_endpoint, tmp_path):
-    settings = Settings(s3_endpoint_url=s3_endpoint, s3_access_key="any", s3_secret_key="any")
-    s3 = open_store("s3://loraloop-export/p", settings)
-    episode(s3, "t9", 0, 1.0, [("Task: t9", LS, None), ("The output of the OS:\n\na", "Act: answer(a)", None)])
-    manifest = export(s3, "trajectories", tmp_path / "ds", ["bc", "grpo"])
-    assert manifest["rows"] == {"bc": 2, "grpo": 2} and manifest["source"].startswith("s3://loraloop-export/p/")
+def test_bc_export_keeps_error_free_steps_of_successful_episodes(tmp_path):
+    store = FileStore(tmp_path / "store")
+    episode(store, "a", 0, 1.0, [("Task: a", "bad", "format"), ("fmt err", "Act: bash\n```bash\nls\n```", None),
+                                    ("The output of the OS:\n\n3", "Act: answer(3)", None)])
+    episode(store, "b", 0, 0.0, [("Task: b", "Act: answer(9)", None)])
+    manifest = export(store, "trajectories", tmp_path / "ds", ["bc"])
+    rows = [json.loads(l) for l in (tmp_path / "ds" / "bc.jsonl").read_text().splitlines()]
+    assert manifest["rows"] == {"bc": 2} and manifest["episodes"] == 2 and manifest["successful_episodes"] == 1
+    assert [r["step_idx"] for r in rows] == [1, 2]
+    last = rows[1]
+    assert last["completion"] == [{"role": "assistant", "content": "Act: answer(3)"}]
+    assert [m["content"] for m in last["prompt"]] == ["sys", "Task: a", "bad", "fmt err",
+                                                      "Act: bash\n```bash\nls\n```", "The output of the OS:\n\n3"]
+    assert json.loads((tmp_path / "ds" / "manifest.json").read_text())["files"]["bc.jsonl"]

@@ -1,4 +1,4 @@
-"""Trajectory store: whole-object writes, layout, malformed records; file:// and a real S3 server."""
+"""Trajectory store on file://: whole-object writes, layout, malformed records, adapter versions."""
 import json
 
 import pytest
@@ -6,18 +6,9 @@ import pytest
 from loraloop.errors import ConfigError, ServiceUnavailable
 from loraloop.settings import Settings
 from loraloop.store import FileStore, open_store
-from loraloop.store.records import EpisodeEnd, EpisodeStart, Step
+from loraloop.store.records import EpisodeEnd, EpisodeStart
 from loraloop.store.trajectories import EpisodeRecorder, MalformedTrajectory, episode_key, iter_episodes, parse_episode
-
-
-def record_episode(store, task="t-00001", attempt=0, success=True):
-    rec = EpisodeRecorder(store, "mode", "run1", task, attempt)
-    rec.add(EpisodeStart(task_id=task, seed=5, worker_temperature=0.7))
-    rec.add(Step(step_idx=0, observation="o", raw_output="Act: finish"))
-    assert not store.exists(rec.key)  # nothing visible before the episode ends
-    rec.add(EpisodeEnd(success=success, total_steps=1))
-    rec.flush()
-    return rec.key
+from tests.helpers import record_episode
 
 
 def test_layout_matches_the_seed():
@@ -82,19 +73,6 @@ def test_malformed_episode_is_named_and_skipped(tmp_path):
         list(iter_episodes(store, "trajectories"))
 
 
-def test_s3_store_on_a_real_server(s3_endpoint):
-    settings = Settings(s3_endpoint_url=s3_endpoint, s3_access_key="any", s3_secret_key="any")
-    store = open_store("s3://loraloop-test/prefix", settings)
-    key = record_episode(store, task="t-00002", attempt=1, success=False)
-    assert store.exists(key)
-    assert list(store.list("trajectories/mode/")) == [key]
-    [episode] = iter_episodes(store, "trajectories")
-    assert not episode.success and episode.end.total_steps == 1
-    before = store.get_bytes(key)
-    assert store.put_new(key, b"a duplicate delivery") is False  # If-None-Match: the first copy stays
-    assert store.get_bytes(key) == before and store.put_new(key + ".new", b"x") is True
-
-
 def test_unreachable_s3_names_the_url():
     settings = Settings(s3_endpoint_url="http://127.0.0.1:9", s3_access_key="a", s3_secret_key="b")
     with pytest.raises(ServiceUnavailable, match=r"127.0.0.1:9"):
@@ -120,3 +98,10 @@ def test_adapter_versions_count_up_and_a_rollback_finds_the_one_before(tmp_path)
         adapters.read_metadata(store, "a", "v9")
     with pytest.raises(ConfigError, match="no adapter named 'b'"):
         adapters.read_metadata(store, "b")
+
+
+def test_put_new_never_overwrites(tmp_path):
+    store = FileStore(tmp_path)
+    assert store.put_new("t/a.jsonl", b"first") is True
+    assert store.put_new("t/a.jsonl", b"second") is False
+    assert store.get_bytes("t/a.jsonl") == b"first" and list(store.list("t")) == ["t/a.jsonl"]

@@ -6,7 +6,7 @@ import time
 import pytest
 
 from loraloop.envs.shell.env import ShellEnv
-from tests.test_shell_env import BASH, simple_task
+from tests.helpers import BASH, simple_task
 
 pytestmark = pytest.mark.usefixtures("docker_ready")
 

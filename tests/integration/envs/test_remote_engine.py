@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from tests.conftest import free_port, wait_port
+from tests.helpers import free_port, wait_port
 
 pytestmark = pytest.mark.usefixtures("docker_ready")
 IMAGE = "debian:bookworm-slim"  # the locally made base: small to copy, and bash + coreutils are enough

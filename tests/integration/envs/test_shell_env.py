@@ -3,23 +3,12 @@ import subprocess
 
 import pytest
 
-from loraloop.envs.shell.teacher import ScriptedTeacher
 from loraloop.envs.shell.env import ShellEnv
 from loraloop.tasks.registry import load_registry
-from loraloop.tasks.shell.format import parse_shell_task
+from tests.helpers import BASH, play, simple_task
 
 pytestmark = pytest.mark.usefixtures("docker_ready")
-BASH = "Think: run.\nAct: bash\n```bash\n{}\n```"
 TASKS = load_registry("configs/tasks/os").tasks
-
-
-def simple_task(**extra):
-    raw = {"description": "How many files in /root/d?", "create": {"init": "mkdir -p /root/d && touch /root/d/a"},
-           "evaluation": {"check": [None, {"language": "python", "file": "check/integer-match.py"}],
-                          "example": {"code": "ls /root/d | wc -l"}}, **extra}
-    from pathlib import Path
-    return parse_shell_task(raw, file="t.json", number=0, index="t-00000",
-                            scripts_dir=Path("configs/tasks/os/scripts"))
 
 
 def test_state_persists_and_timeouts_keep_the_shell(settings_for):
@@ -119,22 +108,6 @@ def test_start_su_takes_over_the_shell(settings_for):
         assert back.info["exit_code"] == 3 and "error" not in back.info
         assert env.step(BASH.format("whoami")).observation == "The output of the OS:\n\nroot\n"
         assert env.step("Act: answer(1)").info["success"]
-
-
-def play(task, settings, wrong=False):
-    """Run the scripted teacher; with wrong=True answer something else (or finish without acting)."""
-    teacher = ScriptedTeacher(task)
-    with ShellEnv(task, settings) as env:
-        observation, _ = env.reset()
-        if wrong:
-            result = env.step("Act: answer(definitely-wrong-42)" if task.uses_answer else "Act: finish")
-            return result
-        messages = [{"role": "user", "content": observation}]
-        while True:
-            result = env.step(teacher.act(messages).text)
-            if result.done:
-                return result
-            messages.append({"role": "user", "content": result.observation})
 
 
 @pytest.mark.parametrize("task", TASKS, ids=[t.index for t in TASKS])

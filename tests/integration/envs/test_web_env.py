@@ -15,14 +15,13 @@ import uvicorn
 from fastapi import FastAPI, Form
 from fastapi.responses import HTMLResponse, RedirectResponse
 
-from tests.conftest import free_port, wait_port
-from loraloop.envs.web.actions import ActionError, parse_action
 from loraloop.envs.web.browser import BrowserHost, close_browsers
 from loraloop.envs.web.env import WebEnv
 from loraloop.errors import EnvironmentFailure
 from loraloop.tasks.web.format import parse_web_task
+from tests.helpers import free_port, wait_port
 
-pytestmark = pytest.mark.skipif(not os.path.exists("/usr/bin/chromium"), reason="needs Debian's chromium")
+pytestmark = pytest.mark.usefixtures("chromium")
 
 PAGE = """<html><head><title>Fixture</title></head><body><h1>Fixture site</h1>
 <form method="post" action="/s/save"><label for="n">Your name</label><input id="n" name="name">
@@ -100,22 +99,6 @@ def env(site, settings_for):
     env = WebEnv(make_task(site), settings_for(web_load_timeout_ms=2500, web_action_timeout_ms=1500), max_rounds=20)
     yield env
     env.close()
-
-
-def test_parse_action_forms_and_errors():
-    assert parse_action("Think: type it.\nAction: fill('12', 'a) b')").args == {"bid": "12", "value": "a) b"}
-    assert parse_action("```python\nclick(\"7\", button='right')\n```").args["button"] == "right"
-    assert parse_action("I will now send_msg_to_user('done') thanks").name == "send_msg_to_user"
-    assert parse_action("noop()").args == {"wait_ms": 1000}
-    assert parse_action("click(12)").args["bid"] == "12"
-    assert parse_action("select_option('3', ['a', 'b'])").text() == "select_option('3', ['a', 'b'])"
-    for text, message in [("Action: frobnicate(1)", "unknown action 'frobnicate'"),
-                          ("click()", "needs argument 'bid'"),
-                          ("click('1', colour='red')", "no parameter 'colour'"),
-                          ("fill('1', open('/etc/passwd').read())", "must be literals"),
-                          ("", "empty output"), ("I am thinking.", "no action found")]:
-        with pytest.raises(ActionError, match=message.replace("(", r"\(")):
-            parse_action(text)
 
 
 def test_observation_has_bids_tree_url_and_goal(env, site):

@@ -1,102 +1,12 @@
-"""BC export → TRL training → publish into a real vLLM, including a publish that must fail."""
+"""Publishing real SmolLM2 LoRAs into a real vLLM: verified loads, a publish that must fail, rollback, every
+server of a set, and `adapters sync` after vLLM lost its adapters."""
 import json
-from pathlib import Path
 
 import pytest
 
-from loraloop.datasets.export import export
 from loraloop.errors import ConfigError, ServiceUnavailable
 from loraloop.serve.publish import PublishVerificationError, publish
-from loraloop.store import FileStore
-from loraloop.store.records import EpisodeEnd, EpisodeStart, Step
-from loraloop.store.trajectories import EpisodeRecorder
-from loraloop.train.bc import train_bc
-from loraloop.train.config import BCConfig
-
-MODEL = Path("volumes/models/SmolLM2-135M-Instruct")
-
-
-def make_episode(store, task, success, steps):
-    rec = EpisodeRecorder(store, "m", "r", task, 0)
-    rec.add(EpisodeStart(task_id=task, mode="m", run_id="r", category="files", system_prompt="sys", examples=[],
-              first_observation="Task: count"))
-    for i, (obs, out, err) in enumerate(steps):
-        rec.add(Step(step_idx=i, observation=obs, raw_output=out, last_action_error=err, action_source="teacher"))
-    rec.add(EpisodeEnd(success=success, total_steps=len(steps)))
-    rec.flush()
-
-
-def test_bc_export_keeps_error_free_steps_of_successful_episodes(tmp_path):
-    store = FileStore(tmp_path / "store")
-    make_episode(store, "a", True, [("Task: count", "bad", "format"), ("fmt err", "Act: bash\n```bash\nls\n```", None),
-                                    ("The output of the OS:\n\n3", "Act: answer(3)", None)])
-    make_episode(store, "b", False, [("Task: count", "Act: answer(9)", None)])
-    manifest = export(store, "trajectories", tmp_path / "ds", ["bc"])
-    rows = [json.loads(l) for l in (tmp_path / "ds" / "bc.jsonl").read_text().splitlines()]
-    assert manifest["rows"] == {"bc": 2} and manifest["episodes"] == 2 and manifest["successful_episodes"] == 1
-    assert [r["step_idx"] for r in rows] == [1, 2]
-    last = rows[1]
-    assert last["completion"] == [{"role": "assistant", "content": "Act: answer(3)"}]
-    assert [m["content"] for m in last["prompt"]] == ["sys", "Task: count", "bad", "fmt err",
-                                                      "Act: bash\n```bash\nls\n```", "The output of the OS:\n\n3"]
-    assert json.loads((tmp_path / "ds" / "manifest.json").read_text())["files"]["bc.jsonl"]
-
-
-def tiny_model(path: Path) -> Path:
-    """A 2-layer random Llama with SmolLM2's tokenizer: training mechanics in seconds."""
-    from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM
-
-    tokenizer = AutoTokenizer.from_pretrained(MODEL)
-    config = LlamaConfig(vocab_size=len(tokenizer), hidden_size=64, intermediate_size=128, num_hidden_layers=2,
-                         num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=2048)
-    LlamaForCausalLM(config).save_pretrained(path)
-    tokenizer.save_pretrained(path)
-    return path
-
-
-def test_train_bc_writes_a_peft_adapter_and_curve(tmp_path):
-    rows = [{"prompt": [{"role": "user", "content": f"Task: count files in /d{i}"}],
-             "completion": [{"role": "assistant", "content": f"Act: answer({i})"}]} for i in range(8)]
-    data = tmp_path / "bc.jsonl"
-    data.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    base = tiny_model(tmp_path / "tiny")
-    metrics = train_bc(BCConfig(base_model=str(base), dataset_path=str(data), output_dir=str(tmp_path / "out"),
-                                epochs=3, batch_size=4, lr=5e-3, lora_r=8))
-    out = tmp_path / "out"
-    assert (out / "adapter_model.safetensors").is_file() and (out / "loss.png").stat().st_size > 1000
-    assert json.loads((out / "adapter_config.json").read_text())["r"] == 8
-    assert metrics["steps"] == 6 and metrics["final_loss"] < metrics["first_loss"]
-    assert metrics["dataset_digest"] and metrics["backend"] == "trl+peft"
-
-
-def test_empty_or_wrong_dataset_fails_before_loading_a_model(tmp_path):
-    empty = tmp_path / "empty.jsonl"
-    empty.write_text("")
-    with pytest.raises(ConfigError, match="is empty"):
-        train_bc(BCConfig(base_model="/nonexistent", dataset_path=str(empty), output_dir=str(tmp_path)))
-    wrong = tmp_path / "wrong.jsonl"
-    wrong.write_text('{"prompt": "x", "chosen": "y"}\n')
-    with pytest.raises(ConfigError, match=r"wrong.jsonl:1: missing field\(s\) completion"):
-        train_bc(BCConfig(base_model="/nonexistent", dataset_path=str(wrong), output_dir=str(tmp_path)))
-
-
-def smollm_adapter(path: Path, random_b: bool, seed: int = 0) -> Path:
-    """A real PEFT LoRA on SmolLM2: random B (changes outputs) or PEFT's default zero B (changes nothing)."""
-    import torch
-    from peft import LoraConfig, get_peft_model
-    from transformers import AutoModelForCausalLM
-
-    torch.manual_seed(seed)
-    model = AutoModelForCausalLM.from_pretrained(MODEL, dtype=torch.float32)
-    peft = get_peft_model(model, LoraConfig(r=8, lora_alpha=16, target_modules=["q_proj", "v_proj"],
-                                            init_lora_weights=not random_b, task_type="CAUSAL_LM"))
-    if random_b:
-        with torch.no_grad():
-            for name, param in peft.named_parameters():
-                if "lora_B" in name:
-                    param.normal_(0, 0.05)
-    peft.save_pretrained(path)
-    return path
+from tests.helpers import free_port, smollm_adapter
 
 
 def test_publish_loads_into_vllm_and_verifies(vllm_url, settings_for, tmp_path):
@@ -166,7 +76,6 @@ def second_vllm_url():
     """Another real vLLM CPU server: a replica that must serve a published adapter too."""
     from loraloop.serve import vllm_server
     from loraloop.settings import Settings
-    from tests.conftest import free_port
 
     port = free_port()
     url = vllm_server.start(Settings(vllm_port=port), port=port)
@@ -212,13 +121,3 @@ def test_sync_gives_a_restarted_vllm_its_adapters_back(vllm_url, settings_for, t
     assert _post(root, "/v1/unload_lora_adapter", {"lora_name": "synced"}, settings).status_code == 200
     assert served_version(settings, "synced") is None
     assert sync(settings) == [f"synced v1 -> {vllm_url}"] and served_version(settings, "synced") == "v1"
-
-
-def test_sync_rejects_a_pause_under_a_second():
-    """`--every 0` would spin against vLLM and a negative pause would crash the service: named instead."""
-    import subprocess
-    import sys
-
-    proc = subprocess.run([sys.executable, "-m", "loraloop.cli", "adapters", "sync", "--every", "0"],
-                          capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 2 and "--every" in proc.stderr and "greater than or equal to 1" in proc.stderr, proc.stderr

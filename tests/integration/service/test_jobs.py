@@ -4,7 +4,6 @@ import os
 import signal
 import socket
 import subprocess
-import sys
 import time
 
 import httpx
@@ -12,58 +11,16 @@ import pytest
 import redis
 
 from loraloop.errors import LoraloopError
-from loraloop.service.book import UnknownJob, without_credentials
+from loraloop.service.book import UnknownJob
 from loraloop.service.client import jobs_client
 from loraloop.service.models import JobRequest
 from loraloop.service.progress import follow
 from loraloop.settings import Settings
-from loraloop.store.backends import FileStore
 from loraloop.store.trajectories import parse_episode
 from loraloop.tasks.registry import load_registry
-from tests.conftest import free_port, wait_port
+from tests.helpers import LORALOOP, free_port, run_cli as cli, wait_port
 
-LORALOOP = [sys.executable, "-m", "loraloop.cli"]
 pytestmark = pytest.mark.usefixtures("docker_ready")
-
-
-def test_job_request_names_bad_values():
-    with pytest.raises(ValueError, match="rollouts_per_task"):
-        JobRequest(experiment="teacher", rollouts_per_task=0)
-    with pytest.raises(ValueError, match="run_id '../x' may hold only"):
-        JobRequest(experiment="teacher", run_id="../x")
-
-
-def test_broker_url_is_shown_without_its_password():
-    assert without_credentials("redis://:s3cret@redis:6379/0") == "redis://redis:6379/0"
-    assert without_credentials("redis://user:pw@127.0.0.1/1") == "redis://127.0.0.1/1"
-
-
-def test_openapi_declares_a_model_for_every_response():
-    """/openapi.json: every route's success has a schema (not `{}`) and its errors the one-line error body."""
-    from fastapi.testclient import TestClient
-
-    from loraloop.service.api.main import create_app
-
-    spec = TestClient(create_app(Settings(broker_url="redis://127.0.0.1:9/0"))).get("/openapi.json").json()
-    routes = {(method.upper(), path) for path, ops in spec["paths"].items() for method in ops}
-    assert routes == {("POST", "/api/jobs"), ("GET", "/api/jobs"), ("GET", "/api/jobs/{run_id}"),
-                      ("POST", "/api/jobs/{run_id}/cancel"), ("GET", "/api/health"), ("GET", "/metrics")}
-    for path, ops in spec["paths"].items():
-        for method, op in ops.items():
-            where = f"{method.upper()} {path}"
-            success = [code for code in op["responses"] if code.startswith("2")]
-            assert success == (["201"] if where == "POST /api/jobs" else ["200"]), where
-            for body in op["responses"][success[0]]["content"].values():
-                assert body["schema"] not in ({}, None), where
-            errors = [code for code in op["responses"] if code[0] in "45" and code != "422"]
-            assert errors, f"{where} documents no error response"
-            for code in errors:
-                assert op["responses"][code]["content"]["application/json"]["schema"] == {
-                    "$ref": "#/components/schemas/ErrorMessage"}, (where, code)
-    status = spec["components"]["schemas"]["JobStatus"]["properties"]
-    assert {"state", "total", "done", "solved", "failed", "skipped", "success_rate", "episodes_per_min",
-            "recent_errors", "request", "store_url"} <= set(status)
-    assert spec["paths"]["/api/jobs"]["post"]["security"] and "HTTPBearer" in spec["components"]["securitySchemes"]
 
 
 def slow_registry(folder, n=3, seconds=4):
@@ -119,17 +76,6 @@ def test_execute_plays_episodes_of_several_runs_each_as_its_job(tmp_path, settin
     assert [len(episodes(tmp_path / "store", "teacher", run)) for run in ("pair-a", "pair-b")] == [1, 1]
     with pytest.raises(LoraloopError, match="a job is one run, these episodes belong to 2: pair-a, pair-b"):
         LocalJobs(settings_for()).start(specs)
-
-
-def test_put_new_never_overwrites(tmp_path):
-    store = FileStore(tmp_path)
-    assert store.put_new("t/a.jsonl", b"first") is True
-    assert store.put_new("t/a.jsonl", b"second") is False
-    assert store.get_bytes("t/a.jsonl") == b"first" and list(store.list("t")) == ["t/a.jsonl"]
-
-
-def cli(args, env, timeout=600):
-    return subprocess.run(LORALOOP + args, env={**os.environ, **env}, capture_output=True, text=True, timeout=timeout)
 
 
 def episodes(store_dir, mode, run):
@@ -313,4 +259,3 @@ def test_every_jobs_client_answers_alike(where, service):
         jobs.status("nope")
     assert jobs.cancel(run_id).state == "cancelled"
     assert len(episodes(service.store, "teacher", run_id)) == 2
-

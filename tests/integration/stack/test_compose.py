@@ -1,7 +1,6 @@
 """The Compose stack: every file and profile validates, and the CI-sized stack runs for real."""
 import json
 import os
-import re
 import shutil
 import tomllib
 import subprocess
@@ -13,6 +12,7 @@ import pytest
 
 from loraloop.settings import Settings
 from loraloop.store import open_store
+from tests.helpers import image_tag, smollm_adapter
 
 FILES = [["compose.yaml"], ["compose.yaml", "compose.cpu.yaml"],
          ["compose.yaml", "compose.cpu.yaml", "compose.ci.yaml"], ["compose.train.yaml"]]
@@ -43,19 +43,6 @@ def config(files):
     return json.loads(proc.stdout)["services"]
 
 
-def image_tag(image: str) -> str | None:
-    """The tag of an image reference, None when it has none (a registry's :port is no tag)."""
-    last = image.split("@", 1)[0].rsplit("/", 1)[-1]
-    return last.split(":", 1)[1] if ":" in last else None
-
-
-@pytest.mark.parametrize("ref,tag", [("redis:7.4.11", "7.4.11"), ("quay.io/minio/mc:RELEASE.2025-08-13T08-35-41Z",
-                                      "RELEASE.2025-08-13T08-35-41Z"), ("redis", None),
-                                     ("localhost:5000/redis", None), ("localhost:5000/redis:latest", "latest")])
-def test_image_tag_reads_references(ref, tag):
-    assert image_tag(ref) == tag
-
-
 @pytest.mark.parametrize("files", FILES, ids=["+".join(f) for f in FILES])
 def test_every_image_and_build_base_has_a_fixed_tag(files):
     """No image floats (no tag, or `latest`), so that a new release upstream cannot change a stack; the
@@ -70,17 +57,6 @@ def test_every_image_and_build_base_has_a_fixed_tag(files):
     assert not floating, f"images without a fixed tag in {files}: {floating}"
     ours = {where: ref for where, ref in refs.items() if ref.startswith("loraloop/")}
     assert ours and all(image_tag(ref) == version for ref in ours.values()), ours
-
-
-def test_dockerfile_bases_have_fixed_tags():
-    """Each Dockerfile's default BASE (used when built without `make images`) names a fixed tag; only
-    loraloop/* bases, which `make images` builds here, may be :latest."""
-    bases = {str(path): re.findall(r"^ARG BASE=(\S+)$", path.read_text(), re.M)
-             for path in Path("images").rglob("Dockerfile")}
-    assert len(bases) >= 8 and all(bases.values()), bases
-    floating = {path: refs for path, refs in bases.items()
-                if any(image_tag(ref) in (None, "latest") and not ref.startswith("loraloop/") for ref in refs)}
-    assert not floating, floating
 
 
 @pytest.mark.parametrize("files", FILES[:3], ids=["+".join(f) for f in FILES[:3]])
@@ -174,7 +150,6 @@ def stack_syncs_a_published_adapter(tmp_path) -> float:
     """Publish a SmolLM2 LoRA to the stack's store only; adapter-sync must make the stack's vLLM serve
     it, and serve it again after vLLM dropped it (as a restart does). Returns seconds to the first."""
     from loraloop.serve.publish import publish
-    from tests.test_train_publish import smollm_adapter
 
     name, vllm = "ci-sync", f"http://127.0.0.1:{CI_PORTS['vllm']}/v1"
     shutil.rmtree(f"volumes/adapters/{name}", ignore_errors=True)

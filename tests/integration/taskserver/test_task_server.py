@@ -8,7 +8,7 @@ import time
 import httpx
 import pytest
 
-from tests.conftest import free_port, wait_port
+from tests.helpers import free_port, wait_port
 
 pytestmark = pytest.mark.usefixtures("docker_ready")
 
@@ -156,7 +156,7 @@ def test_areal_workflow_runs_a_whole_dataset_over_two_replicas(replicas):
 
     from loraloop.envs.shell.teacher import ScriptedTeacher
     from loraloop.tasks.registry import load_registry
-    from tests.areal_client import TaskServerClient
+    from tests.integration.taskserver.areal_client import TaskServerClient
 
     tasks = {t.index: t for t in load_registry("configs/tasks/os").tasks if t.split == "test"}
     rows = [{"index": index, "messages": []} for index in tasks]
