@@ -1,4 +1,9 @@
-"""The whole loop at a tiny size through the CLI: rollout → export → train → publish → eval."""
+"""The whole loop at a tiny size: through the CLI's commands (rollout → export → train → publish → eval),
+and through `loraloop loop` (the orchestrator) over two seeds.
+
+The model's eval episodes are cut short (SHORT_EPISODES): vLLM CPU writes about 10 tokens/s here, and
+8 rounds of 192 tokens per episode made these two tests take 25 minutes; 2 rounds of 48 tokens still
+call the base model and the published adapter on every eval episode."""
 import json
 import os
 import shutil
@@ -7,17 +12,31 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 LORALOOP = [sys.executable, "-m", "loraloop.cli"]
+SHORT_EPISODES = {"max_steps": 2, "max_tokens": 48}  # the model's eval episodes: rounds, tokens per reply
+
+
+@pytest.fixture
+def loop_env(tmp_path, vllm_url):
+    """The environment of a loop against the session's vLLM: a store and adapters under tmp_path, and
+    configs/experiments.yaml with the model's experiments cut to SHORT_EPISODES rounds."""
+    experiments = yaml.safe_load(Path("configs/experiments.yaml").read_text())
+    for name in ("smollm_zero", "smollm_bc"):
+        experiments["experiments"][name]["max_steps"] = SHORT_EPISODES["max_steps"]
+    short = tmp_path / "experiments.yaml"
+    short.write_text(yaml.safe_dump(experiments))
+    return {**os.environ, "LORALOOP_STORE_URL": f"file://{tmp_path / 'store'}", "LORALOOP_VLLM_URL": vllm_url,
+            "LORALOOP_VLLM_PORT": vllm_url.rsplit(":", 1)[1].split("/")[0],
+            "LORALOOP_ADAPTERS_DIR": str(tmp_path / "adapters"), "LORALOOP_EXPERIMENTS_PATH": str(short),
+            "LORALOOP_MAX_TOKENS": str(SHORT_EPISODES["max_tokens"])}
 
 
 @pytest.mark.usefixtures("docker_ready")
-def test_whole_loop(tmp_path, vllm_url):
-    env = {**os.environ, "LORALOOP_STORE_URL": f"file://{tmp_path / 'store'}", "LORALOOP_VLLM_URL": vllm_url,
-           "LORALOOP_ADAPTERS_DIR": str(tmp_path / "adapters")}
-
+def test_whole_loop(tmp_path, loop_env):
     def cli(*args):
-        proc = subprocess.run(LORALOOP + list(args), env=env, capture_output=True, text=True, timeout=900)
+        proc = subprocess.run(LORALOOP + list(args), env=loop_env, capture_output=True, text=True, timeout=900)
         assert proc.returncode == 0, f"loraloop {' '.join(args)} failed:\n{proc.stderr[-3000:]}"
         return proc
 
@@ -41,6 +60,7 @@ def test_whole_loop(tmp_path, vllm_url):
     bc_steps = [json.loads(l) for f in (tmp_path / "store" / "trajectories" / "smollm_bc").rglob("*.jsonl")
                 for l in f.read_text().splitlines()]
     assert {r["model"] for r in bc_steps if r["type"] == "step"} == {"smollm_bc"}
+    assert {r["max_steps"] for r in bc_steps if r["type"] == "episode_start"} == {SHORT_EPISODES["max_steps"]}
 
 
 def tiny_registry(root: Path) -> Path:
@@ -56,23 +76,19 @@ def tiny_registry(root: Path) -> Path:
     return root
 
 
-@pytest.mark.timeout(1800)  # two turns: teacher rollouts, training, publishing and eval each
 @pytest.mark.usefixtures("docker_ready")
-def test_loop_runs_a_turn_per_seed_and_reports_over_them(tmp_path, vllm_url):
+def test_loop_runs_a_turn_per_seed_and_reports_over_them(tmp_path, loop_env, vllm_url):
     """`loraloop loop` (the orchestrator) on a tiny task set, two seeds, against the running vLLM: a turn
     per seed with its report and timed stages, a report over the seeds, and the server it found left
     running."""
     from loraloop.serve import vllm_server
 
-    port = vllm_url.rsplit(":", 1)[1].split("/")[0]
-    env = {**os.environ, "LORALOOP_STORE_URL": f"file://{tmp_path / 'store'}", "LORALOOP_VLLM_URL": vllm_url,
-           "LORALOOP_VLLM_PORT": port, "LORALOOP_ADAPTERS_DIR": str(tmp_path / "adapters")}
     # lr 3e-3: two steps on six rows must move the adapter enough for publish's check to tell it from the base
     proc = subprocess.run(LORALOOP + ["loop", "--task_registry", str(tiny_registry(tmp_path / "tasks")),
                                       "--train_subset", "train", "--test_subset", "test", "--seeds", "1,2",
                                       "--epochs", "1", "--lr", "3e-3", "--rollouts_per_task", "1",
                                       "--out", str(tmp_path / "loop")],
-                          env=env, capture_output=True, text=True, timeout=1700)
+                          env=loop_env, capture_output=True, text=True, timeout=1700)
     assert proc.returncode == 0, proc.stderr[-3000:]
     (run,) = (tmp_path / "loop").iterdir()
     report = (run / "report.md").read_text()
