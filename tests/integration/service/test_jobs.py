@@ -10,6 +10,7 @@ import httpx
 import pytest
 import redis
 
+from loraloop.envs.shell.docker import OWNER_LABEL, owner_id
 from loraloop.errors import LoraloopError
 from loraloop.service.book import UnknownJob
 from loraloop.service.client import jobs_client
@@ -47,7 +48,11 @@ def test_local_jobs_run_follow_and_cancel_in_this_process(tmp_path, settings_for
 
     slow = jobs.submit(JobRequest(experiment="teacher", task_registry=slow_registry(tmp_path / "slow"),
                                   run_id="stop"))
-    time.sleep(1.5)  # two episodes running (concurrency 2), one waiting
+    mine = ["docker", "ps", "-q", "--filter", f"label={OWNER_LABEL}={owner_id()}"]
+    deadline = time.monotonic() + 60  # two episodes running (concurrency 2), one waiting
+    while len(subprocess.run(mine, capture_output=True, text=True).stdout.split()) < 2:
+        assert time.monotonic() < deadline, "two episodes never started"
+        time.sleep(0.1)
     assert jobs.cancel("stop").state == "cancelled"
     summaries = jobs.summaries("stop")
     assert slow.total == 3 and [s["status"] for s in summaries][2] == "cancelled" and summaries[2]["steps"] == 0
