@@ -264,3 +264,26 @@ def test_every_jobs_client_answers_alike(where, service):
         jobs.status("nope")
     assert jobs.cancel(run_id).state == "cancelled"
     assert len(episodes(service.store, "teacher", run_id)) == 2
+
+
+def test_a_worker_prepares_every_kind_and_leaves_no_container(redis_url, tmp_path):
+    """`loraloop worker` runs each kind's worker_start (the shell kind warms its pool: a spare container
+    owned by the worker appears) and, stopped with SIGTERM once ready, each kind's worker_stop: none of its
+    containers stays."""
+    env = {"LORALOOP_BROKER_URL": redis_url.rsplit("/", 1)[0] + "/6", "LORALOOP_POOL_SIZE": "1",
+           "LORALOOP_STORE_URL": f"file://{tmp_path}"}
+    log = tmp_path / "worker.log"
+    with log.open("w") as out:
+        worker = subprocess.Popen(LORALOOP + ["worker", "--concurrency", "1", "--loglevel", "info"],
+                                  env={**os.environ, **env}, stdout=out, stderr=subprocess.STDOUT)
+    owned = ["docker", "ps", "-aq", "--filter", f"label={OWNER_LABEL}={socket.gethostname()}:{worker.pid}"]
+    try:
+        deadline = time.monotonic() + 120
+        while not (subprocess.run(owned, capture_output=True, text=True).stdout.split()
+                   and " ready." in log.read_text()):
+            assert worker.poll() is None and time.monotonic() < deadline, log.read_text()[-2000:]
+            time.sleep(0.2)
+    finally:
+        worker.terminate()
+        worker.wait(timeout=60)
+    assert subprocess.run(owned, capture_output=True, text=True).stdout.split() == [], log.read_text()[-2000:]
