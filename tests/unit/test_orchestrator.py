@@ -1,6 +1,6 @@
 """The loop's plan and its report over seeds, without a model: a plan that cannot run is refused naming the
 value, and the report over seeds gives each experiment's success per seed, mean and sd, with its chart.
-The loop itself runs end to end in tests/test_e2e.py."""
+The loop itself runs end to end in tests/integration/stack/test_loop.py."""
 from __future__ import annotations
 
 import subprocess
