@@ -76,6 +76,7 @@ def tiny_registry(root: Path) -> Path:
     return root
 
 
+@pytest.mark.timeout(1800)  # two turns: teacher rollouts, training, publishing and eval each
 @pytest.mark.usefixtures("docker_ready")
 def test_loop_runs_a_turn_per_seed_and_reports_over_them(tmp_path, loop_env, vllm_url):
     """`loraloop loop` (the orchestrator) on a tiny task set, two seeds, against the running vLLM: a turn
