@@ -164,7 +164,7 @@ def vllm_url():
         needs("vLLM", f"no vLLM venv: {settings.vllm_python} does not exist", "run `make setup` (creates .venv-vllm)")
     model_files()
     try:
-        url = vllm_server.start(settings, port=port)
+        url = vllm_server.start(settings, port=port, timeout=600)  # 45 s alone; minutes on a loaded machine
     except LoraloopError as exc:
         needs("vLLM", f"the server did not start ({exc})", f"see {vllm_server.log_path(port)}")
     yield url
