@@ -49,13 +49,14 @@ RL_EVAL_SUBSET ?= test
 INIT_ADAPTER ?=
 HOST ?= 127.0.0.1
 PORT ?=
+STAGE ?=
 opt = $(if $(2),$(1) $(2),)
 
-.PHONY: help setup lock docker images model vllm-up vllm-down demo loop rl test rollout worker rollout-api task-server serve-api jobs \
+.PHONY: help setup lock docker images model vllm-up vllm-down demo loop rl test test-unit test-integration rollout worker rollout-api task-server serve-api jobs \
         bench clean up up-lora down logs ps export train publish eval tunnel cpu-wheels sites
 
 help: ## list the targets
-	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
 
 setup: ## install system packages (Debian, root), .venv and .venv-vllm, pinned by constraints/ (UNPINNED=1: newest)
 	bash scripts/setup.sh
@@ -92,8 +93,14 @@ rl: setup images model vllm-up ## online multi-turn RL: make rl ITERATIONS=4 RL_
 	$(LORALOOP) train rl --iterations $(ITERATIONS) --adapter_name $(RL_NAME) --subset "$(RL_SUBSET)" \
 	  --eval_subset "$(RL_EVAL_SUBSET)" --output_dir volumes/checkpoints/$(RL_NAME) $(call opt,--init_adapter,$(INIT_ADAPTER))
 
-test: setup images model ## install and run the tests (real Docker, Redis, S3, vLLM CPU)
+test: setup images model ## install and run every test: both lanes (real Docker, Redis, S3, Chromium, vLLM CPU)
 	bash scripts/test.sh
+
+test-unit: setup ## the unit lane (tests/unit and the sites' tests; no service, no model; under a minute)
+	bash scripts/test.sh -m unit
+
+test-integration: setup images model ## the integration lane, or one stage of it: make test-integration STAGE=train
+	bash scripts/test.sh $(if $(STAGE),tests/integration/$(STAGE),-m integration)
 
 rollout: ## collect episodes: make rollout EXPERIMENT=... SUBSET=... SAMPLE_SIZE=... (web: TASK_REGISTRY=configs/tasks/web EXPERIMENT=web_teacher)
 	$(LORALOOP) rollout --experiment $(EXPERIMENT) $(call opt,--task_registry,$(TASK_REGISTRY)) \

@@ -22,8 +22,7 @@ from loraloop.envs.shell.protocol import INSTRUCTIONS, ONE_SHOT
 from loraloop.store.backends import FileStore
 from loraloop.store.records import EpisodeEnd, EpisodeStart, Step
 from loraloop.store.trajectories import EpisodeRecorder
-
-ROOT = Path(__file__).resolve().parents[1]
+from results import add_out, report
 
 
 def make_store(root: Path, episodes: int, steps: int) -> FileStore:
@@ -60,7 +59,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--episodes", type=int, default=1500)
     parser.add_argument("--steps", type=int, default=6)
-    parser.add_argument("--out", action="store_true", help="also write bench/results/export.md")
+    add_out(parser, "export")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         store = make_store(Path(tmp) / "store", args.episodes, args.steps)
@@ -77,11 +76,7 @@ def main() -> int:
              f"| export bc+dpo+grpo | {steps} | {export_s:.2f} | {steps / export_s:.0f} |", "",
              f"- rows: {manifest['rows']}",
              f"- export steps/s / plain read steps/s: {ratio:.2f} (target >= 0.5)"]
-    table = "\n".join(lines)
-    print(table)
-    if args.out:
-        (ROOT / "bench" / "results").mkdir(parents=True, exist_ok=True)
-        (ROOT / "bench" / "results" / "export.md").write_text(table + "\n")
+    report("\n".join(lines), args.out)
     return 0 if ratio >= 0.5 else 1
 
 

@@ -30,7 +30,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from loraloop.agents.policy import ScriptedTeacher
+from loraloop.envs.shell.teacher import ScriptedTeacher
 from loraloop.agents.prompts import build_messages
 from loraloop.envs.shell.env import ShellEnv
 from loraloop.errors import LoraloopError
@@ -41,9 +41,9 @@ from loraloop.store import FileStore
 from loraloop.store.trajectories import iter_episodes
 from loraloop.tasks.registry import Registry, load_registry
 from loraloop.tasks.shell.format import ShellTask
+from results import add_out, free_port, report
 
 ROOT = Path(__file__).resolve().parents[1]
-RESULTS = ROOT / "bench" / "results" / "rollout.md"
 LORALOOP = [sys.executable, "-m", "loraloop.cli"]
 REGISTRY, SUBSET, EXPERIMENT, SEED, TASK_SEED = "configs/tasks/os", "train", "teacher", 42, 123
 SERVICE_CONFIGS = [(1, 1), (2, 1), (2, 2)]  # (worker processes, threads per worker)
@@ -111,13 +111,6 @@ def run_direct(registry: Registry, specs: list[EpisodeSpec]) -> tuple[Row, Outco
     outcomes = {(s.task_id, s.attempt): play_direct(registry.get(s.task_id), s.max_steps, settings) for s in specs}
     wall = time.perf_counter() - started
     return Row("direct (ShellEnv, no Celery, no store)", 1, 1, len(specs), None, sum(outcomes.values()), wall), outcomes
-
-
-def free_port() -> int:
-    """A free TCP port on loopback for the private redis-server."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def start_redis(port: int) -> subprocess.Popen:
@@ -234,8 +227,7 @@ def main(argv: list[str] | None = None) -> int:
     """Run the baseline and every service configuration; print the table; 1 when a check failed."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--episodes", type=int, default=40, help="episodes per configuration (default 40)")
-    parser.add_argument("--out", nargs="?", const=RESULTS, type=Path, default=None,
-                        help=f"also write the table to this file (default {RESULTS.relative_to(ROOT)})")
+    add_out(parser, "rollout")
     args = parser.parse_args(argv)
     if args.episodes < 1:
         parser.error("--episodes must be at least 1")
@@ -262,11 +254,7 @@ def main(argv: list[str] | None = None) -> int:
         if redis is not None:
             stop([redis])
         shutil.rmtree(tmp, ignore_errors=True)
-    table = markdown(rows, len(specs))
-    print(table)
-    if out:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(table)
+    report(markdown(rows, len(specs)), out)
     for problem in problems:
         print(f"FAILED: {problem}", file=sys.stderr)
     return 1 if problems else 0

@@ -29,6 +29,7 @@ from loraloop.envs.shell.env import ShellEnv
 from loraloop.envs.shell.pool import get_pool
 from loraloop.settings import Settings
 from loraloop.tasks.shell.format import parse_shell_task
+from results import add_out, percentile, report, timed
 
 ROOT = Path(__file__).resolve().parents[1]
 INIT = "mkdir -p /root/data && for i in 1 2 3 4 5; do echo line $i > /root/data/f$i.txt; done"
@@ -37,17 +38,9 @@ TASK = {"description": "How many files are in /root/data? Answer with the number
         "create": {"init": INIT}, "evaluation": {"match": "5"}}
 
 
-def percentile(values: list[float], q: float) -> float:
-    """The q-th percentile (0..100) in milliseconds, nearest rank."""
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, max(0, round(q / 100 * (len(ordered) - 1))))] * 1000
-
-
-def timed(fn) -> float:
+def seconds(fn) -> float:
     """Seconds one call takes."""
-    started = time.perf_counter()
-    fn()
-    return time.perf_counter() - started
+    return timed(fn)[1]
 
 
 def docker_cli(*args: str) -> str:
@@ -60,12 +53,12 @@ def baseline(image: str, episodes: int, steps: int) -> dict[str, list[float]]:
     resets, inits, execs = [], [], []
     for _ in range(episodes):
         holder: list[str] = []
-        resets.append(timed(lambda: (holder.append(docker_cli("run", "-d", "--network", "none", image,
+        resets.append(seconds(lambda: (holder.append(docker_cli("run", "-d", "--network", "none", image,
                                                                "sleep", "infinity")),
                                      docker_cli("exec", holder[0], "bash", "-c", INIT))))
-        inits.append(timed(lambda: docker_cli("exec", holder[0], "bash", "-c", INIT)))
+        inits.append(seconds(lambda: docker_cli("exec", holder[0], "bash", "-c", INIT)))
         for _ in range(steps // episodes or 1):
-            execs.append(timed(lambda: docker_cli("exec", holder[0], "bash", "-c", COMMAND)))
+            execs.append(seconds(lambda: docker_cli("exec", holder[0], "bash", "-c", COMMAND)))
         docker_cli("rm", "-f", holder[0])
     return {"reset": resets, "init": inits, "step": execs}
 
@@ -84,10 +77,10 @@ def ours(settings: Settings, episodes: int, steps: int, pool: int) -> dict[str, 
                 time.sleep(0.05)
         env = ShellEnv(task, settings)
         try:
-            resets.append(timed(env.reset))
+            resets.append(seconds(env.reset))
             for _ in range(steps // episodes or 1):
                 action = f"Act: bash\n```bash\n{COMMAND}\n```"
-                steps_s.append(timed(lambda: env.step(action)))
+                steps_s.append(seconds(lambda: env.step(action)))
                 env.turn = 0  # keep under the round limit: only latency is measured here
         finally:
             env.close()
@@ -101,7 +94,7 @@ def main() -> int:
     parser.add_argument("--episodes", type=int, default=20)
     parser.add_argument("--steps", type=int, default=60)
     parser.add_argument("--pool", type=int, default=4)
-    parser.add_argument("--out", action="store_true", help="also write bench/results/shell_env.md")
+    add_out(parser, "shell_env")
     args = parser.parse_args()
     settings = Settings(pool_size=0)
     image = settings.os_env_image
@@ -120,12 +113,7 @@ def main() -> int:
               f"- step p50 / docker exec p50: {step_ratio:.2f} (target <= 1.3)",
               f"- cold reset p50 / baseline reset p50: "
               f"{percentile(cold['reset'], 50) / percentile(base['reset'], 50):.2f}"]
-    table = "\n".join(lines)
-    print(table)
-    if args.out:
-        out = ROOT / "bench" / "results" / "shell_env.md"
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(table + "\n")
+    report("\n".join(lines), args.out)
     return 0 if warm_over_init <= 150 and step_ratio <= 1.3 else 1
 
 

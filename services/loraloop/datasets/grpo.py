@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Iterator
 
 from loraloop.datasets.states import State, canonical_action
+from loraloop.envs import DEFAULT_KIND
 from loraloop.store.trajectories import Episode
 
 UNPARSEABLE = -1.0
@@ -34,7 +35,7 @@ def grpo_rows(task_id: str, episodes: list[Episode], states_of: dict[str, list[S
                "site_id": episodes[0].start.category, "env": episodes[0].start.env}
 
 
-def action_reward(completion: str, action_returns: dict[str, float], env: str = "shell") -> float:
+def action_reward(completion: str, action_returns: dict[str, float], env: str = DEFAULT_KIND) -> float:
     """The reward of one sampled completion in its state, parsed as its environment kind parses actions."""
     action = canonical_action(completion, env)
     if action is None:

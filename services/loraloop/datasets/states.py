@@ -15,7 +15,7 @@ from functools import lru_cache
 from typing import Iterator
 
 from loraloop.agents.prompts import build_prompt
-from loraloop.envs import env_kind
+from loraloop.envs import DEFAULT_KIND, env_kind
 from loraloop.store.backends import Store
 from loraloop.store.trajectories import Episode, MalformedTrajectory, parse_episode
 
@@ -92,7 +92,7 @@ def rank(episodes: list[Episode]) -> list[Episode]:
 
 
 @lru_cache(maxsize=65536)
-def canonical_action(text: str, env: str = "shell") -> str | None:
+def canonical_action(text: str, env: str = DEFAULT_KIND) -> str | None:
     """An action as its environment kind understands it (`bash: ls`, `answer: 3`, `finish`,
     `web: click('12')`); None if unparseable.
 

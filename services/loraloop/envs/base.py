@@ -99,6 +99,10 @@ class EnvKind:
     Data:
     - `canonical_action(text)`: the action as the env understands it (`bash: ls`), None if unparseable;
     - `prompt_style` and `prompt_builder`: how the chat is laid out; exports rebuild it by style.
+    Rollout workers (loraloop.service.worker calls these for every kind):
+    - `worker_start(settings, say)`: prepare a worker process before its first episode (clean up what
+      dead workers left, start timers, warm pools); `say` reports what it did;
+    - `worker_stop()`: release what this process holds (its containers, its browsers) at shutdown.
     """
 
     name: str
@@ -118,3 +122,5 @@ class EnvKind:
     protocols: tuple[str, ...] = ("text",)
     max_steps: int = 8  # the round limit when a driver sets none
     description: str = ""
+    worker_start: Callable[["Settings", Callable[[str], None]], None] = lambda _settings, _say: None
+    worker_stop: Callable[[], None] = lambda: None

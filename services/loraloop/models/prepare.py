@@ -33,8 +33,8 @@ def prepare(name: str, out: Path) -> Path:
     out = Path(out)
     source = gguf_path(name)
     marker = out / MARKER
-    if marker.is_file() and json.loads(marker.read_text()).get("source") == str(source):
-        return out
+    if marker.is_file() and Path(json.loads(marker.read_text()).get("source", "")).resolve() == source.resolve():
+        return out  # the same GGUF, however the path to it was spelled (a linked virtualenv)
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer, LlamaConfig, LlamaForCausalLM
 

@@ -25,7 +25,9 @@ def _registry_yaml(path: Path) -> Registry:
         raise TaskFormatError(f"{path}: not valid YAML ({exc})") from exc
     if not isinstance(doc, dict) or not isinstance(doc.get("sets"), list):
         raise TaskFormatError(f"{path}: field 'sets' must be a list of task sets")
-    env = str(doc.get("env", "shell"))
+    from loraloop.envs import DEFAULT_KIND
+
+    env = str(doc.get("env", DEFAULT_KIND))
     registry = Registry(name=str(doc.get("name", path.parent.name)), env=env)
     for i, raw in enumerate(doc["sets"]):
         if not isinstance(raw, dict) or "files" not in raw:

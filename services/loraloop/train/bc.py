@@ -11,10 +11,10 @@ from loraloop.train.harness import common_args, train_and_save
 def train_bc(cfg: BCConfig) -> dict:
     """Train a LoRA adapter on bc.jsonl and save it (PEFT folder) with metrics and a loss curve; with
     `whole_episodes` on one sequence per episode (every turn in the loss) instead of one per turn."""
+    rows = load_rows(cfg.dataset_path, ("prompt", "completion"))  # a bad file fails before TRL is imported
     from datasets import Dataset
     from trl import SFTConfig, SFTTrainer
 
-    rows = load_rows(cfg.dataset_path, ("prompt", "completion"))
     model, tokenizer, peft_config = load_model(cfg)
     args = SFTConfig(**common_args(cfg), max_length=cfg.max_length, completion_only_loss=True)
     data = episode_sequences(rows, tokenizer) if cfg.whole_episodes else rows

@@ -9,11 +9,11 @@ from loraloop.train.harness import common_args, train_and_save
 
 def train_dpo(cfg: DPOConfig) -> dict:
     """Train a LoRA adapter on dpo.jsonl (conversational prompt/chosen/rejected) and save it."""
+    rows = load_rows(cfg.dataset_path, ("prompt", "chosen", "rejected"))  # a bad file fails before TRL is imported
     from datasets import Dataset
     from trl import DPOConfig as TRLDPOConfig
     from trl import DPOTrainer
 
-    rows = load_rows(cfg.dataset_path, ("prompt", "chosen", "rejected"))
     model, tokenizer, peft_config = load_model(cfg)
     args = TRLDPOConfig(**common_args(cfg), beta=cfg.beta, max_length=cfg.max_length)
     trainer = DPOTrainer(model=model, args=args, train_dataset=Dataset.from_list(rows),

@@ -23,11 +23,11 @@ def stored_return_reward(completions, action_returns, env, **_kwargs) -> list[fl
 
 def train_grpo(cfg: GRPOConfig) -> dict:
     """Train a LoRA adapter with GRPO on grpo.jsonl (prompt + action_returns) and save it."""
+    rows = load_rows(cfg.dataset_path, ("prompt", "action_returns"))  # a bad file fails before TRL is imported
     from datasets import Dataset
     from trl import GRPOConfig as TRLGRPOConfig
     from trl import GRPOTrainer
 
-    rows = load_rows(cfg.dataset_path, ("prompt", "action_returns"))
     for row in rows:  # a JSON string keeps the Arrow schema fixed whatever the actions are
         row["action_returns"] = json.dumps(row["action_returns"])
         row.setdefault("env", "shell")  # rows exported before they named their kind are shell rows

@@ -2,7 +2,7 @@
 input answered with a 4xx page naming the field, and the state diffs /finish reports.
 
 Needs only this package and httpx (no loraloop): the web tasks played through loraloop's WebEnv are
-tested in loraloop's tests/test_web_tasks.py."""
+tested in loraloop's tests/integration/tasks/test_web_tasks.py."""
 from __future__ import annotations
 
 import html

@@ -1,11 +1,14 @@
 """The shell kind: AgentBench's OS-interaction tasks in a fresh container with one bash shell."""
 from __future__ import annotations
 
-from typing import Any
+import threading
+import time
+from typing import Any, Callable
 
 from loraloop.envs.base import EnvKind, EnvOptions
 from loraloop.envs.shell.protocol import ROUND_LIMIT, parse_action
 from loraloop.envs.shell.tools import TOOLS, parse_tool_call
+from loraloop.errors import LoraloopError, ServiceUnavailable
 from loraloop.tasks.shell.agentbench import agentbench_registry
 from loraloop.tasks.shell.format import ShellTask, missing_scripts, parse_task
 
@@ -39,7 +42,7 @@ def release(handle: dict) -> None:
 
 def teacher(task: ShellTask, _env):
     """The scripted expert that replays the task's example solution."""
-    from loraloop.agents.policy import ScriptedTeacher
+    from loraloop.envs.shell.teacher import ScriptedTeacher
 
     return ScriptedTeacher(task)
 
@@ -52,10 +55,57 @@ def canonical_action(text: str) -> str | None:
     return parsed.kind if parsed.kind == "finish" else f"{parsed.kind}: {parsed.content.strip()}"
 
 
+def preflight(tasks: list[ShellTask], settings) -> None:
+    """Check the engine has the environment image, for the embedded default (workers check their own)."""
+    from loraloop.envs.shell import docker
+
+    if not settings.broker_url and not docker.image_exists(settings.os_env_image):
+        raise ServiceUnavailable(f"image {settings.os_env_image} is missing: run 'make images'")
+
+
+def reap_every(interval_s: float, say: Callable[[str], None]) -> threading.Thread:
+    """Remove dead owners' containers on a timer, in a daemon thread; an engine away is said, then retried."""
+    from loraloop.envs.shell import docker
+
+    def loop() -> None:
+        while True:
+            time.sleep(interval_s)
+            try:
+                docker.reap()
+            except LoraloopError as exc:  # the engine is back on the next tick, or the worker says so
+                say(f"reaper: {exc}")
+
+    thread = threading.Thread(target=loop, name="reaper", daemon=True)
+    thread.start()
+    return thread
+
+
+def worker_start(settings, say: Callable[[str], None]) -> None:
+    """A rollout worker's start: remove containers whose owner process died (a worker killed with
+    `kill -9`), again every LORALOOP_REAP_INTERVAL_S, and warm the container pool."""
+    from loraloop.envs.shell import docker
+    from loraloop.envs.shell.pool import get_pool
+
+    reaped = docker.reap()
+    if reaped:
+        say(f"removed {reaped} environment container(s) left by a process that died")
+    reap_every(settings.reap_interval_s, say)
+    get_pool(settings.pool_size, settings.output_cap_bytes).warm(settings.os_env_image,
+                                                                docker.Limits.from_settings(settings))
+
+
+def worker_stop() -> None:
+    """A rollout worker's shutdown: remove this process's containers."""
+    from loraloop.envs.shell import docker
+
+    docker.reap(owner=docker.owner_id())
+
+
 KIND = EnvKind(
     name="shell", parse_task=parse_task, owns=owns, make_env=make_env, teacher=teacher,
     canonical_action=canonical_action, prompt_style="chat", layout=agentbench_registry,
     missing_files=missing_scripts, tools=lambda protocol: TOOLS if protocol == "tools" else None,
-    attach=attach, release=release, protocols=("text", "tools"), max_steps=ROUND_LIMIT,
+    attach=attach, release=release, preflight=preflight, protocols=("text", "tools"), max_steps=ROUND_LIMIT,
     description="AgentBench OS-interaction tasks in a Docker container",
+    worker_start=worker_start, worker_stop=worker_stop,
 )

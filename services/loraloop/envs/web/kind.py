@@ -5,6 +5,7 @@ import httpx
 
 from loraloop.envs.base import EnvKind, EnvOptions
 from loraloop.envs.web.actions import ActionError, parse_action
+from loraloop.envs.web.browser import close_browsers
 from loraloop.envs.web.env import BUNDLED_ORIGIN, WebEnv
 from loraloop.envs.web.prompts import build_web_messages
 from loraloop.errors import ServiceUnavailable
@@ -59,4 +60,5 @@ KIND = EnvKind(
     canonical_action=canonical_action, prompt_style="web", prompt_builder=build_web_messages,
     layout=snapshot_registry, preflight=preflight, max_steps=MAX_STEPS,
     description="REAL website tasks in Chromium (Playwright)",
+    worker_stop=close_browsers,  # a worker's shutdown ends the Chromium it started
 )

@@ -1,0 +1,49 @@
+"""What every bench shares: the `--out [PATH]` flag, printing and saving its Markdown, nearest-rank
+percentiles, one call timed, a free loopback port.
+
+The benches run as scripts (`python bench/NAME.py`), so they import this module as `results`."""
+from __future__ import annotations
+
+import argparse
+import socket
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "bench" / "results"
+
+
+def add_out(parser: argparse.ArgumentParser, name: str) -> None:
+    """`--out [PATH]`: also write the Markdown to PATH (bench/results/NAME.md when no path is given)."""
+    default = RESULTS / f"{name}.md"
+    parser.add_argument("--out", nargs="?", const=default, type=Path, default=None,
+                        help=f"also write the Markdown to this file (default {default.relative_to(ROOT)})")
+
+
+def report(markdown: str, out: Path | None) -> None:
+    """Print the bench's Markdown and, with `--out`, write it to that file."""
+    print(markdown)
+    if out is not None:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(markdown.rstrip("\n") + "\n")
+
+
+def percentile(values: list[float], q: float) -> float:
+    """The q-th percentile (0..100) of durations in seconds, in milliseconds, nearest rank."""
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, max(0, round(q / 100 * (len(ordered) - 1))))] * 1000
+
+
+def timed(fn: Callable[[], Any]) -> tuple[Any, float]:
+    """(result, seconds) of one call."""
+    started = time.perf_counter()
+    result = fn()
+    return result, time.perf_counter() - started
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on now."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]

@@ -1,0 +1,136 @@
+"""Helpers the test modules share: loopback ports, a shell task and its scripted play, a SmolLM2 LoRA.
+
+Fixtures live in tests/conftest.py; these are plain functions a test calls with its own arguments."""
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+MODEL = ROOT / "volumes" / "models" / "SmolLM2-135M-Instruct"
+BASH = "Think: run.\nAct: bash\n```bash\n{}\n```"
+LORALOOP = [sys.executable, "-m", "loraloop.cli"]
+LS = "Think: look.\nAct: bash\n```bash\nls /root\n```"
+
+# A valid REAL-format web task that tests vary field by field.
+REAL_TASK = {"id": "shop-x", "goal": "Buy it.", "website": {"id": "shop", "url": "http://localhost:8090/shop"},
+             "evals": [{"type": "jmespath", "query": "differences.orders.added.\"0\".total", "expected_value": 12.5}],
+             "points": 1, "version": "t", "possible": True}
+
+
+def needs(service: str, problem: str, fix: str) -> None:
+    """Fail the test (never skip) naming the service it needs, what is wrong and what to run."""
+    import pytest
+
+    pytest.fail(f"integration test needs {service}: {problem}; {fix}", pytrace=False)
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on now."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def wait_port(port: int, timeout: float = 60.0) -> None:
+    """Return once something accepts connections on 127.0.0.1:`port`; TimeoutError after `timeout` s."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        with socket.socket() as sock:
+            if sock.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        time.sleep(0.2)
+    raise TimeoutError(f"nothing listens on 127.0.0.1:{port} after {timeout} s")
+
+
+def run_cli(args, env=None, cwd=None, timeout=600) -> subprocess.CompletedProcess:
+    """`loraloop ARGS` in a subprocess with `env` over this environment; its output captured as text."""
+    return subprocess.run(LORALOOP + list(args), env={**os.environ, **(env or {})}, cwd=cwd, capture_output=True,
+                          text=True, timeout=timeout)
+
+
+def simple_task(**extra):
+    """A one-file counting task (answer 1) graded by the bundled integer-match check; `extra` overrides fields."""
+    from loraloop.tasks.shell.format import parse_shell_task
+
+    raw = {"description": "How many files in /root/d?", "create": {"init": "mkdir -p /root/d && touch /root/d/a"},
+           "evaluation": {"check": [None, {"language": "python", "file": "check/integer-match.py"}],
+                          "example": {"code": "ls /root/d | wc -l"}}, **extra}
+    return parse_shell_task(raw, file="t.json", number=0, index="t-00000",
+                            scripts_dir=ROOT / "configs" / "tasks" / "os" / "scripts")
+
+
+def play(task, settings, wrong=False):
+    """Run the scripted teacher in a ShellEnv; with wrong=True answer something else (or finish without acting)."""
+    from loraloop.envs.shell.env import ShellEnv
+    from loraloop.envs.shell.teacher import ScriptedTeacher
+
+    teacher = ScriptedTeacher(task)
+    with ShellEnv(task, settings) as env:
+        observation, _ = env.reset()
+        if wrong:
+            return env.step("Act: answer(definitely-wrong-42)" if task.uses_answer else "Act: finish")
+        messages = [{"role": "user", "content": observation}]
+        while True:
+            result = env.step(teacher.act(messages).text)
+            if result.done:
+                return result
+            messages.append({"role": "user", "content": result.observation})
+
+
+def smollm_adapter(path: Path, random_b: bool, seed: int = 0) -> Path:
+    """A real PEFT LoRA on SmolLM2: random B (changes outputs) or PEFT's default zero B (changes nothing)."""
+    import torch
+    from peft import LoraConfig, get_peft_model
+    from transformers import AutoModelForCausalLM
+
+    torch.manual_seed(seed)
+    model = AutoModelForCausalLM.from_pretrained(MODEL, dtype=torch.float32)
+    peft = get_peft_model(model, LoraConfig(r=8, lora_alpha=16, target_modules=["q_proj", "v_proj"],
+                                            init_lora_weights=not random_b, task_type="CAUSAL_LM"))
+    if random_b:
+        with torch.no_grad():
+            for name, param in peft.named_parameters():
+                if "lora_B" in name:
+                    param.normal_(0, 0.05)
+    peft.save_pretrained(path)
+    return path
+
+
+def record_episode(store, task="t-00001", attempt=0, success=True):
+    """Store a one-step episode (mode `mode`, run `run1`), checking that nothing shows before its end; its key."""
+    from loraloop.store.records import EpisodeEnd, EpisodeStart, Step
+    from loraloop.store.trajectories import EpisodeRecorder
+
+    rec = EpisodeRecorder(store, "mode", "run1", task, attempt)
+    rec.add(EpisodeStart(task_id=task, seed=5, worker_temperature=0.7))
+    rec.add(Step(step_idx=0, observation="o", raw_output="Act: finish"))
+    assert not store.exists(rec.key)  # nothing visible before the episode ends
+    rec.add(EpisodeEnd(success=success, total_steps=1))
+    rec.flush()
+    return rec.key
+
+
+def store_episode(store, task, attempt, reward, steps, run="r"):
+    """Store a teacher episode as export reads it: steps are (observation, reply, error) triples."""
+    from loraloop.store.records import EpisodeEnd, EpisodeStart, Step
+    from loraloop.store.trajectories import EpisodeRecorder
+
+    rec = EpisodeRecorder(store, "teacher", run, task, attempt)
+    rec.add(EpisodeStart(task_id=task, mode="teacher", run_id=run, category="files", system_prompt="sys",
+                         examples=[], first_observation=f"Task: {task}"))
+    for i, (obs, out, err) in enumerate(steps):
+        rec.add(Step(step_idx=i, observation=obs, raw_output=out, last_action_error=err, action_source="worker"))
+    rec.add(EpisodeEnd(success=reward > 0, reward=reward, total_steps=len(steps),
+                       error_count=sum(bool(s[2]) for s in steps)))
+    rec.flush()
+
+
+def image_tag(image: str) -> str | None:
+    """The tag of an image reference, None when it has none (a registry's :port is no tag)."""
+    last = image.split("@", 1)[0].rsplit("/", 1)[-1]
+    return last.split(":", 1)[1] if ":" in last else None

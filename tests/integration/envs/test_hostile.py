@@ -1,0 +1,96 @@
+"""Hostile commands stay inside their container: the host, this process and the next episode are fine."""
+import shutil
+import subprocess
+import time
+
+import pytest
+
+from loraloop.envs.shell.env import ShellEnv
+from tests.helpers import BASH, simple_task
+
+pytestmark = pytest.mark.usefixtures("docker_ready")
+
+
+@pytest.fixture
+def tight(settings_for):
+    """Small limits so each attack hits them within seconds."""
+    return settings_for(command_timeout_s=3, container_memory="256m", container_pids=128,
+                        container_max_file_mb=64, container_tmp_mb=32)
+
+
+def step_timed(env, command):
+    started = time.monotonic()
+    result = env.step(BASH.format(command))
+    return result, time.monotonic() - started
+
+
+def next_episode_is_clean(settings):
+    """A new episode starts, runs a command and finds none of the previous episode's debris."""
+    with ShellEnv(simple_task(), settings) as env:
+        env.reset()
+        result, seconds = step_timed(env, "ls /root; ls /root/fill /tmp/fill 2>&1 | head -2; nproc")
+        assert result.observation.startswith("The output of the OS:\n\nd\n") and seconds < 3
+        assert "No such file" in result.observation
+
+
+def container_gone(container):
+    return subprocess.run(["docker", "inspect", container], capture_output=True).returncode != 0
+
+
+def test_fork_bomb_is_contained(tight):
+    with ShellEnv(simple_task(), tight) as env:
+        env.reset()
+        step_timed(env, ":(){ :|:& };:")
+        later, seconds = step_timed(env, "echo alive")
+        assert seconds < 3 + 5 + 10  # the pids limit holds; the step ends within timeout and kill
+        pids = subprocess.run(["docker", "exec", env.container, "cat", "/sys/fs/cgroup/pids.current"],
+                              capture_output=True, text=True).stdout.strip()
+        assert not pids or int(pids) <= 128
+        container = env.container
+    assert container_gone(container)
+    next_episode_is_clean(tight)
+
+
+def test_output_flood_and_endless_sleep(tight):
+    with ShellEnv(simple_task(), tight) as env:
+        env.reset()
+        flood, seconds = step_timed(env, "yes")
+        assert flood.info["error"] == "timeout" and seconds < 3 + 6
+        assert flood.observation.startswith("The output of the OS:\n\ny\ny\n")
+        assert "[truncated because the output is too long]" in flood.observation
+        sleep, seconds = step_timed(env, "sleep 1000")
+        assert sleep.info["error"] == "timeout" and seconds < 3 + 6
+        assert step_timed(env, "echo still here")[0].observation == "The output of the OS:\n\nstill here\n"
+
+
+def test_disk_and_memory_limits(tight):
+    free_before = shutil.disk_usage("/").free
+    with ShellEnv(simple_task(), tight) as env:
+        env.reset()
+        big_file, _ = step_timed(env, "dd if=/dev/zero of=/root/fill bs=1M count=500 2>&1 | tail -1; "
+                                      "du -m /root/fill | cut -f1")
+        assert big_file.observation.rstrip().endswith("\n64")  # ulimit fsize: the file stops at 64 MB
+        tmp, _ = step_timed(env, "dd if=/dev/zero of=/tmp/fill bs=1M count=500 2>&1")
+        assert "No space left on device" in tmp.observation
+        memory, _ = step_timed(env, "python3 -c \"b = bytearray(600 * 2**20)\"; echo exit=$?")
+        assert "MemoryError" in memory.observation or "Killed" in memory.observation or "exit=137" in memory.observation
+        assert step_timed(env, "echo ok")[0].observation.endswith("ok\n")
+    assert free_before - shutil.disk_usage("/").free < 512 * 2**20
+    next_episode_is_clean(tight)
+
+
+def test_rm_rf_root_and_the_network_stay_inside(tight, redis_url):
+    host_port = redis_url.rsplit(":", 1)[1].split("/")[0]
+    with ShellEnv(simple_task(), tight) as env:
+        env.reset()
+        net, _ = step_timed(env, f"curl -sS -m 2 http://127.0.0.1:{host_port}/ 2>&1; ls /sys/class/net")
+        assert "Failed to connect" in net.observation and net.observation.rstrip().endswith("lo")
+        step_timed(env, "rm -rf --no-preserve-root / 2>/dev/null; echo done")
+        after, seconds = step_timed(env, "ls /usr/bin | wc -l")
+        assert "not found" in after.observation or "No such file" in after.observation  # the container is wrecked
+        assert seconds < 3 + 6
+        container = env.container
+    assert container_gone(container)
+    assert shutil.which("docker") and subprocess.run(["redis-cli", "-p", host_port, "ping"],
+                                                     capture_output=True, text=True).stdout.strip() == "PONG"
+    next_episode_is_clean(tight)

@@ -1,0 +1,289 @@
+"""The rollout service: jobs over a real Redis, real Celery workers, the HTTP API, no trajectory lost."""
+import json
+import os
+import signal
+import socket
+import subprocess
+import time
+
+import httpx
+import pytest
+import redis
+
+from loraloop.envs.shell.docker import OWNER_LABEL, owner_id
+from loraloop.errors import LoraloopError
+from loraloop.service.book import UnknownJob
+from loraloop.service.client import jobs_client
+from loraloop.service.models import JobRequest
+from loraloop.service.progress import follow
+from loraloop.settings import Settings
+from loraloop.store.trajectories import parse_episode
+from loraloop.tasks.registry import load_registry
+from tests.helpers import LORALOOP, free_port, run_cli as cli, wait_port
+
+pytestmark = pytest.mark.usefixtures("docker_ready")
+
+
+def slow_registry(folder, n=3, seconds=4):
+    """A registry of n tasks whose example solution takes `seconds`: episodes that are still running when asked."""
+    folder.mkdir()
+    (folder / "slow.json").write_text(json.dumps([
+        {"description": f"Wait, then print {i}.",
+         "evaluation": {"match": str(i), "example": f"sleep {seconds}; echo {i}"}} for i in range(n)]))
+    return str(folder)
+
+
+def test_local_jobs_run_follow_and_cancel_in_this_process(tmp_path, settings_for):
+    """The embedded default behind the jobs interface: a job runs in threads, is followed, listed, cancelled."""
+    from loraloop.service.local import LocalJobs
+
+    jobs = LocalJobs(settings_for(), concurrency=2)
+    submitted = jobs.submit(JobRequest(experiment="teacher", subset="test", sample_size=3, run_id="here"))
+    assert (submitted.run_id, submitted.total, submitted.skipped) == ("here", 3, 0)
+    final = follow(lambda: jobs.status("here"), quiet=True)
+    assert (final.state, final.done, final.solved, final.failed) == ("done", 3, 3, 0)
+    assert final.request.sample_size == 3 and final.episodes_per_min > 0
+    assert len(episodes(tmp_path / "store", "teacher", "here")) == 3
+    assert jobs.submit(JobRequest(experiment="teacher", subset="test", sample_size=3, run_id="here")).skipped == 3
+
+    slow = jobs.submit(JobRequest(experiment="teacher", task_registry=slow_registry(tmp_path / "slow"),
+                                  run_id="stop"))
+    mine = ["docker", "ps", "-q", "--filter", f"label={OWNER_LABEL}={owner_id()}"]
+    deadline = time.monotonic() + 60  # two episodes running (concurrency 2), one waiting
+    while len(subprocess.run(mine, capture_output=True, text=True).stdout.split()) < 2:
+        assert time.monotonic() < deadline, "two episodes never started"
+        time.sleep(0.1)
+    assert jobs.cancel("stop").state == "cancelled"
+    summaries = jobs.summaries("stop")
+    assert slow.total == 3 and [s["status"] for s in summaries][2] == "cancelled" and summaries[2]["steps"] == 0
+    assert {s["status"] for s in summaries[:2]} <= {"completed", "cancelled"}
+    assert len(episodes(tmp_path / "store", "teacher", "stop")) == 2  # the two that ran are stored
+    assert jobs.status("stop").done == 3 and [j.run_id for j in jobs.list()] == ["stop", "here"]
+    with pytest.raises(UnknownJob, match="unknown job 'nope'"):
+        jobs.status("nope")
+
+
+def test_execute_plays_episodes_of_several_runs_each_as_its_job(tmp_path, settings_for):
+    """verify-exploration's pair: two runs executed together, each booked as its own job; one job of two
+    runs is refused (its episodes would count into a job that does not exist and it would never end)."""
+    from loraloop.rollout.experiments import get_experiment
+    from loraloop.rollout.sampler import plan_rollout
+    from loraloop.service.client import execute
+    from loraloop.service.local import LocalJobs
+    from loraloop.tasks.registry import load_registry
+
+    registry, teacher = load_registry("configs/tasks/os"), get_experiment("configs/experiments.yaml", "teacher")
+    specs = [spec for run in ("pair-a", "pair-b")
+             for spec in plan_rollout(registry, "configs/tasks/os", teacher, run_id=run, subset="test", sample_size=1,
+                                      rollouts_per_task=1, seed=1, task_seed=5, temperature=None)]
+    summaries = execute(specs, settings_for(), quiet=True)
+    assert [s["success"] for s in summaries] == [True, True]
+    assert [len(episodes(tmp_path / "store", "teacher", run)) for run in ("pair-a", "pair-b")] == [1, 1]
+    with pytest.raises(LoraloopError, match="a job is one run, these episodes belong to 2: pair-a, pair-b"):
+        LocalJobs(settings_for()).start(specs)
+
+
+def episodes(store_dir, mode, run):
+    return sorted((store_dir / "trajectories" / mode / run).glob("*.jsonl"))
+
+
+def test_embedded_rerun_plays_only_missing_episodes(tmp_path):
+    env = {"LORALOOP_STORE_URL": f"file://{tmp_path}"}
+    args = ["rollout", "--experiment", "teacher", "--subset", "test", "--sample_size", "3", "--run_id", "resume"]
+    assert cli(args, env).returncode == 0
+    files = episodes(tmp_path, "teacher", "resume")
+    kept = {f.name: f.read_bytes() for f in files[1:]}
+    files[0].unlink()
+    again = cli(args, env)
+    assert again.returncode == 0, again.stderr
+    assert "1/3 solved" not in again.stderr and "2 already stored" in again.stderr.replace("\n", " ")
+    assert len(episodes(tmp_path, "teacher", "resume")) == 3
+    assert all((tmp_path / "trajectories/teacher/resume" / name).read_bytes() == data for name, data in kept.items())
+
+
+class Service:
+    """Redis db, a file store, the rollout API and Celery workers, each a real process on loopback."""
+
+    def __init__(self, tmp_path, redis_url):
+        self.store = tmp_path / "store"
+        self.env = {"LORALOOP_BROKER_URL": redis_url.rsplit("/", 1)[0] + "/5",
+                    "LORALOOP_STORE_URL": f"file://{self.store}", "LORALOOP_VISIBILITY_TIMEOUT_S": "6",
+                    "LORALOOP_API_TOKEN": "s3cret"}
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.procs = []
+        self.workers = []
+        self.api = self.spawn(["serve", "rollout-api", "--port", str(self.port)])
+        wait_port(self.port, 60)
+
+    def spawn(self, args):
+        proc = subprocess.Popen(LORALOOP + args, env={**os.environ, **self.env}, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL, start_new_session=True)
+        self.procs.append(proc)
+        return proc
+
+    def add_worker(self, concurrency=2):
+        worker = self.spawn(["worker", "--concurrency", str(concurrency), "--loglevel", "warning"])
+        self.workers.append(worker)
+        return worker
+
+    def http(self, method, path, token="s3cret", **kwargs):
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        return httpx.request(method, self.url + path, headers=headers, timeout=60, **kwargs)
+
+    def wait_done(self, run_id, timeout=240):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            status = self.http("GET", f"/api/jobs/{run_id}").json()
+            if status["state"] in ("done", "cancelled"):
+                return status
+            time.sleep(0.5)
+        raise AssertionError(f"job {run_id} not done after {timeout} s: {status}")
+
+    def close(self):
+        for proc in self.procs:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGTERM)
+        for proc in self.procs:
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+        redis.Redis.from_url(self.env["LORALOOP_BROKER_URL"]).flushdb()
+
+
+@pytest.fixture
+def service(tmp_path, redis_url):
+    svc = Service(tmp_path, redis_url)
+    yield svc
+    svc.close()
+
+
+def test_cli_submits_to_the_api_and_two_workers_share_the_job(service):
+    service.add_worker()
+    service.add_worker()
+    env = {**service.env, "LORALOOP_API_URL": service.url}
+    proc = cli(["rollout", "--experiment", "teacher", "--subset", "train", "--sample_size", "8",
+                "--rollouts_per_task", "2", "--run_id", "api"], env)
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stderr.replace("\n", " ")
+    assert "submitted job api: 16 episodes queued" in out and "16/16 solved" in out
+    assert len(episodes(service.store, "teacher", "api")) == 16
+    listed = cli(["jobs", "list"], env)
+    assert listed.stdout.startswith("api\tteacher\tdone\t16/16 done\t16 solved\t0 failed")
+    shown = json.loads(cli(["jobs", "show", "api"], env).stdout)
+    assert shown["request"]["rollouts_per_task"] == 2 and shown["episodes_per_min"] > 0
+    metrics = service.http("GET", "/metrics", token=None).text
+    assert 'loraloop_episodes_total{status="completed"} 16.0' in metrics
+    assert "loraloop_step_latency_seconds_count 32.0" in metrics and "loraloop_queue_depth 0.0" in metrics
+    again = cli(["rollout", "--experiment", "teacher", "--subset", "train", "--sample_size", "8",
+                 "--rollouts_per_task", "2", "--run_id", "api"], env)
+    assert "0 episodes queued, 16 already stored" in again.stderr.replace("\n", " ")
+
+
+def test_api_rejects_bad_input_with_the_value(service):
+    assert service.http("POST", "/api/jobs", token=None, json={"experiment": "teacher"}).status_code == 401
+    bad = service.http("POST", "/api/jobs", json={"experiment": "nope"})
+    assert bad.status_code == 400 and "unknown experiment 'nope'" in bad.json()["detail"]
+    bad = service.http("POST", "/api/jobs", json={"experiment": "teacher", "subset": "zzz"})
+    assert bad.status_code == 400 and "subset 'zzz'" in bad.json()["detail"]
+    bad = service.http("POST", "/api/jobs", json={"experiment": "teacher", "task_registry": "configs/none"})
+    assert bad.status_code == 400 and "configs/none" in bad.json()["detail"]
+    typed = service.http("POST", "/api/jobs", json={"experiment": "teacher", "sample_size": "many"})
+    assert typed.status_code == 422 and typed.json()["detail"][0]["loc"] == ["body", "sample_size"]
+    assert service.http("GET", "/api/jobs/none").status_code == 404
+    assert "/api/jobs/{run_id}/cancel" in service.http("GET", "/openapi.json", token=None).json()["paths"]
+    assert service.http("GET", "/api/jobs").json() == []  # nothing half-booked
+
+
+def test_cancel_stops_a_job_and_keeps_what_ran(service):
+    service.add_worker(concurrency=1)
+    submitted = service.http("POST", "/api/jobs", json={"experiment": "teacher", "subset": "train",
+                                                        "rollouts_per_task": 3, "run_id": "stop"}).json()
+    total = 3 * len(load_registry("configs/tasks/os").select("train"))
+    assert submitted["total"] == total
+    deadline = time.monotonic() + 120
+    while service.http("GET", "/api/jobs/stop").json()["done"] < 2 and time.monotonic() < deadline:
+        time.sleep(0.3)
+    assert service.http("POST", "/api/jobs/stop/cancel").json()["state"] == "cancelled"
+    settled, last = 0, None
+    while settled < 6 and time.monotonic() < deadline:  # the running episode ends at its next step
+        status = service.http("GET", "/api/jobs/stop").json()
+        stored = episodes(service.store, "teacher", "stop")
+        settled = settled + 1 if (status["done"], len(stored)) == last and status["done"] == len(stored) else 0
+        last = (status["done"], len(stored))
+        time.sleep(0.5)
+    assert 2 <= len(stored) == status["done"] < total
+    ends = [parse_episode(p.name, p.read_bytes()).end for p in stored]
+    assert {e.status for e in ends} <= {"completed", "cancelled"}
+    time.sleep(3)
+    assert len(episodes(service.store, "teacher", "stop")) == len(stored)
+
+
+def test_a_killed_worker_loses_no_episode(service, tmp_path):
+    """kill -9 a worker in the middle of slow episodes: they are redelivered, run again, stored once."""
+    registry = slow_registry(tmp_path / "slow")
+    victim = service.add_worker(concurrency=3)
+    service.http("POST", "/api/jobs", json={"experiment": "teacher", "task_registry": registry,
+                                            "run_id": "crash"})
+    owner = f"label=loraloop.owner={socket.gethostname()}:{victim.pid}"
+    deadline = time.monotonic() + 120  # kill it once an episode has its container: none can have ended (`sleep 4`)
+    while not subprocess.run(["docker", "ps", "-q", "--filter", owner], capture_output=True, text=True).stdout.split():
+        assert victim.poll() is None and time.monotonic() < deadline, "the worker never started an episode"
+        time.sleep(0.2)
+    os.killpg(victim.pid, signal.SIGKILL)
+    victim.wait()
+    assert episodes(service.store, "teacher", "crash") == []
+    service.add_worker(concurrency=3)
+    status = service.wait_done("crash", timeout=120)
+    stored = episodes(service.store, "teacher", "crash")
+    assert len(stored) == 3 and status["solved"] == 3
+    assert all(parse_episode(p.name, p.read_bytes()).success for p in stored)
+    leftovers = subprocess.run(["docker", "ps", "-aq", "--filter", owner], capture_output=True, text=True).stdout
+    assert leftovers.strip() == ""
+
+
+@pytest.mark.parametrize("where", ["embedded", "broker", "api"])
+def test_every_jobs_client_answers_alike(where, service):
+    """The CLI's three ways to a job (this process, the broker, the API) submit, follow, list and cancel alike."""
+    settings = Settings(store_url=service.env["LORALOOP_STORE_URL"], api_token="s3cret",
+                        broker_url=service.env["LORALOOP_BROKER_URL"] if where != "embedded" else "",
+                        api_url=service.url if where == "api" else "")
+    if where != "embedded":
+        service.add_worker()
+    jobs = jobs_client(settings)
+    assert type(jobs).__name__ == {"embedded": "LocalJobs", "broker": "BrokerJobs", "api": "ApiJobs"}[where]
+    run_id = f"alike-{where}"
+    submitted = jobs.submit(JobRequest(experiment="teacher", subset="test", sample_size=2, run_id=run_id))
+    assert (submitted.run_id, submitted.total, submitted.skipped) == (run_id, 2, 0)
+    final = follow(lambda: jobs.status(run_id), quiet=True, interval=0.3)
+    assert (final.state, final.done, final.solved, final.failed) == ("done", 2, 2, 0)
+    assert final.request.sample_size == 2 and final.store_url == settings.store_url
+    assert [job.run_id for job in jobs.list(5)] == [run_id]
+    with pytest.raises(LoraloopError, match="unknown job 'nope'"):
+        jobs.status("nope")
+    assert jobs.cancel(run_id).state == "cancelled"
+    assert len(episodes(service.store, "teacher", run_id)) == 2
+
+
+def test_a_worker_prepares_every_kind_and_leaves_no_container(redis_url, tmp_path):
+    """`loraloop worker` runs each kind's worker_start (the shell kind warms its pool: a spare container
+    owned by the worker appears) and, stopped with SIGTERM once ready, each kind's worker_stop: none of its
+    containers stays."""
+    env = {"LORALOOP_BROKER_URL": redis_url.rsplit("/", 1)[0] + "/6", "LORALOOP_POOL_SIZE": "1",
+           "LORALOOP_STORE_URL": f"file://{tmp_path}"}
+    log = tmp_path / "worker.log"
+    with log.open("w") as out:
+        worker = subprocess.Popen(LORALOOP + ["worker", "--concurrency", "1", "--loglevel", "info"],
+                                  env={**os.environ, **env}, stdout=out, stderr=subprocess.STDOUT)
+    owned = ["docker", "ps", "-aq", "--filter", f"label={OWNER_LABEL}={socket.gethostname()}:{worker.pid}"]
+    try:
+        deadline = time.monotonic() + 120
+        while not (subprocess.run(owned, capture_output=True, text=True).stdout.split()
+                   and " ready." in log.read_text()):
+            assert worker.poll() is None and time.monotonic() < deadline, log.read_text()[-2000:]
+            time.sleep(0.2)
+    finally:
+        worker.terminate()
+        worker.wait(timeout=60)
+    assert subprocess.run(owned, capture_output=True, text=True).stdout.split() == [], log.read_text()[-2000:]

@@ -1,0 +1,233 @@
+"""The Compose stack: every file and profile validates, and the CI-sized stack runs for real."""
+import json
+import os
+import shutil
+import tomllib
+import subprocess
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from loraloop.settings import Settings
+from loraloop.store import open_store
+from tests.helpers import image_tag, smollm_adapter
+
+FILES = [["compose.yaml"], ["compose.yaml", "compose.cpu.yaml"],
+         ["compose.yaml", "compose.cpu.yaml", "compose.ci.yaml"], ["compose.train.yaml"]]
+PROFILES = ["", "lora", "monitor", "*"]
+CI = {"PROJECT": "loraloop-citest", "COMPOSE_FILES": "-f compose.yaml -f compose.cpu.yaml -f compose.ci.yaml",
+      "ENV_FILE": ".env.example"}
+CI_PORTS = {"vllm": 28000, "s3": 28333}  # compose.ci.yaml's defaults
+
+
+def compose(files, *args, env_file=".env.example"):
+    cmd = ["docker", "compose", "--env-file", env_file]
+    for f in files:
+        cmd += ["-f", f]
+    return subprocess.run(cmd + list(args), capture_output=True, text=True)
+
+
+@pytest.mark.parametrize("files", FILES, ids=["+".join(f) for f in FILES])
+@pytest.mark.parametrize("profile", PROFILES, ids=["default", "lora", "monitor", "all"])
+def test_every_file_and_profile_validates(files, profile):
+    args = (["--profile", profile] if profile else []) + ["config", "-q"]
+    proc = compose(files, *args)
+    assert proc.returncode == 0, proc.stderr
+
+
+def config(files):
+    proc = compose(files, "--profile", "*", "config", "--format", "json")
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)["services"]
+
+
+@pytest.mark.parametrize("files", FILES, ids=["+".join(f) for f in FILES])
+def test_every_image_and_build_base_has_a_fixed_tag(files):
+    """No image floats (no tag, or `latest`), so that a new release upstream cannot change a stack; the
+    images built here carry the package's version."""
+    version = tomllib.loads(Path("pyproject.toml").read_text())["project"]["version"]
+    refs = {}
+    for name, svc in config(files).items():
+        refs[f"{name}: image"] = svc["image"]
+        if "BASE" in svc.get("build", {}).get("args", {}):
+            refs[f"{name}: build arg BASE"] = svc["build"]["args"]["BASE"]
+    floating = {where: ref for where, ref in refs.items() if image_tag(ref) in (None, "latest")}
+    assert not floating, f"images without a fixed tag in {files}: {floating}"
+    ours = {where: ref for where, ref in refs.items() if ref.startswith("loraloop/")}
+    assert ours and all(image_tag(ref) == version for ref in ours.values()), ours
+
+
+@pytest.mark.parametrize("files", FILES[:3], ids=["+".join(f) for f in FILES[:3]])
+def test_the_task_sites_are_a_healthy_service_the_workers_wait_for(files):
+    """`sites` in every stack: built from the local base, a healthcheck, the workers' depends_on
+    condition and LORALOOP_SITES_URL (service name by default, CI's loopback port with compose.ci.yaml)."""
+    services = config(files)
+    sites, worker = services["sites"], services["rollout-worker"]
+    assert sites["image"].startswith("loraloop/sites:") and sites["build"]["args"]["BASE"] == "debian:bookworm-slim"
+    assert sites["healthcheck"]["test"][0] == "CMD"
+    assert worker["depends_on"]["sites"]["condition"] == "service_healthy"
+    ci = "compose.ci.yaml" in files
+    assert worker["environment"]["LORALOOP_SITES_URL"] == ("http://127.0.0.1:28090" if ci else "http://sites:8090")
+    if ci:
+        assert sites["network_mode"] == "host" and not sites.get("ports")
+        assert sites["command"][-4:] == ["--host", "127.0.0.1", "--port", "28090"]
+        assert "28090/healthz" in sites["healthcheck"]["test"][-1]
+    else:
+        assert [(p["host_ip"], p["published"], p["target"]) for p in sites["ports"]] == [("127.0.0.1", "8090", 8090)]
+
+
+@pytest.mark.parametrize("files", FILES[:2], ids=["+".join(f) for f in FILES[:2]])
+def test_adapter_sync_serves_the_stores_adapters_to_vllm_lora(files):
+    """Profile lora: adapter-sync waits for vLLM-LoRA, calls it by service name and unpacks adapters
+    into the folder vLLM-LoRA reads as /adapters."""
+    services = config(files)
+    sync, lora = services["adapter-sync"], services["vllm-lora"]
+    assert sync["profiles"] == ["lora"] and sync["command"][:3] == ["loraloop", "adapters", "sync"]
+    assert sync["depends_on"]["vllm-lora"]["condition"] == "service_healthy"
+    env = sync["environment"]
+    assert env["LORALOOP_VLLM_URL"] == "http://vllm-lora:8000/v1" and env["LORALOOP_VLLM_ADAPTERS_DIR"] == "/adapters"
+    ours = {v["target"]: v["source"] for v in sync["volumes"]}
+    theirs = {v["target"]: v["source"] for v in lora["volumes"]}
+    assert ours[env["LORALOOP_ADAPTERS_DIR"]] == theirs["/adapters"]
+    assert "/tmp/adapter-sync.ok" in sync["healthcheck"]["test"][-1]
+
+
+@pytest.mark.parametrize("given,missing", [("MINIO_ROOT_PASSWORD", "MINIO_ROOT_USER"),
+                                           ("MINIO_ROOT_USER", "MINIO_ROOT_PASSWORD")])
+def test_a_missing_secret_is_named(tmp_path, given, missing):
+    env_file = tmp_path / "partial.env"
+    env_file.write_text(f"{given}=something-long-enough\n")
+    proc = compose(["compose.yaml"], "config", "-q", env_file=str(env_file))
+    assert proc.returncode != 0 and f"set {missing} in .env" in proc.stderr
+
+
+def make(*targets, timeout=900, **extra):
+    env = {**os.environ, **CI, **{k: str(v) for k, v in extra.items()}}
+    proc = subprocess.run(["make", *targets, *[f"{k}={v}" for k, v in {**CI, **extra}.items()]], env=env,
+                          capture_output=True, text=True, timeout=timeout)
+    assert proc.returncode == 0, f"make {' '.join(targets)}:\n{proc.stdout[-2000:]}\n{proc.stderr[-3000:]}"
+    return proc
+
+
+def leftovers():
+    """Containers, networks and volumes of the CI project, and environment containers it labelled."""
+    project = CI["PROJECT"]
+    found = {}
+    for kind, args in (("containers", ["ps", "-aq", "--filter", f"label=com.docker.compose.project={project}"]),
+                       ("env containers", ["ps", "-aq", "--filter", f"label=loraloop.project={project}"]),
+                       ("networks", ["network", "ls", "-q", "--filter", f"label=com.docker.compose.project={project}"]),
+                       ("volumes", ["volume", "ls", "-q", "--filter", f"label=com.docker.compose.project={project}"])):
+        found[kind] = subprocess.run(["docker", *args], capture_output=True, text=True).stdout.split()
+    return found
+
+
+def built_images():
+    """`image: size in MB` of every image the CI stack builds."""
+    services = config(CI["COMPOSE_FILES"].split()[1::2])
+    images = sorted({svc["image"] for svc in services.values() if "build" in svc})
+    sizes = {}
+    for image in images:
+        size = subprocess.run(["docker", "image", "inspect", "-f", "{{.Size}}", image], capture_output=True, text=True)
+        sizes[image] = f"{int(size.stdout) / 1e6:.0f} MB" if size.returncode == 0 else "not built"
+    return sizes
+
+
+def served_root(vllm_url: str, name: str, timeout: float = 120) -> str:
+    """The path vLLM loaded adapter `name` from, once it serves it (fails after `timeout` s)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        models = httpx.get(f"{vllm_url}/models", timeout=10).json()["data"]
+        found = [m["root"] for m in models if m["id"] == name]
+        if found:
+            return found[0]
+        time.sleep(1)
+    raise AssertionError(f"vLLM at {vllm_url} did not serve {name!r} within {timeout} s")
+
+
+def stack_syncs_a_published_adapter(tmp_path) -> float:
+    """Publish a SmolLM2 LoRA to the stack's store only; adapter-sync must make the stack's vLLM serve
+    it, and serve it again after vLLM dropped it (as a restart does). Returns seconds to the first."""
+    from loraloop.serve.publish import publish
+
+    name, vllm = "ci-sync", f"http://127.0.0.1:{CI_PORTS['vllm']}/v1"
+    shutil.rmtree(f"volumes/adapters/{name}", ignore_errors=True)
+    settings = Settings(store_url="s3://loraloop", s3_endpoint_url=f"http://127.0.0.1:{CI_PORTS['s3']}",
+                        s3_access_key="x", s3_secret_key="x", vllm_url=vllm, adapters_dir=tmp_path / "adapters")
+    try:
+        start = time.monotonic()
+        assert publish(settings, smollm_adapter(tmp_path / "lora", random_b=True, seed=5), name,
+                       load=False)["version"] == "v1"
+        assert served_root(vllm, f"{name}-v1") == f"/adapters/{name}/v1"  # served as <name>-v<k>
+        took = time.monotonic() - start
+        dropped = httpx.post(f"{vllm.removesuffix('/v1')}/v1/unload_lora_adapter", json={"lora_name": f"{name}-v1"},
+                             timeout=30)
+        assert dropped.status_code == 200, dropped.text
+        assert served_root(vllm, f"{name}-v1") == f"/adapters/{name}/v1"
+        return took
+    finally:
+        shutil.rmtree(f"volumes/adapters/{name}", ignore_errors=True)
+
+
+@pytest.mark.timeout(1800)  # cold image builds (vLLM CPU, Chromium) take most of it
+@pytest.mark.usefixtures("docker_ready")
+def test_ci_stack_rolls_out_into_the_store_and_goes_away_cleanly(capsys, tmp_path):
+    """Build from local bases, start vLLM (CPU) + redis + S3 + sites + rollout-api + 2 workers +
+    task-server, `make rollout` with the shell teacher, the web teacher (Chromium in the workers,
+    the task sites as a service) and SmolLM2 through the stack, an adapter published to the store that
+    adapter-sync makes vLLM serve (and serve again after vLLM lost it), then `make down`."""
+    started = time.monotonic()
+    try:
+        make("up", WORKERS=2, timeout=1500)
+        up_s = time.monotonic() - started
+        api = "http://127.0.0.1:28081"
+        proc = make("rollout", EXPERIMENT="teacher", SUBSET="test", SAMPLE_SIZE=6, ROLLOUTS_PER_TASK=2,
+                    LORALOOP_API_URL=api)
+        summary = " ".join(proc.stderr.split())
+        assert "12/12 solved" in summary and "s3://loraloop/trajectories/teacher/" in summary
+        run_id = summary.split("teacher run ")[1].split()[0]
+        store = open_store("s3://loraloop", Settings(s3_endpoint_url=f"http://127.0.0.1:{CI_PORTS['s3']}",
+                                                     s3_access_key="x", s3_secret_key="x"))
+        keys = list(store.list(f"trajectories/teacher/{run_id}/"))
+        assert len(keys) == 12
+        workers = {json.loads(store.get_bytes(k).splitlines()[0])["run_id"] for k in keys}
+        assert workers == {run_id}
+        jobs = httpx.get(f"{api}/api/jobs/{run_id}", timeout=30).json()
+        assert jobs["done"] == 12 and jobs["state"] == "done"
+        tasks = "http://127.0.0.1:25000/api"
+        episode = httpx.post(f"{tasks}/episode/start", json={"sample_id": "test-files-00000"}, timeout=120).json()
+        assert episode["observation"]["type"] == "messages"
+        assert httpx.post(f"{tasks}/episode/cancel", json={"episode_id": episode["episode_id"]},
+                          timeout=60).json()["status"] == "cancelled"
+        assert len(list(store.list("trajectories/os-ci/"))) == 1
+        model = make("rollout", EXPERIMENT="smollm_zero", SUBSET="test", SAMPLE_SIZE=2, LORALOOP_API_URL=api)
+        model_run = " ".join(model.stderr.split()).split("smollm_zero run ")[1].split()[0]
+        steps = [json.loads(line) for key in store.list(f"trajectories/smollm_zero/{model_run}/")
+                 for line in store.get_bytes(key).splitlines()]
+        assert len({s["task_id"] for s in steps if s["type"] == "episode_start"}) == 2
+        assert {s["model"] for s in steps if s["type"] == "step"} == {"SmolLM2-135M-Instruct"}  # vLLM in the stack
+        web = make("rollout", EXPERIMENT="web_teacher", TASK_REGISTRY="configs/tasks/web", SUBSET="test",
+                   SAMPLE_SIZE=4, LORALOOP_API_URL=api)
+        web_summary = " ".join(web.stderr.split())
+        assert "4/4 solved" in web_summary and "s3://loraloop/trajectories/web_teacher/" in web_summary, web_summary
+        web_run = web_summary.split("web_teacher run ")[1].split()[0]
+        episodes = [[json.loads(line) for line in store.get_bytes(key).splitlines()]
+                    for key in store.list(f"trajectories/web_teacher/{web_run}/")]
+        assert len(episodes) == 4 and len({e[0]["task_id"] for e in episodes}) == 4
+        assert all(e[0]["type"] == "episode_start" and e[-1]["type"] == "episode_end" for e in episodes)
+        assert all(e[-1]["success"] is True and e[-1]["error_count"] == 0 for e in episodes), [e[-1] for e in episodes]
+        assert all(any(s["type"] == "step" for s in e) for e in episodes)
+        web_jobs = httpx.get(f"{api}/api/jobs/{web_run}", timeout=30).json()
+        assert web_jobs["done"] == 4 and web_jobs["solved"] == 4 and web_jobs["state"] == "done"
+        adapter_s = stack_syncs_a_published_adapter(tmp_path)
+        rates = (f"CI stack: up {up_s:.0f} s, shell rollout of 12 episodes {float(jobs['episodes_per_min']):.0f} "
+                 f"ep/min, web rollout of 4 episodes {float(web_jobs['episodes_per_min']):.0f} ep/min, "
+                 f"adapter in the store to served by vLLM in {adapter_s:.0f} s")
+    finally:
+        sizes = built_images()
+        make("down", timeout=300)
+    assert leftovers() == {"containers": [], "env containers": [], "networks": [], "volumes": []}
+    with capsys.disabled():  # visible without -s (scripts/test.sh runs plain pytest)
+        print(f"\n{rates}\nCI stack end to end: {time.monotonic() - started:.0f} s")
+        print("CI stack images: " + ", ".join(f"{image} {size}" for image, size in sizes.items()))

@@ -1,0 +1,265 @@
+"""Task Server API over real HTTP and real containers, driven the way AReaL's TaskServerWorkflow drives it."""
+import json
+import os
+import subprocess
+import sys
+import time
+
+import httpx
+import pytest
+
+from tests.helpers import free_port, wait_port
+
+pytestmark = pytest.mark.usefixtures("docker_ready")
+
+
+@pytest.fixture(scope="module")
+def server():
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "loraloop.cli", "serve", "task-server", "--task", "os-test",
+                             "--port", str(port)], env=os.environ.copy(), stderr=subprocess.PIPE)
+    wait_port(port, 60)
+    yield f"http://127.0.0.1:{port}"
+    proc.terminate()
+    proc.wait(timeout=30)
+
+
+def call(base, method, path, body=None):
+    """One HTTP session per call, like the reference client."""
+    with httpx.Client(timeout=120) as client:
+        return client.request(method, base + path, json=body)
+
+
+def test_health_and_info(server):
+    assert call(server, "GET", "/api/health").json() == {"status": "healthy", "active_episodes": 0,
+                                                           "task_name": "os-test"}
+    info = call(server, "GET", "/api/task/info").json()
+    from loraloop.tasks.registry import load_registry
+
+    assert info["num_samples"] == len(load_registry("configs/tasks/os").tasks) and info["observation_type"] == "text" and info["max_episode_length"] == 8
+
+
+def test_dataset_rows_like_areal(server):
+    """Rows {"index", "messages": []}: start, step with the example command, answer; cancel on error."""
+    from loraloop.tasks.registry import load_registry
+
+    tasks = [t for t in load_registry("configs/tasks/os").tasks if t.split == "test" and t.uses_answer][:3]
+    rows = [{"index": t.index, "messages": []} for t in tasks]
+    rewards = []
+    for row, task in zip(rows, tasks):
+        start = call(server, "POST", "/api/episode/start", {"sample_id": row["index"], "config": {}}).json()
+        episode = start["episode_id"]
+        try:
+            assert start["observation"]["type"] == "messages" and start["info"]["turn"] == 0
+            assert {m["role"] for m in start["observation"]["content"]} == {"system", "user", "assistant"}
+            code = task.example.source(task.scripts_dir)
+            step = call(server, "POST", "/api/episode/step", {"episode_id": episode, "action": {
+                "type": "text", "content": f"Think: go.\nAct: bash\n```bash\n{code}\n```"}}).json()
+            assert step["done"] is False and step["observation"]["content"].startswith("The output of the OS")
+            answer = step["observation"]["content"].strip().splitlines()[-1]
+            end = call(server, "POST", "/api/episode/step", {"episode_id": episode, "action": {
+                "type": "text", "content": f"Act: answer({answer})"}}).json()
+            assert end["done"] and end["observation"] is None and end["info"]["status"] == "completed"
+            rewards.append(end["reward"])
+            again = call(server, "POST", "/api/episode/step", {"episode_id": episode, "action": {"content": "x"}})
+            assert again.status_code == 400
+        except Exception:
+            call(server, "POST", "/api/episode/cancel", {"episode_id": episode})
+            raise
+    assert rewards == [1.0, 1.0, 1.0]
+
+
+def test_errors(server):
+    assert call(server, "POST", "/api/episode/start", {"sample_id": "nope-00000"}).status_code == 404
+    assert call(server, "POST", "/api/episode/start", {"sample_id": 3.5}).status_code == 400
+    assert call(server, "POST", "/api/episode/start", {"config": {}}).status_code == 422
+    assert call(server, "POST", "/api/episode/step", {"episode_id": "x", "action": {"content": "a"}}).status_code == 404
+    start = call(server, "POST", "/api/episode/start", {"sample_id": 0}).json()
+    cancelled = call(server, "POST", "/api/episode/cancel", {"episode_id": start["episode_id"]}).json()
+    assert cancelled == {"status": "cancelled", "episode_id": start["episode_id"]}
+    assert call(server, "GET", "/api/health").json()["active_episodes"] == 0
+    labels = subprocess.run(["docker", "ps", "-q", "--filter", f"label=loraloop.episode={start['episode_id']}"],
+                            capture_output=True, text=True).stdout
+    assert labels.strip() == ""
+
+
+def test_tool_call_protocol_through_the_api(server):
+    bad = call(server, "POST", "/api/episode/start", {"sample_id": 0, "config": {"protocol": "xml"}})
+    assert bad.status_code == 400 and "config.protocol" in bad.json()["detail"]
+    start = call(server, "POST", "/api/episode/start", {"sample_id": "test-files-00000",
+                                                         "config": {"protocol": "tools"}}).json()
+    assert "bash_action" in start["observation"]["content"][0]["content"]
+    action = {"type": "text", "content": '{"name": "answer_action", "arguments": {"answer": "no idea"}}'}
+    end = call(server, "POST", "/api/episode/step", {"episode_id": start["episode_id"], "action": action}).json()
+    assert end["done"] and end["reward"] == 0.0 and end["info"]["answer"] == "no idea"
+
+
+def start_replica(port, env, extra=()):
+    proc = subprocess.Popen([sys.executable, "-m", "loraloop.cli", "serve", "task-server", "--task", "os-shared",
+                             "--port", str(port), "--run_id", "shared", *extra], env={**os.environ, **env},
+                            stderr=subprocess.DEVNULL)
+    wait_port(port, 60)
+    return proc
+
+
+def stop(proc):
+    proc.terminate()
+    proc.wait(timeout=30)
+
+
+@pytest.fixture
+def replicas(tmp_path, redis_url):
+    """Two API replicas sharing Redis and a file store, like two pods behind a load balancer."""
+    env = {"LORALOOP_BROKER_URL": redis_url.rsplit("/", 1)[0] + "/3", "LORALOOP_STORE_URL": f"file://{tmp_path}"}
+    ports = [free_port(), free_port()]
+    procs = [start_replica(port, env) for port in ports]
+    handle = {"urls": [f"http://127.0.0.1:{p}" for p in ports], "ports": ports, "procs": procs, "env": env,
+              "store": tmp_path}
+    yield handle
+    for proc in handle["procs"]:
+        stop(proc)
+    import redis
+    redis.Redis.from_url(env["LORALOOP_BROKER_URL"]).flushdb()
+
+
+def bash(code):
+    return f"Think: run it.\nAct: bash\n```bash\n{code}\n```"
+
+
+def test_shell_state_survives_replicas_and_restart(replicas):
+    a, b = replicas["urls"]
+    start = call(a, "POST", "/api/episode/start", {"sample_id": "test-files-00000", "config": {}}).json()
+    episode = start["episode_id"]
+
+    def step(base, code):
+        response = call(base, "POST", "/api/episode/step", {"episode_id": episode, "action": {"content": bash(code)}})
+        assert response.status_code == 200, response.text
+        return response.json()["observation"]["content"].rstrip()
+
+    step(a, "cd /etc && export ZZ=42 && greet() { echo hi $1; }")
+    assert step(b, 'echo "$ZZ $(pwd)"; greet b').endswith("42 /etc\nhi b")
+    stop(replicas["procs"][0])
+    replicas["procs"][0] = start_replica(replicas["ports"][0], replicas["env"])
+    assert step(a, 'echo "$ZZ"; greet a').endswith("42\nhi a")
+    assert call(b, "GET", "/api/health").json()["active_episodes"] == 1
+    assert call(b, "POST", "/api/episode/cancel", {"episode_id": episode}).status_code == 200
+    assert call(a, "POST", "/api/episode/step", {"episode_id": episode, "action": {"content": "x"}}).status_code == 400
+    stored = list((replicas["store"] / "trajectories" / "os-shared" / "shared").glob("*.jsonl"))
+    records = [json.loads(line) for line in stored[0].read_text().splitlines()]
+    assert [r["type"] for r in records] == ["episode_start", "step", "step", "step", "episode_end"]
+    assert records[-1]["status"] == "cancelled" and records[2]["observation"].endswith("is empty.")
+
+
+def test_areal_workflow_runs_a_whole_dataset_over_two_replicas(replicas):
+    """Every test task, four at a time, each call round-robined over two replicas; a replica restarts midway."""
+    import asyncio
+
+    from loraloop.envs.shell.teacher import ScriptedTeacher
+    from loraloop.tasks.registry import load_registry
+    from tests.integration.taskserver.areal_client import TaskServerClient
+
+    tasks = {t.index: t for t in load_registry("configs/tasks/os").tasks if t.split == "test"}
+    rows = [{"index": index, "messages": []} for index in tasks]
+
+    def policy_for(row):
+        teacher = ScriptedTeacher(tasks[row["index"]])
+
+        async def act(messages):
+            return teacher.act(messages).text
+        return act
+
+    async def main():
+        client = TaskServerClient(replicas["urls"], timeout=120)
+        first = await client.run_dataset(rows[:6], policy_for)
+        stop(replicas["procs"][1])
+        replicas["procs"][1] = start_replica(replicas["ports"][1], replicas["env"])
+        return first + await client.run_dataset(rows[6:], policy_for)
+
+    results = asyncio.run(main())
+    assert [r["reward"] for r in results] == [1.0] * len(rows)
+    assert all(r["info"]["status"] == "completed" and r["info"]["success"] for r in results)
+    stored = sorted((replicas["store"] / "trajectories" / "os-shared" / "shared").glob("*.jsonl"))
+    assert len(stored) == len(rows)
+    ends = [json.loads(p.read_text().splitlines()[-1]) for p in stored]
+    assert all(e["type"] == "episode_end" and e["success"] for e in ends)
+    assert call(replicas["urls"][0], "GET", "/api/health").json()["active_episodes"] == 0
+
+
+def test_idle_episodes_expire_and_are_stored(tmp_path):
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "loraloop.cli", "serve", "task-server", "--task", "os-idle",
+                             "--port", str(port), "--idle_timeout", "2", "--run_id", "idle"],
+                            env={**os.environ, "LORALOOP_STORE_URL": f"file://{tmp_path}"}, stderr=subprocess.DEVNULL)
+    try:
+        wait_port(port, 60)
+        base = f"http://127.0.0.1:{port}"
+        episode = call(base, "POST", "/api/episode/start", {"sample_id": 1}).json()["episode_id"]
+        deadline = time.monotonic() + 30
+        while call(base, "GET", "/api/health").json()["active_episodes"] and time.monotonic() < deadline:
+            time.sleep(0.5)
+        assert call(base, "POST", "/api/episode/step", {"episode_id": episode,
+                                                         "action": {"content": "x"}}).status_code == 400
+        deadline = time.monotonic() + 15
+        while time.monotonic() < deadline:  # the container goes right after the episode is claimed
+            left = subprocess.run(["docker", "ps", "-aq", "--filter", f"label=loraloop.episode={episode}"],
+                                  capture_output=True, text=True).stdout
+            if not left.strip():
+                break
+            time.sleep(0.3)
+        assert left.strip() == ""
+        stored = list((tmp_path / "trajectories" / "os-idle" / "idle").glob("*.jsonl"))
+        assert json.loads(stored[0].read_text().splitlines()[-1])["status"] == "expired"
+    finally:
+        stop(proc)
+
+
+def test_web_tasks_are_served_too_and_stay_on_the_replica_that_started_them(sites_url, redis_url, settings_for):
+    """The Task Server picks the env by task: a REAL task runs in Chromium, scripted steps solve it,
+    and the stored episode is the same typed record a rollout writes. A web episode's browser lives in
+    one process, so another replica sharing the Redis state answers 409 naming the replica."""
+    from fastapi.testclient import TestClient
+
+    from loraloop.envs.web.teacher import step_action
+    from loraloop.store.trajectories import iter_episodes
+    from loraloop.taskserver.app import create_app, open_states
+    from loraloop.store import open_store
+    from loraloop.tasks.registry import load_registry
+
+    registry = load_registry("configs/tasks/web")
+    task = registry.get("loraloop.shop-6")
+    settings = settings_for(sites_url=sites_url, broker_url=redis_url)
+    apps = [create_app(registry, "web-test", settings, run_id="r1",
+                       states=open_states(settings, "web-test", 300.0)) for _ in range(2)]
+    with TestClient(apps[0]) as first, TestClient(apps[1]) as second:
+        info = first.get("/api/task/info").json()
+        assert info["env_kinds"] == ["web"] and info["max_episode_length"] == 15
+        bad = first.post("/api/episode/start", json={"sample_id": task.index, "config": {"protocol": "tools"}})
+        assert bad.status_code == 400 and "for web tasks" in bad.json()["detail"]
+        start = first.post("/api/episode/start", json={"sample_id": task.index, "config": {}}).json()
+        episode = start["episode_id"]
+        [system, user] = start["observation"]["content"]
+        assert system["role"] == "system" and user["content"].startswith(f"# Goal\n{task.goal}")
+        page = user["content"]
+        elsewhere = second.post("/api/episode/step", json={"episode_id": episode, "action": {"content": "noop()"}})
+        assert elsewhere.status_code == 409 and "lives on replica" in elsewhere.json()["detail"]
+        for scripted in task.solution:
+            reply = first.post("/api/episode/step", json={"episode_id": episode, "action": {
+                "content": f"Action: {step_action(scripted, page, sites_url)}"}}).json()
+            if reply["done"]:
+                break
+            page = reply["observation"]["content"]
+        assert reply["done"] and reply["reward"] == 1.0 and reply["info"]["success"] is True
+        assert first.get("/api/health").json()["active_episodes"] == 0
+    [episode] = iter_episodes(open_store(settings=settings), "trajectories/web-test/r1/")
+    assert episode.start.env == "web" and episode.start.prompt_style == "web" and episode.start.schema_version == 2
+    assert episode.end.success and len(episode.steps) == len(task.solution)
+    assert all(step.run_id == "r1" and step.action_source == "client" for step in episode.steps)
+
+
+def test_a_port_in_use_is_one_clear_line_without_a_banner(server):
+    """The module's server holds its port: a second serve-api there must not claim to serve."""
+    port = int(server.rsplit(":", 1)[1])
+    proc = subprocess.run([sys.executable, "-m", "loraloop.cli", "serve", "task-server", "--port", str(port)],
+                          capture_output=True, text=True, timeout=60, env={**os.environ, "COLUMNS": "200"})
+    assert proc.returncode == 1 and "Task server" not in proc.stderr + proc.stdout
+    assert proc.stderr.strip() == f"error: cannot listen on 127.0.0.1:{port}: Address already in use"
