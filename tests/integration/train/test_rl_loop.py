@@ -14,6 +14,7 @@ import uuid
 from pathlib import Path
 
 import httpx
+import pytest
 
 from loraloop.agents.prompts import build_messages
 from loraloop.envs.shell.env import PROTOCOLS
@@ -55,6 +56,7 @@ def run_prefix(name: str, iteration: int) -> str:
     return f"trajectories/rl_test/{name}-it{iteration:04d}/"
 
 
+@pytest.mark.timeout(1800)  # about 5 CPU-minutes; 16 wall minutes were seen on the shared, loaded 2-core VM
 def test_rl_runs_trains_publishes_versions_and_survives_kill_9(vllm_url, tmp_path, docker_ready):
     experiments = tmp_path / "experiments.yaml"
     experiments.write_text("experiments:\n  rl_test:\n    policy: openai\n    model: SmolLM2-135M-Instruct\n"
