@@ -164,7 +164,7 @@ def stored_outcomes(store: Path, run_id: str) -> tuple[int, Outcomes, list[str]]
     """The .jsonl files a run left in the store, their outcomes, and any unreadable ones."""
     files = len(list((store / "trajectories" / EXPERIMENT / run_id).glob("*.jsonl")))
     malformed: list[str] = []
-    outcomes = {(e.start["task_id"], e.start["attempt_idx"]): e.success
+    outcomes = {(e.start.task_id, e.start.attempt_idx): e.success
                 for e in iter_episodes(FileStore(store), f"trajectories/{EXPERIMENT}/{run_id}", malformed)}
     return files, outcomes, malformed
 

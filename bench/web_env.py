@@ -152,7 +152,7 @@ def play_ours(task: WebTask, settings: Settings) -> Episode:
     """One scripted episode through WebEnv."""
     env = WebEnv(task, settings, max_rounds=len(task.solution) + 1)
     try:
-        observation, reset_s = timed(env.reset)
+        (observation, _info), reset_s = timed(env.reset)
         episode = Episode(False, reset_s)
         for step in task.solution:
             action = step_action(step, observation, settings.sites_url)
