@@ -1,6 +1,6 @@
 """What an RL iteration costs here, and how fast a new adapter version is served, against a vLLM restart.
 
-    .venv/bin/python bench/rl.py [--iterations 2] [--tasks 4] [--rollouts 4] [--swaps 8] [--restarts 2] [--out]
+    .venv/bin/python bench/rl.py [--iterations 2] [--tasks 4] [--rollouts 4] [--swaps 8] [--restarts 2] [--out [PATH]]
 
 1. Starts vLLM CPU (SmolLM2-135M-Instruct, volumes/models) on a free port and runs `loraloop train rl`
    (train/rl_loop.run_rl) for --iterations on configs/tasks/os's train split, --tasks tasks x
@@ -20,8 +20,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import socket
-import statistics
 import sys
 import tempfile
 import time
@@ -32,19 +30,12 @@ import httpx
 from loraloop.serve import vllm_server
 from loraloop.serve.publish import publish
 from loraloop.settings import Settings
-from loraloop.store import adapters
 from loraloop.train.config import RLConfig
 from loraloop.train.rl_loop import run_rl
+from results import add_out, free_port, percentile, report
 
 ROOT = Path(__file__).resolve().parents[1]
 MODEL = "SmolLM2-135M-Instruct"
-
-
-def free_port() -> int:
-    """A TCP port nothing listens on now."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def answered(url: str, model: str) -> None:
@@ -72,12 +63,6 @@ def restart_seconds(settings: Settings, adapter_dir: Path, port: int) -> float:
     return time.perf_counter() - started
 
 
-def percentile(values: list[float], share: float) -> float:
-    """The value below which `share` of `values` lie (nearest rank)."""
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, max(0, round(share * len(ordered) + 0.5) - 1))]
-
-
 def main() -> int:
     """Run the loop, the swaps and the restarts; print the tables and the ratio."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -86,7 +71,7 @@ def main() -> int:
     parser.add_argument("--rollouts", type=int, default=4)
     parser.add_argument("--swaps", type=int, default=8)
     parser.add_argument("--restarts", type=int, default=2)
-    parser.add_argument("--out", action="store_true", help="also write bench/results/rl.md")
+    add_out(parser, "rl")
     args = parser.parse_args()
     os.chdir(ROOT)
     work = Path(tempfile.mkdtemp(prefix="bench-rl-"))
@@ -111,18 +96,14 @@ def main() -> int:
              "|---:|---:|---:|---:|---:|---:|---:|---:|"]
     lines += [f"| {r['iteration']} | {r['episodes']} | {r['rows']} | {r['tokens']} | {r['rollout_s']} | "
               f"{r['train_s']} | {r['publish_s']} | {r.get('train_tokens_per_s', '-')} |" for r in rows]
-    swap50, restart50 = statistics.median(swaps), statistics.median(restarts)
+    swap50, restart50 = percentile(swaps, 50) / 1000, percentile(restarts, 50) / 1000
     lines += ["", "| adapter to serving | runs | p50 s | p95 s |", "|---|---:|---:|---:|",
               f"| publish a version (runtime load + verify) | {len(swaps)} | {swap50:.2f} | "
-              f"{percentile(swaps, 0.95):.2f} |",
+              f"{percentile(swaps, 95) / 1000:.2f} |",
               f"| restart vLLM with --lora-modules | {len(restarts)} | {restart50:.1f} | "
-              f"{percentile(restarts, 0.95):.1f} |", "",
+              f"{percentile(restarts, 95) / 1000:.1f} |", "",
               f"- restart / swap (p50): {restart50 / swap50:.1f}x"]
-    table = "\n".join(lines)
-    print(table)
-    if args.out:
-        (ROOT / "bench" / "results").mkdir(parents=True, exist_ok=True)
-        (ROOT / "bench" / "results" / "rl.md").write_text(table + "\n")
+    report("\n".join(lines), args.out)
     return 0 if swap50 < restart50 else 1
 
 

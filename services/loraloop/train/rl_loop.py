@@ -33,7 +33,7 @@ from loraloop.service.models import JobRequest
 from loraloop.service.progress import follow
 from loraloop.settings import Settings, get_settings
 from loraloop.store import adapters, open_store
-from loraloop.store.trajectories import PREFIX, episode_key, iter_episodes
+from loraloop.store.trajectories import episode_key, iter_episodes
 from loraloop.tasks.registry import load_registry
 from loraloop.train.backend import load_model
 from loraloop.train.config import RLConfig

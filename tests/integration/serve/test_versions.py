@@ -17,28 +17,11 @@ from loraloop.store import open_store
 from loraloop.store.records import Adapter
 from loraloop.store.trajectories import parse_episode
 from loraloop.tasks.registry import load_registry
+from tests.helpers import smollm_adapter
 
 MODEL = Path("volumes/models/SmolLM2-135M-Instruct")
 REGISTRY = "configs/tasks/os"
 CHAT = [{"role": "user", "content": "Write one shell command that prints the current directory."}]
-
-
-def smollm_adapter(path: Path, seed: int) -> Path:
-    """A real PEFT LoRA on SmolLM2 with random B, so it changes the outputs (publish verifies that)."""
-    import torch
-    from peft import LoraConfig, get_peft_model
-    from transformers import AutoModelForCausalLM
-
-    torch.manual_seed(seed)
-    model = AutoModelForCausalLM.from_pretrained(MODEL, dtype=torch.float32)
-    peft = get_peft_model(model, LoraConfig(r=8, lora_alpha=16, target_modules=["q_proj", "v_proj"],
-                                            init_lora_weights=False, task_type="CAUSAL_LM"))
-    with torch.no_grad():
-        for name, param in peft.named_parameters():
-            if "lora_B" in name:
-                param.normal_(0, 0.05)
-    peft.save_pretrained(path)
-    return path
 
 
 def listed(url: str) -> set[str]:
@@ -55,8 +38,8 @@ def plan(settings, model: str):
 @pytest.mark.usefixtures("docker_ready")
 def test_versions_are_served_pinned_recorded_and_retired(vllm_url, settings_for, tmp_path):
     settings = settings_for(vllm_url=vllm_url)
-    first = publish(settings, smollm_adapter(tmp_path / "a", seed=1), "ver")
-    second = publish(settings, smollm_adapter(tmp_path / "b", seed=2), "ver")
+    first = publish(settings, smollm_adapter(tmp_path / "a", random_b=True, seed=1), "ver")
+    second = publish(settings, smollm_adapter(tmp_path / "b", random_b=True, seed=2), "ver")
     assert (first["served_name"], second["served_name"]) == ("ver-v1", "ver-v2")
     assert {"ver-v1", "ver-v2"} <= listed(vllm_url) and "ver" not in listed(vllm_url)
     answers = {name: OpenAIPolicy(model=name, base_url=vllm_url, seed=0).act(CHAT) for name in ("ver-v1", "ver-v2")}
