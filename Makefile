@@ -131,6 +131,7 @@ bench: ## run the benchmarks (bench/*.py), each against its baseline measured in
 	$(VENV)/bin/python bench/rollout.py
 	$(VENV)/bin/python bench/export.py
 	$(VENV)/bin/python bench/web_env.py
+	$(VENV)/bin/python bench/rl.py
 
 up: ## build and start the stack, WORKERS rollout workers (COMPOSE_FILES="-f compose.yaml -f compose.cpu.yaml")
 	$(if $(findstring compose.cpu.yaml,$(COMPOSE_FILES)),$(MAKE) --no-print-directory cpu-wheels)
