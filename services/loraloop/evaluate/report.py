@@ -7,7 +7,7 @@ from pathlib import Path
 
 from loraloop.evaluate.charts import learning_chart, success_chart
 from loraloop.store.backends import Store
-from loraloop.store.trajectories import PREFIX, iter_episodes
+from loraloop.store.trajectories import iter_episodes, run_prefix
 
 
 @dataclass
@@ -31,7 +31,7 @@ def summarise(store: Store, runs: list[tuple[str, str]]) -> list[Row]:
     """A row per (mode, run_id): episodes, solved, median steps, episodes that ended in an error."""
     rows = []
     for mode, run_id in runs:
-        episodes = list(iter_episodes(store, f"{PREFIX}/{mode}/{run_id}/"))
+        episodes = list(iter_episodes(store, run_prefix(mode, run_id)))
         steps = [e.end.total_steps for e in episodes]
         model = episodes[0].start.worker_model or "" if episodes else ""
         rows.append(Row(mode, model, len(episodes), sum(e.success for e in episodes),

@@ -18,10 +18,14 @@ PREFIX = "trajectories"
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
 
 
+def run_prefix(mode: str, run_id: str) -> str:
+    """trajectories/<mode>/<run_id>/: the folder of a run's episodes, with unsafe characters replaced."""
+    return f"{PREFIX}/{_UNSAFE.sub('_', mode)}/{_UNSAFE.sub('_', run_id)}/"
+
+
 def episode_key(mode: str, run_id: str, task_id: str, attempt: int) -> str:
     """trajectories/<mode>/<run_id>/<task>__attempt_<k>.jsonl, with unsafe characters replaced."""
-    parts = [_UNSAFE.sub("_", p) for p in (mode, run_id, task_id)]
-    return f"{PREFIX}/{parts[0]}/{parts[1]}/{parts[2]}__attempt_{attempt}.jsonl"
+    return f"{run_prefix(mode, run_id)}{_UNSAFE.sub('_', task_id)}__attempt_{attempt}.jsonl"
 
 
 def obs_hash(observation: str) -> str:

@@ -33,7 +33,7 @@ from loraloop.service.models import JobRequest
 from loraloop.service.progress import follow
 from loraloop.settings import Settings, get_settings
 from loraloop.store import adapters, open_store
-from loraloop.store.trajectories import episode_key, iter_episodes
+from loraloop.store.trajectories import iter_episodes, run_prefix
 from loraloop.tasks.registry import load_registry
 from loraloop.train.backend import load_model
 from loraloop.train.config import RLConfig
@@ -84,7 +84,7 @@ class RLRun:
         self.out.mkdir(parents=True, exist_ok=True)
         self.jobs = jobs_client(settings, concurrency=cfg.concurrency)
         self.history: list[dict] = self._read_history()
-        self.model = self.tokenizer = self.optimizer = None
+        self.model = self.tokenizer = self.optimizer = self._writer = None
         self.trained_steps = 0
 
     # -- where the run stands -------------------------------------------------------------------
@@ -139,11 +139,11 @@ class RLRun:
                              temperature=temperature, run_id=run_id, model=model)
         submitted = self.jobs.submit(request)
         follow(lambda: self.jobs.status(submitted.run_id))
-        prefix = episode_key(self.cfg.experiment, run_id, "x", 0).rsplit("/", 1)[0] + "/"
-        return list(iter_episodes(self.store, prefix))
+        return list(iter_episodes(self.store, run_prefix(self.cfg.experiment, run_id)))
 
-    def train(self, rows: list, iteration: int) -> dict:
-        """One pass (or `--epochs`) over the rows; returns loss, steps, tokens/s and the ratio diagnostics."""
+    def train(self, rows: list, tokens: int, iteration: int) -> dict:
+        """One pass (or `--epochs`) over the rows (`tokens` in all); returns loss, steps, tokens/s and the ratio
+        diagnostics."""
         from transformers import TrainingArguments
 
         args = TrainingArguments(**{**common_args(self.cfg), "output_dir": str(self.out / "trainer"),
@@ -161,16 +161,16 @@ class RLRun:
         return {"steps": trainer.state.global_step, "loss": logs[-1]["loss"] if logs else None,
                 "ratio_mean": logs[-1].get("ratio_mean") if logs else None,
                 "clip_fraction": logs[-1].get("clip_fraction") if logs else None,
-                "train_tokens_per_s": round(sum(len(r.input_ids) for r in rows) * self.cfg.epochs / seconds, 1)}
+                "train_tokens_per_s": round(tokens * self.cfg.epochs / seconds, 1)}
 
-    def publish(self, iteration: int, extra: dict) -> int:
+    def publish(self, iteration: int, row: dict) -> int:
         """Save the adapter with the iteration's record and publish it as the next version; return its number."""
         folder = self.out / "adapter"
         self.model.save_pretrained(folder)
         self.tokenizer.save_pretrained(folder)
         (folder / "training_metrics.json").write_text(json.dumps(
             {"algorithm": "rl", "rl_iteration": iteration, "base_model": self.cfg.base_model,
-             "dataset_path": self.cfg.dataset_path, "lora_r": self.cfg.lora_r, **extra}, indent=2))
+             "dataset_path": self.cfg.dataset_path, "lora_r": self.cfg.lora_r, "row": row}, indent=2))
         metadata = publish(self.settings, folder, self.cfg.adapter_name)
         return adapters.version_number(metadata["version"])
 
@@ -188,9 +188,7 @@ class RLRun:
         """The row of the iteration that published `version`, rebuilt from the version's metadata (its
         publish time unknown) with its held-out evaluation run again where it was due."""
         meta = adapters.read_metadata(self.store, self.cfg.adapter_name, adapters.version_name(version))
-        known = set(COLUMNS) | {"steps", "loss", "ratio_mean", "clip_fraction", "train_tokens_per_s"}
-        row = {k: v for k, v in meta.get("training_metrics", {}).items() if k in known or k.endswith("_s")}
-        row["version"] = self.served(version)
+        row = {**meta["training_metrics"]["row"], "version": self.served(version)}
         if self.cfg.eval_every and row["iteration"] % self.cfg.eval_every == 0:
             row["held_out"] = self.held_out(version)
         return row
@@ -207,7 +205,7 @@ class RLRun:
 
     def writer(self):
         """The run's TensorBoard writer (under output_dir/tensorboard)."""
-        if not hasattr(self, "_writer"):
+        if self._writer is None:
             from torch.utils.tensorboard import SummaryWriter
 
             self._writer = SummaryWriter(str(self.out / "tensorboard"))
@@ -286,7 +284,7 @@ def run_rl(cfg: RLConfig, settings: Settings | None = None) -> dict:
                                   scale_rewards=cfg.scale_rewards, max_length=cfg.max_length)
         stats = stats.as_dict()
         started = time.perf_counter()
-        trained = run.train(rows, iteration) if rows else {"steps": 0}
+        trained = run.train(rows, stats["tokens"], iteration) if rows else {"steps": 0}
         seconds["train_s"] = round(time.perf_counter() - started, 1)
         row = {"iteration": iteration + 1, "sampled_with": served, **stats, **trained, **seconds,
                "skipped": skipped(stats)}

@@ -23,7 +23,7 @@ from loraloop.store import adapters, open_store
 from loraloop.tasks.registry import load_registry
 from loraloop.train.bc import train_bc
 from loraloop.train.config import BCConfig
-from loraloop.store.trajectories import iter_episodes
+from loraloop.store.trajectories import iter_episodes, run_prefix
 from loraloop.train.rl_batch import build_batch, turns
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -52,8 +52,9 @@ def rl_command(out: Path, name: str, init: Path) -> list[str]:
             "--lora_r", "8", "--batch_size", "8", "--base_model", str(MODEL), "--init_adapter", str(init)]
 
 
-def run_prefix(name: str, iteration: int) -> str:
-    return f"trajectories/rl_test/{name}-it{iteration:04d}/"
+def iteration_run(name: str, iteration: int) -> str:
+    """Where an iteration's rollout episodes are stored."""
+    return run_prefix("rl_test", f"{name}-it{iteration:04d}")
 
 
 @pytest.mark.timeout(1800)  # about 5 CPU-minutes; 16 wall minutes were seen on the shared, loaded 2-core VM
@@ -72,13 +73,13 @@ def test_rl_runs_trains_publishes_versions_and_survives_kill_9(vllm_url, tmp_pat
     first = subprocess.Popen(rl_command(out, name, init), cwd=ROOT, env=env, stdout=subprocess.PIPE,
                              stderr=subprocess.STDOUT, text=True)
     deadline = time.monotonic() + 600
-    while not list(store.list(run_prefix(name, 1))):  # v2 is published and iteration 2's episodes are landing
+    while not list(store.list(iteration_run(name, 1))):  # v2 is published and iteration 2's episodes are landing
         assert first.poll() is None, f"the run ended before it could be killed:\n{first.stdout.read()}"
         assert time.monotonic() < deadline, "iteration 2's rollout never started"
         time.sleep(0.2)
     first.send_signal(signal.SIGKILL)
     first.wait()
-    kept = {key: store.get_bytes(key) for key in store.list(run_prefix(name, 1))}
+    kept = {key: store.get_bytes(key) for key in store.list(iteration_run(name, 1))}
     assert adapters.versions(store, name) == [1, 2]  # the warm start, then iteration 1's
 
     second = subprocess.run(rl_command(out, name, init), cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
@@ -90,7 +91,7 @@ def test_rl_runs_trains_publishes_versions_and_survives_kill_9(vllm_url, tmp_pat
             for v in ("v1", "v2", "v3")] == [None, 0, 1]
     assert all(store.get_bytes(key) == data for key, data in kept.items())
     for iteration, sampled_with in ((0, "v1"), (1, "v2")):
-        episodes = list(iter_episodes(store, run_prefix(name, iteration)))
+        episodes = list(iter_episodes(store, iteration_run(name, iteration)))
         assert len(episodes) == 8  # 2 tasks x 4 rollouts, each once
         assert {e.start.adapter.version if e.start.adapter else None for e in episodes} == {sampled_with}
         steps = [s for e in episodes for s in e.steps if s.action_source == "worker"]
@@ -98,7 +99,7 @@ def test_rl_runs_trains_publishes_versions_and_survives_kill_9(vllm_url, tmp_pat
                              for s in steps)
 
     # the training batch holds exactly the tokens vLLM sampled, episode by episode
-    episodes = list(iter_episodes(store, run_prefix(name, 1)))
+    episodes = list(iter_episodes(store, iteration_run(name, 1)))
     rows, stats = build_batch(episodes, version=2, max_staleness=0, scale_rewards=True, max_length=4096)
     history = json.loads((out / "rl_history.json").read_text())
     assert [r["iteration"] for r in history] == [0, 1, 2] and history[2]["rows"] == stats.rows
