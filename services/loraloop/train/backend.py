@@ -29,12 +29,26 @@ def train_dtype() -> str:
     return choose_dtype(get_settings().dtype, bf16=bf16)
 
 
+def limit_gpu_memory() -> float | None:
+    """Cap this process's share of the GPU's memory at LORALOOP_TRAIN_GPU_FRACTION, so that training beside
+    a vLLM on the same GPU fails with an out-of-memory error of its own instead of starving vLLM; return
+    the cap (None: no GPU or no cap)."""
+    import torch
+
+    fraction = get_settings().train_gpu_fraction
+    if fraction is None or not torch.cuda.is_available():
+        return None
+    torch.cuda.set_per_process_memory_fraction(fraction)
+    return fraction
+
+
 def load_model(cfg: LoraTrainConfig):
     """Return (model, tokenizer, peft_config): peft_config is None when the model already has LoRA."""
     import torch
     from peft import LoraConfig
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
+    limit_gpu_memory()
     if use_unsloth():
         from unsloth import FastLanguageModel
 

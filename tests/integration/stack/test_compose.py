@@ -79,19 +79,47 @@ def test_the_task_sites_are_a_healthy_service_the_workers_wait_for(files):
 
 
 @pytest.mark.parametrize("files", FILES[:2], ids=["+".join(f) for f in FILES[:2]])
-def test_adapter_sync_serves_the_stores_adapters_to_vllm_lora(files):
-    """Profile lora: adapter-sync waits for vLLM-LoRA, calls it by service name and unpacks adapters
-    into the folder vLLM-LoRA reads as /adapters."""
+def test_adapter_sync_serves_the_stores_adapters_to_vllm(files):
+    """Profile lora: adapter-sync waits for vllm, calls it by service name and unpacks adapters into the
+    folder vllm reads as /adapters."""
     services = config(files)
-    sync, lora = services["adapter-sync"], services["vllm-lora"]
+    sync, vllm = services["adapter-sync"], services["vllm"]
     assert sync["profiles"] == ["lora"] and sync["command"][:3] == ["loraloop", "adapters", "sync"]
-    assert sync["depends_on"]["vllm-lora"]["condition"] == "service_healthy"
+    assert sync["depends_on"]["vllm"]["condition"] == "service_healthy"
     env = sync["environment"]
-    assert env["LORALOOP_VLLM_URL"] == "http://vllm-lora:8000/v1" and env["LORALOOP_VLLM_ADAPTERS_DIR"] == "/adapters"
+    assert env["LORALOOP_VLLM_URL"] == "http://vllm:8000/v1" and env["LORALOOP_VLLM_ADAPTERS_DIR"] == "/adapters"
     ours = {v["target"]: v["source"] for v in sync["volumes"]}
-    theirs = {v["target"]: v["source"] for v in lora["volumes"]}
+    theirs = {v["target"]: v["source"] for v in vllm["volumes"]}
     assert ours[env["LORALOOP_ADAPTERS_DIR"]] == theirs["/adapters"]
     assert "/tmp/adapter-sync.ok" in sync["healthcheck"]["test"][-1]
+
+
+def gpu_services(services: dict) -> list[str]:
+    """The services that reserve a GPU."""
+    return [name for name, svc in services.items()
+            if any("gpu" in d.get("capabilities", []) for d in
+                   svc.get("deploy", {}).get("resources", {}).get("reservations", {}).get("devices", []))]
+
+
+def test_one_gpu_runs_one_vllm_for_the_base_model_and_the_adapters(tmp_path):
+    """`--profile lora up` on one GPU starts one vLLM, LoRA on, with runtime loading, that serves the base model
+    and every adapter, its share of the GPU set by VLLM_GPU_MEMORY_UTILIZATION; the trainer's share beside it
+    comes from LORALOOP_TRAIN_GPU_FRACTION."""
+    env_file = tmp_path / "shared.env"
+    env_file.write_text(Path(".env.example").read_text()
+                        + "VLLM_GPU_MEMORY_UTILIZATION=0.35\nLORALOOP_TRAIN_GPU_FRACTION=0.6\n")
+    proc = compose(["compose.yaml"], "--profile", "*", "config", "--format", "json", env_file=str(env_file))
+    assert proc.returncode == 0, proc.stderr
+    services = json.loads(proc.stdout)["services"]
+    assert gpu_services(services) == ["vllm"]
+    vllm = services["vllm"]
+    command = vllm["command"]
+    assert "--enable-lora" in command and vllm["environment"]["VLLM_ALLOW_RUNTIME_LORA_UPDATING"] == "True"
+    assert command[command.index("--gpu-memory-utilization") + 1] == "0.35"
+    trainer = json.loads(compose(["compose.train.yaml"], "config", "--format", "json",
+                                 env_file=str(env_file)).stdout)["services"]["trainer"]
+    assert trainer["environment"]["LORALOOP_TRAIN_GPU_FRACTION"] == "0.6"
+    assert trainer["environment"]["LORALOOP_VLLM_URL"] == "http://vllm:8000/v1"
 
 
 @pytest.mark.parametrize("given,missing", [("MINIO_ROOT_PASSWORD", "MINIO_ROOT_USER"),
