@@ -43,7 +43,10 @@ def builder(style: str) -> PromptBuilder:
     """The function that lays out prompts of this style; an unknown style fails naming the known ones."""
     from loraloop.envs import kinds
 
-    builders = {CHAT: build_messages, **{k.prompt_style: k.prompt_builder for k in kinds() if k.prompt_builder}}
-    if style not in builders:
-        raise ValueError(f"unknown prompt style {style!r} (known: {', '.join(builders)})")
-    return builders[style]
+    if style == CHAT:
+        return build_messages
+    for kind in kinds():  # the kinds after the one that names the style are not imported
+        if kind.prompt_builder and kind.prompt_style == style:
+            return kind.prompt_builder
+    known = [CHAT, *(k.prompt_style for k in kinds() if k.prompt_builder)]
+    raise ValueError(f"unknown prompt style {style!r} (known: {', '.join(known)})")

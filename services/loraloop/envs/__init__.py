@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import importlib
 from functools import lru_cache
-from typing import Any
+from typing import Any, Iterator
 
 from loraloop.envs.base import EnvKind
 from loraloop.errors import TaskFormatError
@@ -30,9 +30,10 @@ def env_kind(name: str, where: str = "") -> EnvKind:
     return importlib.import_module(KIND_MODULES[name]).KIND
 
 
-def kinds() -> list[EnvKind]:
-    """Every registered kind, in registration order."""
-    return [env_kind(name) for name in KIND_MODULES]
+def kinds() -> Iterator[EnvKind]:
+    """Every registered kind, in registration order, each imported only when reached: a caller that stops
+    at the first kind that answers (a shell export asking for its prompt layout) never loads the others."""
+    return (env_kind(name) for name in KIND_MODULES)
 
 
 def kind_of_raw(raw: Any) -> EnvKind:
