@@ -133,6 +133,9 @@ bench: ## run the benchmarks (bench/*.py), each against its baseline measured in
 	$(VENV)/bin/python bench/web_env.py
 	$(VENV)/bin/python bench/rl.py
 
+bench-learning: setup images model ## does RL beat BC? held-out base, BC and BC+RL over SEEDS (default 1,2,3; about 20 min a seed here)
+	$(VENV)/bin/python bench/rl_learning.py --seeds $(SEEDS) --out
+
 up: ## build and start the stack, WORKERS rollout workers (COMPOSE_FILES="-f compose.yaml -f compose.cpu.yaml")
 	$(if $(findstring compose.cpu.yaml,$(COMPOSE_FILES)),$(MAKE) --no-print-directory cpu-wheels)
 	$(DC) up -d --build --wait --scale rollout-worker=$(WORKERS)

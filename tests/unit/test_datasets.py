@@ -99,3 +99,26 @@ def test_bc_export_keeps_error_free_steps_of_successful_episodes(tmp_path):
     assert [m["content"] for m in last["prompt"]] == ["sys", "Task: a", "bad", "fmt err",
                                                       "Act: bash\n```bash\nls\n```", "The output of the OS:\n\n3"]
     assert json.loads((tmp_path / "ds" / "manifest.json").read_text())["files"]["bc.jsonl"]
+
+
+def test_a_shell_export_loads_no_other_kind(tmp_path, store):
+    """Exporting shell episodes imports the shell kind only: kinds are loaded when a caller reaches them, so
+    the web kind (httpx, browser glue) costs a shell export nothing."""
+    import subprocess
+    import sys
+
+    code = ("import sys; from pathlib import Path; from loraloop.datasets.export import export; "
+            "from loraloop.store.backends import FileStore; "
+            f"m = export(FileStore({str(tmp_path / 'store')!r}), 'trajectories', Path({str(tmp_path / 'ds')!r}), ['bc']); "
+            "assert m['rows']['bc'] > 0, m; "
+            "print(sorted(n for n in sys.modules if n.startswith('loraloop.envs.') and n.endswith('.kind')))")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "['loraloop.envs.shell.kind']"
+
+
+def test_an_unknown_prompt_style_is_named_with_the_known_ones():
+    from loraloop.agents.prompts import build_prompt
+
+    with pytest.raises(ValueError, match=r"unknown prompt style 'bogus' \(known: chat, web\)"):
+        build_prompt("bogus", "sys", [], "Task: t", [])

@@ -15,6 +15,8 @@ from typing import Annotated, Any, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
+from loraloop.envs import DEFAULT_KIND
+
 SCHEMA_VERSION = 2
 LEGACY_SCHEMA_VERSION = 1  # untyped episodes, written before schema_version existed
 
@@ -50,7 +52,7 @@ class EpisodeStart(Record):
     attempt_idx: int = 0
     task_seed: int | None = None
     task_registry: str | None = None
-    env: str = "shell"
+    env: str = DEFAULT_KIND  # episodes written before records named their kind are shell episodes
     policy: str = ""
     protocol: str = "text"
     worker_model: str | None = None
