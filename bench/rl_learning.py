@@ -1,14 +1,15 @@
 """Does RL make the agent better than BC alone? Held-out success of base, BC and BC+RL over seeds.
 
-    .venv/bin/python bench/rl_learning.py [--seeds 1,2,3] [--bc_epochs 1] [--iterations 4] [--tasks 8]
-                                          [--rollouts 4] [--lr 1e-4] [--out [PATH]]
+    .venv/bin/python bench/rl_learning.py [--seeds 1,2,3] [--bc_epochs 0.6] [--iterations 3] [--tasks 8]
+                                          [--rollouts 4] [--lr 1e-4] [--temperature 0.7]
+                                          [--out [PATH]]
 
 For each seed, in one vLLM CPU (SmolLM2-135M-Instruct) and a store under a temporary folder:
 1. BC warm start, as `loraloop demo` does it (orchestrator.run_turn on demo_plan): teacher episodes on
    the train variants of the demo's three task families (count-ext, grep-count, config-value), a LoRA
    trained for --bc_epochs, then base and BC evaluated greedily on their held-out test variants.
 2. RL from that adapter (`loraloop train rl`, train/rl_loop.run_rl): --iterations of --tasks train
-   variants x --rollouts episodes at temperature 1, the held-out variants evaluated greedily after each
+   variants x --rollouts episodes at --temperature, the held-out variants evaluated greedily after each
    iteration with the same limits as step 1 (4 rounds, 80-token replies).
 
 Prints a table per seed, mean and sd of base, BC and BC+RL, and the target: BC+RL at least 10 points
@@ -48,7 +49,7 @@ def one_seed(settings: Settings, work: Path, seed: int, args: argparse.Namespace
                          output_dir=str(work / f"seed-{seed}" / "rl"), init_adapter=str(work / f"seed-{seed}" / "bc_lora"),
                          subset=plan.train_subset, eval_subset=plan.test_subset, eval_tasks=None, eval_every=1,
                          iterations=args.iterations, tasks_per_iteration=args.tasks, rollouts_per_task=args.rollouts,
-                         lr=args.lr, seed=seed), settings.model_copy(update=limits))
+                         lr=args.lr, temperature=args.temperature, seed=seed), settings.model_copy(update=limits))
     held = [r.get("held_out") for r in rl["history"]]
     return {"seed": seed, "base": turn["results"][plan.base]["success_rate"],
             "bc": turn["results"][plan.tuned]["success_rate"], "bc_again": held[0], "rl": held[-1],
@@ -60,11 +61,12 @@ def main() -> int:
     """Run every seed, print and save the tables, return 1 when BC+RL misses the target."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--seeds", default="1,2,3", help="comma-separated training seeds")
-    parser.add_argument("--bc_epochs", type=float, default=1.0, help="epochs of the BC warm start")
-    parser.add_argument("--iterations", type=int, default=4)
+    parser.add_argument("--bc_epochs", type=float, default=0.6, help="epochs of the BC warm start")
+    parser.add_argument("--iterations", type=int, default=3)
     parser.add_argument("--tasks", type=int, default=8, help="train variants per RL iteration")
     parser.add_argument("--rollouts", type=int, default=4, help="episodes per task (the group)")
     parser.add_argument("--lr", type=float, default=1e-4, help="RL learning rate")
+    parser.add_argument("--temperature", type=float, default=0.7, help="RL rollouts' sampling temperature")
     add_out(parser, "rl_learning")
     args = parser.parse_args()
     seeds = [int(s) for s in args.seeds.split(",")]
@@ -87,7 +89,8 @@ def main() -> int:
     rates = {label: [r[key] for r in results] for key, label in names.items()}
     episodes = {label: sum(r["episodes"] for r in results) for label in names.values()}
     notes = (f"BC warm start: {args.bc_epochs} epoch(s) on the teacher episodes of the demo's train variants. "
-             f"RL: {args.iterations} iterations x {args.tasks} tasks x {args.rollouts} rollouts at temperature 1, "
+             f"RL: {args.iterations} iterations x {args.tasks} tasks x {args.rollouts} rollouts at temperature "
+             f"{args.temperature}, "
              f"lr {args.lr}. Held-out: the demo's test variants, greedy, 4 rounds, 80-token replies.")
     write_learning_report(rates, episodes, seeds, out, "Held-out success: base, BC, BC+RL", notes)
     (bc_mean, _), (rl_mean, _) = mean_sd(rates["BC"]), mean_sd(rates["BC+RL"])

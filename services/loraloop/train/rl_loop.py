@@ -19,15 +19,17 @@ from __future__ import annotations
 
 import json
 import time
+from contextlib import contextmanager
 from dataclasses import asdict
 from pathlib import Path
 
 from rich.console import Console
+from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
 from loraloop.errors import ConfigError
 from loraloop.evaluate.charts import rl_curve
 from loraloop.rollout.experiments import get_experiment
-from loraloop.serve.publish import publish, retire, serve_version
+from loraloop.serve.publish import publish, retire, serve_version, vllm_urls
 from loraloop.service.client import jobs_client
 from loraloop.service.models import JobRequest
 from loraloop.service.progress import follow
@@ -42,6 +44,22 @@ from loraloop.train.rl_batch import build_batch
 from loraloop.train.rl_trainer import RLTrainer, StepBar, as_dataset, collate
 
 console = Console(stderr=True)
+
+
+@contextmanager
+def phase_bar(label: str):
+    """A live bar (pulsing, with elapsed time) for a phase whose length is not known ahead, such as publish."""
+    with Progress(SpinnerColumn(), TextColumn(label), BarColumn(), TimeElapsedColumn(), console=console,
+                  transient=True) as progress:
+        progress.add_task(label, total=None)
+        yield
+
+
+def publish_version(settings: Settings, adapter_dir: Path, name: str) -> int:
+    """Publish the adapter as the next version of `name` into every vLLM, under a live bar; return its number."""
+    with phase_bar(f"publish {name} into {len(vllm_urls(settings))} vLLM (load, verify)"):
+        metadata = publish(settings, adapter_dir, name)
+    return adapters.version_number(metadata["version"])
 
 
 def check_config(cfg: RLConfig, settings: Settings) -> None:
@@ -171,8 +189,7 @@ class RLRun:
         (folder / "training_metrics.json").write_text(json.dumps(
             {"algorithm": "rl", "rl_iteration": iteration, "base_model": self.cfg.base_model,
              "dataset_path": self.cfg.dataset_path, "lora_r": self.cfg.lora_r, "row": row}, indent=2))
-        metadata = publish(self.settings, folder, self.cfg.adapter_name)
-        return adapters.version_number(metadata["version"])
+        return publish_version(self.settings, folder, self.cfg.adapter_name)
 
     def held_out(self, version: int) -> float | None:
         """Greedy success of a version on the held-out tasks (its episodes kept by version, so a rerun reuses them)."""
@@ -262,8 +279,7 @@ def run_rl(cfg: RLConfig, settings: Settings | None = None) -> dict:
     if version:  # going on: the version to sample with is loaded again (a restarted vLLM lost it)
         serve_version(settings, cfg.adapter_name, adapters.version_name(version))
     elif cfg.init_adapter:  # the warm start becomes version 1, evaluated as iteration 0
-        metadata = publish(settings, Path(cfg.init_adapter), cfg.adapter_name)
-        version = adapters.version_number(metadata["version"])
+        version = publish_version(settings, Path(cfg.init_adapter), cfg.adapter_name)
     if done >= 0 and not any(r["iteration"] == done + 1 for r in run.history):
         run.record(run.recovered_row(version))  # killed after publishing, before writing its row
     if done < 0 and not any(r["iteration"] == 0 for r in run.history):
