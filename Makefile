@@ -168,10 +168,10 @@ train: ## a LoRA adapter: make train ALGO=dpo DATASET_PATH=volumes/datasets/dpo.
 publish: ## store an adapter and make vLLM serve it: make publish ADAPTER=volumes/checkpoints/bc_lora NAME=smollm_bc
 	$(LORALOOP) publish --adapter $(ADAPTER) --name $(NAME)
 
-eval: ## compare experiments on a subset: make eval EXPERIMENTS="smollm_zero smollm_bc" SUBSET=test
+eval: ## compare experiments on the same tasks: make eval EXPERIMENTS="smollm_zero smollm_bc" SUBSET=test [EVAL_ID=... goes on]
 	$(LORALOOP) eval $(foreach e,$(EXPERIMENTS),--experiment $(e)) $(call opt,--task_registry,$(TASK_REGISTRY)) \
 	  --subset $(or $(SUBSET),test) --rollouts_per_task $(ROLLOUTS_PER_TASK) $(call opt,--sample_size,$(SAMPLE_SIZE)) \
-	  $(call opt,--seed,$(SEED)) $(call opt,--task_seed,$(TASK_SEED))
+	  $(call opt,--seed,$(SEED)) $(call opt,--task_seed,$(TASK_SEED)) $(call opt,--eval_id,$(EVAL_ID))
 
 tunnel: ## split setup: forward the GPU host's vLLM and MinIO to 127.0.0.1 (make tunnel GPU_HOST=user@host)
 	bash scripts/tunnel.sh $(GPU_HOST) "$(TUNNEL_PORTS)"

@@ -10,7 +10,7 @@ import typer
 from rich.console import Console
 
 from loraloop.cli.common import EXPERIMENTS, REGISTRY, SEED, TASK_SEED, console
-from loraloop.service.models import JobRequest
+from loraloop.service.models import RUN_ID, JobRequest
 from loraloop.settings import get_settings
 
 # The flags of every command that plans a job, declared once: (name, type, typer option).
@@ -88,17 +88,31 @@ def rollout(
 def eval_cmd(
     experiment: List[str] = typer.Option(..., "--experiment", help="repeat for each experiment to compare"),
     subset: Optional[str] = typer.Option("test", "--subset"),
-    out: Path = typer.Option(Path("volumes/reports/eval"), "--out", help="report folder"),
+    eval_id: Optional[str] = typer.Option(None, "--eval_id", "--eval-id",
+                                          help="default: a new one; an existing one goes on (stored episodes kept)"),
+    out: Path = typer.Option(Path("volumes/reports"), "--out", help="reports go to OUT/<eval_id>/"),
     **options,
 ) -> None:
-    """Roll out each experiment on the same tasks and write report.md plus success.png."""
+    """Roll out each experiment on the same tasks; report success with 95% intervals, pass@k and pass^k, a
+    paired test, a CSV and charts under OUT/<eval_id>/, and the figures in the store (evals/<eval_id>/)."""
+    from loraloop.errors import ConfigError
+    from loraloop.evaluate.matrix import claim, save_results
     from loraloop.evaluate.report import write_report
+    from loraloop.rollout.sampler import new_run_id
     from loraloop.store import open_store
 
-    runs = [(name, run_job(job_request(name, subset, options), options["config"], None)) for name in experiment]
-    md, _ = write_report(open_store(settings=get_settings()), runs, out, f"Evaluation on {subset or 'all'}")
+    eval_id = eval_id or f"eval-{new_run_id()}"
+    if not RUN_ID.match(eval_id):
+        raise ConfigError(f"--eval_id {eval_id!r} may hold only letters, digits, '.', '_' and '-'")
+    store = open_store(settings=get_settings())
+    if not claim(store, eval_id, job_request(experiment[0], subset, options).model_dump()):
+        console.print(f"eval {eval_id}: going on (episodes already stored are kept)")
+    runs = [(name, run_job(job_request(name, subset, options, run_id=eval_id), options["config"], None))
+            for name in experiment]
+    md, rows = write_report(store, runs, out / eval_id, f"Evaluation {eval_id} on {subset or 'all'}")
+    key = save_results(store, eval_id, rows, runs)
     typer.echo(md.read_text())
-    console.print(f"report: {md}  chart: {out / 'success.png'}")
+    console.print(f"report: {md}  csv: {md.with_suffix('.csv')}  charts: {out / eval_id}/*.png  store: {key}")
 
 
 def verify_exploration(

@@ -1,4 +1,5 @@
-"""The PNG charts the reports link: success rate per experiment, success over training seeds, a loss curve."""
+"""The PNG charts the reports link: success per experiment (with intervals) and per task family, steps per
+episode, success over training seeds, a loss curve, the RL curve."""
 from __future__ import annotations
 
 import textwrap
@@ -29,13 +30,41 @@ def chart(path: Path, title: str, ylabel: str, size: tuple[float, float] = (5, 3
 
 
 def success_chart(rows: Sequence[Any], path: Path, title: str) -> None:
-    """Success rate per experiment (rows of evaluate.report.Row), each bar annotated solved/episodes."""
-    with chart(path, title, "success rate (%)", size=(max(4, 1.6 * len(rows)), 3.5)) as ax:
-        bars = ax.bar([r.experiment for r in rows], [100 * r.success_rate for r in rows], color="#4C72B0")
+    """Success rate per experiment (rows of evaluate.report.Row) with its 95% interval, each bar annotated
+    solved/episodes."""
+    with chart(path, title, "success rate (%, 95% CI)", size=(max(6, 1.6 * len(rows)), 4)) as ax:
+        rates = [100 * r.success_rate for r in rows]
+        errors = [[100 * (r.success_rate - r.interval[0]) for r in rows],
+                  [100 * (r.interval[1] - r.success_rate) for r in rows]]
+        bars = ax.bar([r.experiment for r in rows], rates, yerr=errors, capsize=6, color="#4C72B0")
         for bar, row in zip(bars, rows):
-            ax.annotate(f"{row.solved}/{row.episodes}", (bar.get_x() + bar.get_width() / 2, bar.get_height()),
-                        ha="center", va="bottom", fontsize=9)
+            ax.annotate(f"{row.solved}/{row.episodes}", (bar.get_x() + bar.get_width() / 2, 2),
+                        ha="center", va="bottom", fontsize=9, color="white" if row.success_rate > 0.1 else "black")
         ax.set_ylim(0, 105)
+
+
+def family_chart(rows: Sequence[Any], path: Path, title: str) -> None:
+    """Success rate per task family (the tasks' category), one bar per experiment in each family."""
+    families = sorted({f for r in rows for f in r.families})
+    width = 0.8 / max(1, len(rows))
+    with chart(path, title, "success rate (%)", size=(max(6, 1.2 * len(families) * max(1, len(rows)) / 2), 4)) as ax:
+        for n, row in enumerate(rows):
+            shares = [100 * row.families[f][0] / row.families[f][1] if f in row.families else 0 for f in families]
+            ax.bar([i + n * width for i in range(len(families))], shares, width, label=row.experiment)
+        ax.set_xticks([i + width * (len(rows) - 1) / 2 for i in range(len(families))], families, rotation=30,
+                      ha="right")
+        ax.set_ylim(0, 105)
+        ax.legend(fontsize=8)
+
+
+def steps_chart(rows: Sequence[Any], path: Path, title: str) -> None:
+    """How many steps episodes took, per experiment (a histogram each, one step per bin)."""
+    longest = max((max(r.steps) for r in rows if r.steps), default=1)
+    with chart(path, title, "episodes", size=(6, 4)) as ax:
+        ax.hist([r.steps for r in rows], bins=range(0, longest + 2), label=[r.experiment for r in rows],
+                align="left")
+        ax.set_xlabel("steps")
+        ax.legend(fontsize=8)
 
 
 def learning_chart(spread: dict[str, tuple[float, float]], path: Path, title: str) -> None:

@@ -53,10 +53,16 @@ def test_whole_loop(tmp_path, loop_env):
     assert meta["dataset_digest"] == json.loads((tmp_path / "lora" / "training_metrics.json").read_text())[
         "dataset_digest"]
     cli("eval", "--experiment", "smollm_zero", "--experiment", "smollm_bc", "--subset", "test",
-                 "--sample_size", "2", "--out", str(tmp_path / "report"))
-    table = (tmp_path / "report" / "report.md").read_text()
-    assert "| `smollm_zero` | SmolLM2-135M-Instruct | 2 |" in table and "| `smollm_bc` | smollm_bc-v1 | 2 |" in table
-    assert (tmp_path / "report" / "success.png").stat().st_size > 1000
+                 "--sample_size", "2", "--eval_id", "e2e-eval", "--out", str(tmp_path / "report"))
+    table = (tmp_path / "report" / "e2e-eval" / "report.md").read_text()
+    assert "| `smollm_zero` | SmolLM2-135M-Instruct | 2 | 2 |" in table and "| `smollm_bc` | smollm_bc-v1 | 2 | 2 |" in table
+    assert "McNemar" in table and (tmp_path / "report" / "e2e-eval" / "report.csv").is_file()
+    assert (tmp_path / "report" / "e2e-eval" / "success.png").stat().st_size > 1000
+    stored = json.loads((tmp_path / "store" / "evals" / "e2e-eval" / "results.json").read_text())
+    assert [r["experiment"] for r in stored] == ["smollm_zero", "smollm_bc"]
+    again = cli("eval", "--experiment", "smollm_zero", "--subset", "test", "--sample_size", "2", "--eval_id",
+                "e2e-eval", "--out", str(tmp_path / "report"))  # the same id goes on: nothing is played again
+    assert "going on" in again.stderr and "2 already stored" in again.stderr.replace("\n", " ")
     bc_steps = [json.loads(l) for f in (tmp_path / "store" / "trajectories" / "smollm_bc").rglob("*.jsonl")
                 for l in f.read_text().splitlines()]
     assert {r["model"] for r in bc_steps if r["type"] == "step"} == {"smollm_bc-v1"}  # the bare name, pinned

@@ -1,0 +1,99 @@
+"""Evaluation statistics and the report built from stored episodes: intervals, pass@k, pass^k, McNemar,
+per-family counts, the CSV and the charts."""
+import csv
+import math
+
+import pytest
+
+from loraloop.evaluate.report import summarise, write_report
+from loraloop.evaluate.stats import mcnemar, pass_at_k, pass_hat_k, wilson
+from loraloop.store.backends import FileStore
+from loraloop.store.records import EpisodeEnd, EpisodeStart, Step
+from loraloop.store.trajectories import EpisodeRecorder
+
+
+def test_wilson_interval_matches_the_formula_and_stays_inside_0_1():
+    low, high = wilson(8, 10)  # textbook value: 0.4902 .. 0.9433
+    assert low == pytest.approx(0.4902, abs=1e-4) and high == pytest.approx(0.9433, abs=1e-4)
+    assert wilson(0, 10)[0] == 0.0 and 0.0 < wilson(0, 10)[1] < 0.35  # not the normal approximation's [0, 0]
+    assert wilson(10, 10)[1] == pytest.approx(1.0) and wilson(10, 10)[0] > 0.65
+    assert wilson(0, 0) == (0.0, 1.0)
+
+
+def test_pass_at_k_and_pass_hat_k():
+    assert pass_at_k(4, 1, 1) == pytest.approx(0.25) and pass_hat_k(4, 1, 1) == pytest.approx(0.25)
+    assert pass_at_k(4, 1, 2) == pytest.approx(0.5)  # 1 - C(3,2)/C(4,2) = 1 - 3/6
+    assert pass_hat_k(4, 3, 2) == pytest.approx(0.5)  # C(3,2)/C(4,2)
+    assert pass_at_k(4, 0, 4) == 0.0 and pass_hat_k(4, 4, 4) == 1.0 and pass_hat_k(4, 3, 4) == 0.0
+    with pytest.raises(ValueError, match="k <= n"):
+        pass_at_k(2, 1, 3)
+
+
+def test_mcnemar_exact_p_values():
+    assert mcnemar(0, 0) == 1.0
+    assert mcnemar(0, 6) == pytest.approx(2 / 64)  # all six discordant pairs one way
+    assert mcnemar(3, 3) == 1.0
+    assert mcnemar(1, 9) == pytest.approx(2 * 11 / 1024)
+    assert mcnemar(9, 1) == mcnemar(1, 9)
+
+
+def episode(store, mode, task, attempt, success, steps, category, error=None):
+    rec = EpisodeRecorder(store, mode, "ev", task, attempt)
+    rec.add(EpisodeStart(task_id=task, mode=mode, run_id="ev", attempt_idx=attempt, category=category,
+                         worker_model=f"{mode}-model", first_observation=f"Task: {task}"))
+    for i in range(steps):
+        rec.add(Step(step_idx=i, raw_output="Act: finish"))
+    rec.add(EpisodeEnd(success=success, reward=float(success), total_steps=steps, error=error))
+    rec.flush()
+
+
+@pytest.fixture
+def store(tmp_path):
+    store = FileStore(tmp_path / "store")
+    # base: solves t1 once of 3; t2 never, one attempt an environment error; adapter: t1 always, t2 twice
+    for attempt, (base, tuned) in enumerate([(True, True), (False, True), (False, True)]):
+        episode(store, "base", "t1", attempt, base, 4, "files")
+        episode(store, "tuned", "t1", attempt, tuned, 2, "files")
+    for attempt, tuned in enumerate([True, True, False]):
+        episode(store, "base", "t2", attempt, False, 8, "text", error="container died" if attempt == 0 else None)
+        episode(store, "tuned", "t2", attempt, tuned, 2, "text")
+    return store
+
+
+def test_summary_rows(store):
+    base, tuned = summarise(store, [("base", "ev"), ("tuned", "ev")])
+    assert (base.episodes, base.solved, base.tasks, base.k, base.errors) == (6, 1, 2, 3, 1)
+    assert base.pass_at_k == pytest.approx((1.0 + 0.0) / 2) and base.pass_hat_k == pytest.approx(0.0)
+    assert tuned.pass_at_k == pytest.approx(1.0) and tuned.pass_hat_k == pytest.approx(0.5)
+    assert base.families == {"files": (1, 3), "text": (0, 3)} and tuned.families == {"files": (3, 3), "text": (2, 3)}
+    assert base.median_steps == 6 and tuned.mean_reward == pytest.approx(5 / 6)
+    assert math.isclose(base.interval[0], wilson(1, 6)[0])
+
+
+def test_report_files(store, tmp_path):
+    md, rows = write_report(store, [("base", "ev"), ("tuned", "ev")], tmp_path / "report", "base vs tuned")
+    text = md.read_text()
+    assert "| `base` | base-model | 2 | 6 | 16.7% (1/6; 3%–56%) | 50.0% (k=3) | 0.0% (k=3) | 6 | 0.167 | 1 |" in text
+    # paired: only the tuned model solved 4 (t1 attempts 1 and 2, t2 attempts 0 and 1), only base none
+    assert "| `tuned` | 6 | 0 | 4 | 0.125 | not significant |" in text
+    with (tmp_path / "report" / "report.csv").open() as handle:
+        table = list(csv.DictReader(handle))
+    assert [r["experiment"] for r in table] == ["base", "tuned"] and table[1]["solved"] == "5"
+    for chart in ("success.png", "success_by_family.png", "steps.png"):
+        assert (tmp_path / "report" / chart).stat().st_size > 5000
+
+
+def test_an_eval_id_keeps_its_tasks(tmp_path):
+    """The same id with the same plan goes on; with another plan (other tasks) it is refused, naming the flag."""
+    from loraloop.errors import ConfigError
+    from loraloop.evaluate.matrix import claim
+
+    store = FileStore(tmp_path / "store")
+    plan = {"task_registry": "configs/tasks/os", "subset": "test", "sample_size": 4, "rollouts_per_task": 1,
+            "seed": 1, "task_seed": 7, "temperature": None, "experiment": "a"}
+    assert claim(store, "ev1", plan) is True
+    assert claim(store, "ev1", {**plan, "experiment": "b"}) is False  # another experiment on the same tasks
+    with pytest.raises(ConfigError, match=r"--eval_id ev1 was run with --sample_size 4, not 8"):
+        claim(store, "ev1", {**plan, "sample_size": 8})
+    with pytest.raises(ConfigError, match="escapes the store root"):
+        claim(store, "..", plan)
