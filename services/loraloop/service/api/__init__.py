@@ -1,4 +1,5 @@
-"""The rollout API (`loraloop serve rollout-api`): submit, follow and cancel jobs; health and metrics.
+"""The rollout API (`loraloop serve rollout-api`): submit, follow and cancel jobs; health and metrics; the
+trajectory viewer at /ui.
 
 Shaped like FastAPI's full-stack template: `main` builds the app, `deps` holds what routes depend on
 (the settings, the job book, the Celery app, the bearer token), `routes/` one module per resource,

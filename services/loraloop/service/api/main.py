@@ -13,7 +13,7 @@ from prometheus_client import CollectorRegistry
 from loraloop.errors import ConfigError, LoraloopError, ServiceUnavailable, TaskFormatError
 from loraloop.rollout.preflight import require_redis
 from loraloop.service.api.metrics import JobMetrics
-from loraloop.service.api.routes import health, jobs
+from loraloop.service.api.routes import health, jobs, ui
 from loraloop.service.book import JobBook, UnknownJob, without_credentials
 from loraloop.service.queue import celery_for
 from loraloop.settings import Settings
@@ -37,6 +37,8 @@ def create_app(settings: Settings) -> FastAPI:
     app.state.metrics.register(JobMetrics(app.state.book))
     app.include_router(jobs.router)
     app.include_router(health.router)
+    app.include_router(ui.router)
+    app.add_exception_handler(ui.LoginNeeded, ui.login_redirect)
 
     @app.exception_handler(LoraloopError)
     def loraloop_error(_request: Request, exc: LoraloopError) -> JSONResponse:

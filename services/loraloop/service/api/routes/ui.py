@@ -1,0 +1,182 @@
+"""/ui: the trajectory viewer, server-rendered HTML from the store (nothing loaded from a CDN).
+
+Runs → a run's episodes (filtered by task, outcome and model, paged, from the run's index object) → one
+episode's steps (observation, model output, parsed action and its source, error, reward, screenshot), and two
+episodes side by side. With LORALOOP_API_TOKEN set, a page needs the token: as a bearer header, or once in
+the login form, which sets a cookie holding a digest of it (never the token itself).
+"""
+from __future__ import annotations
+
+import hashlib
+import math
+import secrets
+from pathlib import Path
+from typing import Annotated
+from urllib.parse import parse_qs, urlencode
+
+from fastapi import APIRouter, Depends, HTTPException, Query, Request
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from fastapi.security import HTTPAuthorizationCredentials
+from jinja2 import Environment, FileSystemLoader, select_autoescape
+
+from loraloop.service.api.deps import SettingsDep, bearer
+from loraloop.store import browse, open_store
+from loraloop.store.backends import Store
+from loraloop.store.trajectories import PREFIX, MalformedTrajectory, parse_episode
+
+PAGE = 50
+COOKIE = "loraloop_ui"
+templates = Environment(loader=FileSystemLoader(Path(__file__).resolve().parent.parent / "templates"),
+                        autoescape=select_autoescape(["html"]))  # observations hold web pages' HTML: escaped
+
+
+class LoginNeeded(Exception):
+    """A viewer page asked for without the API's token; answered with a redirect to the login form."""
+
+    def __init__(self, next_url: str) -> None:
+        super().__init__(next_url)
+        self.next_url = next_url
+
+
+def cookie_value(token: str) -> str:
+    """What the login cookie holds: a digest of the token, so the cookie never carries the token itself."""
+    return hashlib.sha256(f"loraloop-ui\0{token}".encode()).hexdigest()
+
+
+def viewer_allowed(request: Request, settings: SettingsDep,
+                   credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)]) -> None:
+    """With LORALOOP_API_TOKEN set, let through a request with the bearer token or the login cookie; send a
+    browser without either to the login form."""
+    token = settings.api_token
+    if not token:
+        return
+    if credentials and secrets.compare_digest(credentials.credentials.encode(), token.encode()):
+        return
+    if secrets.compare_digest(request.cookies.get(COOKIE, "").encode(), cookie_value(token).encode()):
+        return
+    raise LoginNeeded(str(request.url.path) + (f"?{request.url.query}" if request.url.query else ""))
+
+
+def viewer_store(settings: SettingsDep) -> Store:
+    """The store the viewer reads (the API's settings)."""
+    return open_store(settings=settings)
+
+
+StoreDep = Annotated[Store, Depends(viewer_store)]
+router = APIRouter(tags=["viewer"], include_in_schema=False)
+pages = APIRouter(prefix="/ui", dependencies=[Depends(viewer_allowed)])  # every page but the login form
+
+
+def html(template: str, **values) -> HTMLResponse:
+    """A page rendered from templates/<template>."""
+    return HTMLResponse(templates.get_template(template).render(**values))
+
+
+def paged(items: list, page: int) -> tuple[list, int]:
+    """The items of a 1-based page and the number of pages (at least 1)."""
+    return items[(page - 1) * PAGE: page * PAGE], max(1, math.ceil(len(items) / PAGE))
+
+
+def stored_key(key: str, suffix: str) -> str:
+    """A key the viewer may read: under trajectories/, ending in `suffix`, no `..`; else 404 (nothing outside
+    the store's trajectories is ever read through the viewer)."""
+    parts = key.split("/")
+    if parts[0] != PREFIX or ".." in parts or "" in parts[1:] or "\\" in key or not key.endswith(suffix):
+        raise HTTPException(404, f"no episode file {key!r}")
+    return key
+
+
+class EpisodeView:
+    """One episode as the pages show it: parsed, or corrupt with the reason."""
+
+    def __init__(self, store: Store, key: str) -> None:
+        self.key = stored_key(key, ".jsonl")
+        try:
+            data = store.get_bytes(self.key)
+        except FileNotFoundError:
+            raise HTTPException(404, f"no episode {key!r}") from None
+        self.entry = browse.entry(store, self.key)
+        self.corrupt = self.entry.corrupt
+        try:
+            self.episode = None if self.corrupt else parse_episode(self.key, data)
+        except MalformedTrajectory as exc:
+            self.corrupt = str(exc)
+
+
+@pages.get("", response_class=HTMLResponse)
+def runs_page(store: StoreDep, page: Annotated[int, Query(ge=1)] = 1) -> HTMLResponse:
+    """Every run in the store, newest first."""
+    runs = browse.runs(store)
+    shown, count = paged(runs, page)
+    return html("runs.html", title="Runs", runs=shown, total=len(runs), page=page, pages=count,
+                store_url=store.url)
+
+
+@pages.get("/runs/{mode}/{run_id}", response_class=HTMLResponse)
+def run_page(mode: str, run_id: str, store: StoreDep, task: str = "", outcome: str = "", model: str = "",
+             page: Annotated[int, Query(ge=1)] = 1) -> HTMLResponse:
+    """A run's episodes, filtered by task (part of its id), outcome and model, 50 a page."""
+    entries = browse.run_index(store, mode, run_id)
+    if not entries:
+        raise HTTPException(404, f"no run {mode}/{run_id} in the store")
+    chosen = browse.select(entries, task=task, outcome=outcome, model=model)
+    shown, count = paged(chosen, page)
+    return html("run.html", title=f"{mode} / {run_id}", episodes=shown, total=len(entries), shown=len(chosen),
+                solved=sum(e.success for e in chosen), task=task, outcome=outcome, model=model, page=page,
+                pages=count, models=sorted({e.model for e in entries if e.model}),
+                query=urlencode({"task": task, "outcome": outcome, "model": model}))
+
+
+@pages.get("/episode", response_class=HTMLResponse)
+def episode_page(key: str, store: StoreDep) -> HTMLResponse:
+    """One episode, step by step."""
+    view = EpisodeView(store, key)
+    return html("episode.html", title=f"Episode {view.entry.task_id} #{view.entry.attempt}", view=view)
+
+
+@pages.get("/compare", response_class=HTMLResponse)
+def compare_page(store: StoreDep, key: Annotated[list[str], Query()]) -> HTMLResponse:
+    """Two episodes side by side (usually two attempts of the same task)."""
+    if len(key) != 2:
+        raise HTTPException(400, f"compare takes exactly two episodes (key=…&key=…), got {len(key)}")
+    views = [EpisodeView(store, k) for k in key]
+    return html("compare.html", title="Two episodes side by side", views=views)
+
+
+@pages.get("/file")
+def file(key: str, store: StoreDep) -> Response:
+    """A screenshot stored beside an episode."""
+    try:
+        return Response(store.get_bytes(stored_key(key, ".png")), media_type="image/png")
+    except FileNotFoundError:
+        raise HTTPException(404, f"no file {key!r}") from None
+
+
+@router.get("/ui/login", response_class=HTMLResponse)
+def login_form(next: str = "/ui", wrong: bool = False) -> HTMLResponse:
+    """The form that asks for the API's token."""
+    return html("login.html", title="Token needed", next=next, wrong=wrong)
+
+
+@router.post("/ui/login")
+async def login(request: Request, settings: SettingsDep) -> RedirectResponse:
+    """Check the token from the form; right: set the cookie and go on to the page asked for."""
+    form = parse_qs((await request.body()).decode(errors="replace"))
+    token = (form.get("token") or [""])[0]
+    target = (form.get("next") or ["/ui"])[0]
+    if not target.startswith("/ui"):  # only back into the viewer, never to another site
+        target = "/ui"
+    if not settings.api_token or not secrets.compare_digest(token.encode(), settings.api_token.encode()):
+        return RedirectResponse(f"/ui/login?{urlencode({'next': target, 'wrong': 'true'})}", status_code=303)
+    response = RedirectResponse(target, status_code=303)
+    response.set_cookie(COOKIE, cookie_value(settings.api_token), httponly=True, samesite="strict")
+    return response
+
+
+router.include_router(pages)
+
+
+def login_redirect(_request: Request, exc: LoginNeeded) -> RedirectResponse:
+    """The exception handler that sends a browser without the token to the login form."""
+    return RedirectResponse(f"/ui/login?{urlencode({'next': exc.next_url})}", status_code=303)
+
