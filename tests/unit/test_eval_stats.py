@@ -71,8 +71,10 @@ def test_summary_rows(store):
 
 
 def test_report_files(store, tmp_path):
-    md, rows = write_report(store, [("base", "ev"), ("tuned", "ev")], tmp_path / "report", "base vs tuned")
+    md, rows = write_report(store, [("base", "ev"), ("tuned", "ev")], tmp_path / "report", "base vs tuned",
+                            viewer_url="http://127.0.0.1:8080")
     text = md.read_text()
+    assert "[failed](http://127.0.0.1:8080/ui/runs/tuned/ev?outcome=failed)" in text  # the episodes behind a number
     assert "| `base` | base-model | 2 | 6 | 16.7% (1/6; 3%–56%) | 50.0% (k=3) | 0.0% (k=3) | 6 | 0.167 | 1 |" in text
     # paired: only the tuned model solved 4 (t1 attempts 1 and 2, t2 attempts 0 and 1), only base none
     assert "| `tuned` | 6 | 0 | 4 | 0.125 | not significant |" in text

@@ -13,6 +13,8 @@ from loraloop.cli.common import EXPERIMENTS, REGISTRY, SEED, TASK_SEED, console
 from loraloop.service.models import RUN_ID, JobRequest
 from loraloop.settings import get_settings
 
+VIEWER_URL = "http://127.0.0.1:8080"  # the rollout API's default address (`make rollout-api`), for report links
+
 # The flags of every command that plans a job, declared once: (name, type, typer option).
 JOB_OPTIONS = [
     ("task_registry", Path, REGISTRY),
@@ -109,7 +111,8 @@ def eval_cmd(
         console.print(f"eval {eval_id}: going on (episodes already stored are kept)")
     runs = [(name, run_job(job_request(name, subset, options, run_id=eval_id), options["config"], None))
             for name in experiment]
-    md, rows = write_report(store, runs, out / eval_id, f"Evaluation {eval_id} on {subset or 'all'}")
+    md, rows = write_report(store, runs, out / eval_id, f"Evaluation {eval_id} on {subset or 'all'}",
+                            viewer_url=get_settings().api_url or VIEWER_URL)
     key = save_results(store, eval_id, rows, runs)
     typer.echo(md.read_text())
     console.print(f"report: {md}  csv: {md.with_suffix('.csv')}  charts: {out / eval_id}/*.png  store: {key}")

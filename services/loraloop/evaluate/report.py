@@ -11,7 +11,7 @@ from pathlib import Path
 from loraloop.evaluate.charts import family_chart, learning_chart, steps_chart, success_chart
 from loraloop.evaluate.stats import mcnemar, pass_at_k, pass_hat_k, wilson
 from loraloop.store.backends import Store
-from loraloop.store.trajectories import iter_episodes, run_prefix
+from loraloop.store.browse import run_index
 
 
 @dataclass
@@ -32,7 +32,6 @@ class Row:
     outcomes: dict[tuple[str, int], bool] = field(default_factory=dict, repr=False)  # (task, attempt) -> solved
     families: dict[str, tuple[int, int]] = field(default_factory=dict, repr=False)  # family -> (solved, episodes)
     steps: list[int] = field(default_factory=list, repr=False)
-    runs: list[str] = field(default_factory=list, repr=False)  # the store prefixes of its episodes
 
     @property
     def success_rate(self) -> float:
@@ -47,27 +46,26 @@ class Row:
 
 def summarise(store: Store, runs: list[tuple[str, str]]) -> list[Row]:
     """A row per (mode, run_id): success with its interval, pass@k and pass^k over a task's attempts, median
-    steps, mean reward, errors apart from agent failures, and per task family."""
+    steps, mean reward, errors apart from agent failures, and per task family. Read from each run's index
+    object (store/browse.py: written when its job ended), so a report over 10,000 episodes reads one object
+    a run; corrupt episodes are left out of the figures."""
     rows = []
     for mode, run_id in runs:
-        episodes = list(iter_episodes(store, run_prefix(mode, run_id)))
-        steps = [e.end.total_steps for e in episodes]
-        model = episodes[0].start.worker_model or "" if episodes else ""
+        episodes = [e for e in run_index(store, mode, run_id) if not e.corrupt]
+        steps = [e.steps for e in episodes]
         by_task: dict[str, list[bool]] = defaultdict(list)
         families: dict[str, list[int]] = defaultdict(lambda: [0, 0])
         for e in episodes:
-            by_task[e.start.task_id].append(e.success)
-            family = families[e.start.category or "(none)"]
+            by_task[e.task_id].append(e.success)
+            family = families[e.category or "(none)"]
             family[0] += e.success
             family[1] += 1
         k = min((len(v) for v in by_task.values()), default=1)
-        row = Row(mode, model, len(episodes), sum(e.success for e in episodes),
-                  statistics.median(steps) if steps else 0.0, sum(1 for e in episodes if e.end.error),
-                  mean_reward=statistics.fmean(e.end.reward for e in episodes) if episodes else 0.0,
-                  tasks=len(by_task), k=k, outcomes={(e.start.task_id, e.start.attempt_idx): e.success
-                                                      for e in episodes},
-                  families={f: (v[0], v[1]) for f, v in sorted(families.items())}, steps=steps,
-                  runs=[run_prefix(mode, run_id)])
+        row = Row(mode, episodes[0].model or "" if episodes else "", len(episodes), sum(e.success for e in episodes),
+                  statistics.median(steps) if steps else 0.0, sum(1 for e in episodes if e.error),
+                  mean_reward=statistics.fmean(e.reward for e in episodes) if episodes else 0.0,
+                  tasks=len(by_task), k=k, outcomes={(e.task_id, e.attempt): e.success for e in episodes},
+                  families={f: (v[0], v[1]) for f, v in sorted(families.items())}, steps=steps)
         if k > 1:
             row.pass_at_k = statistics.fmean(pass_at_k(len(v), sum(v), k) for v in by_task.values())
             row.pass_hat_k = statistics.fmean(pass_hat_k(len(v), sum(v), k) for v in by_task.values())
@@ -127,9 +125,18 @@ def write_csv(rows: list[Row], path: Path) -> None:
             writer.writerow(["" if values[c] is None else values[c] for c in CSV_COLUMNS])
 
 
-def write_report(store: Store, runs: list[tuple[str, str]], out_dir: Path, title: str) -> tuple[Path, list[Row]]:
+def viewer_links(viewer_url: str, mode: str, run_id: str) -> str:
+    """Links to the episodes behind a row's numbers in the trajectory viewer: all, solved, failed, errors."""
+    base = f"{viewer_url.rstrip('/')}/ui/runs/{mode}/{run_id}"
+    return ", ".join([f"[episodes]({base})"] + [f"[{label}]({base}?outcome={outcome})" for label, outcome in
+                                                (("solved", "solved"), ("failed", "failed"), ("errors", "error"))])
+
+
+def write_report(store: Store, runs: list[tuple[str, str]], out_dir: Path, title: str,
+                 viewer_url: str = "") -> tuple[Path, list[Row]]:
     """Write report.md, report.csv and the charts (success.png with intervals, success_by_family.png,
-    steps.png) under out_dir; return the Markdown path and the rows."""
+    steps.png) under out_dir; return the Markdown path and the rows. With `viewer_url` (the rollout API),
+    each run links to its episodes in the trajectory viewer."""
     out_dir.mkdir(parents=True, exist_ok=True)
     rows = summarise(store, runs)
     md = out_dir / "report.md"
@@ -137,7 +144,8 @@ def write_report(store: Store, runs: list[tuple[str, str]], out_dir: Path, title
     md.write_text(f"# {title}\n\n{markdown_table(rows)}\n"
                   + (f"## Paired comparison (same tasks and attempts)\n\n{paired}\n" if paired else "")
                   + "![success rate](success.png) ![success by family](success_by_family.png) ![steps](steps.png)\n\n"
-                  + "".join(f"- `{m}`: run `{r}`\n" for m, r in runs))
+                  + "".join(f"- `{m}`: run `{r}`" + (f": {viewer_links(viewer_url, m, r)}" if viewer_url else "") + "\n"
+                            for m, r in runs))
     write_csv(rows, out_dir / "report.csv")
     success_chart(rows, out_dir / "success.png", title)
     family_chart(rows, out_dir / "success_by_family.png", "Success by task family")

@@ -7,9 +7,12 @@ from __future__ import annotations
 
 from typing import Protocol
 
+from loraloop.logs import get_logger
 from loraloop.rollout.episode import run_episode
 from loraloop.rollout.sampler import EpisodeSpec
 from loraloop.settings import Settings
+from loraloop.store import open_store
+from loraloop.store.browse import run_index
 
 
 class Tally(Protocol):
@@ -17,7 +20,7 @@ class Tally(Protocol):
 
     def cancelled(self, run_id: str) -> bool: ...
 
-    def record(self, run_id: str, summary: dict) -> None: ...
+    def record(self, run_id: str, summary: dict) -> bool: ...  # True when that was the job's last episode
 
 
 def crash_summary(exc: BaseException, spec: EpisodeSpec | None = None) -> dict:
@@ -39,7 +42,20 @@ def play(spec: EpisodeSpec, settings: Settings, book: Tally) -> dict:
         try:
             summary = run_episode(spec, settings, should_stop=lambda: book.cancelled(spec.run_id))
         except Exception as exc:
-            book.record(spec.run_id, crash_summary(exc, spec))
+            if book.record(spec.run_id, crash_summary(exc, spec)):
+                index_run(spec, settings)
             raise
-    book.record(spec.run_id, summary)
+    if book.record(spec.run_id, summary):
+        index_run(spec, settings)
     return summary
+
+
+def index_run(spec: EpisodeSpec, settings: Settings) -> None:
+    """After a job's last episode: write the run's index object (store/browse.py), so the viewer and reports
+    page through one object instead of reading every episode. A failure here loses nothing (the index is
+    built again on first view) and is logged, not raised."""
+    try:
+        run_index(open_store(settings=settings), spec.mode, spec.run_id)
+    except Exception as exc:  # noqa: BLE001 - the episodes are stored; only the shortcut to them is missing
+        get_logger("loraloop.rollout", run=spec.run_id).warning("index of run %s/%s not written: %s", spec.mode,
+                                                                 spec.run_id, exc)

@@ -116,12 +116,14 @@ class JobBook:
             raise ServiceUnavailable(f"broker unreachable at {without_credentials(self.url)} "
                                      f"({type(exc).__name__})") from exc
 
-    def record(self, run_id: str, summary: dict) -> None:
-        """Count one finished episode (called by the worker that ran it) and feed the metrics."""
+    def record(self, run_id: str, summary: dict) -> bool:
+        """Count one finished episode (called by the worker that ran it) and feed the metrics; True when it was
+        the job's last."""
         cause = summary.get("status") or "error"
         pipe = self.redis.pipeline()
         job = self._job(run_id)
         pipe.hincrby(job, "done", 1)
+        pipe.hget(job, "total")
         pipe.hincrby(job, "solved", int(bool(summary.get("success"))))
         if failed(summary):
             pipe.hincrby(job, "failed", 1)
@@ -138,7 +140,8 @@ class JobBook:
                 bucket = next((str(b) for b in LATENCY_BUCKETS_S if seconds <= b), "+Inf")
                 pipe.hincrby(f"{NS}:metrics:{name}_latency", bucket, 1)
                 pipe.hincrbyfloat(f"{NS}:metrics:{name}_latency", "sum", seconds)
-        pipe.execute()
+        done, total = pipe.execute()[:2]
+        return total is not None and done == int(total)
 
     def cancelled(self, run_id: str) -> bool:
         """True once the job was cancelled: queued episodes are skipped, running ones stop."""
@@ -197,8 +200,8 @@ class MemoryBook:
             self._jobs[run_id] = {**new_job(run_id, mode, request, keys, skipped, store_url), "keys": list(keys),
                                   "errors": []}
 
-    def record(self, run_id: str, summary: dict) -> None:
-        """Count one finished episode."""
+    def record(self, run_id: str, summary: dict) -> bool:
+        """Count one finished episode; True when it was the job's last."""
         with self._lock:
             job = self._get(run_id)
             job["done"] += 1
@@ -208,6 +211,7 @@ class MemoryBook:
             if failed(summary) or unplayable(summary):
                 job["errors"] = [error_line(summary), *job["errors"]][:KEPT_ERRORS]
             job["updated_at"] = time.time()
+            return job["done"] == job["total"]
 
     def cancelled(self, run_id: str) -> bool:
         """True once the job was cancelled."""

@@ -35,6 +35,7 @@ class EpisodeEntry:
     status: str = ""
     error: str | None = None
     model: str | None = None  # the served name that sampled it (`<adapter>-v<k>` or the base model)
+    category: str = ""  # the task's family
     corrupt: str | None = None
 
     @property
@@ -72,8 +73,8 @@ def entry(store: Store, key: str) -> EpisodeEntry:
         return EpisodeEntry(key, task, int(attempt) if attempt.isdigit() else 0, corrupt=str(exc))
     models = [s.model for s in episode.steps if s.model]
     return EpisodeEntry(key, episode.start.task_id, episode.start.attempt_idx, episode.success, episode.end.reward,
-                        len(episode.steps), episode.end.status, episode.end.error,
-                        models[0] if models else episode.start.worker_model)
+                        episode.end.total_steps or len(episode.steps), episode.end.status, episode.end.error,
+                        models[0] if models else episode.start.worker_model, episode.start.category)
 
 
 def index_key(mode: str, run_id: str) -> str:

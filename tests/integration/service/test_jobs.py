@@ -44,6 +44,8 @@ def test_local_jobs_run_follow_and_cancel_in_this_process(tmp_path, settings_for
     assert (final.state, final.done, final.solved, final.failed) == ("done", 3, 3, 0)
     assert final.request.sample_size == 3 and final.episodes_per_min > 0
     assert len(episodes(tmp_path / "store", "teacher", "here")) == 3
+    index = json.loads((tmp_path / "store" / "indexes" / "teacher" / "here.json").read_text())  # written at the end
+    assert index["keys"] == 3 and sorted(e["success"] for e in index["episodes"]) == [True] * 3
     assert jobs.submit(JobRequest(experiment="teacher", subset="test", sample_size=3, run_id="here")).skipped == 3
 
     slow = jobs.submit(JobRequest(experiment="teacher", task_registry=slow_registry(tmp_path / "slow"),
