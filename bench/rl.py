@@ -2,9 +2,11 @@
 
     .venv/bin/python bench/rl.py [--iterations 2] [--tasks 4] [--rollouts 4] [--swaps 8] [--restarts 2] [--out [PATH]]
 
-1. Starts vLLM CPU (SmolLM2-135M-Instruct, volumes/models) on a free port and runs `loraloop train rl`
-   (train/rl_loop.run_rl) for --iterations on configs/tasks/os's train split, --tasks tasks x
-   --rollouts rollouts per iteration, held-out evaluation off, into a store under a temporary folder.
+1. Starts vLLM CPU (SmolLM2-135M-Instruct, volumes/models) on a free port, makes the demo's BC warm start
+   (--bc_epochs on the teacher episodes of its three families; the base model never solves a task, so RL
+   from it would have nothing to train on; not timed) and runs `loraloop train rl` (train/rl_loop.run_rl)
+   from it for --iterations on the families' train variants, --tasks tasks x --rollouts rollouts per
+   iteration at temperature 0.7, held-out evaluation off, into a store under a temporary folder.
    Prints each iteration's seconds per phase (rollout, train, publish) and training tokens/s (every
    token of every row: the forward pass's cost).
 2. Adapter swap, the loop's way: publishes the run's adapter --swaps more times (each a new version
@@ -23,10 +25,13 @@ import os
 import sys
 import tempfile
 import time
+from contextlib import ExitStack
+from dataclasses import replace
 from pathlib import Path
 
 import httpx
 
+from loraloop.orchestrator import demo_plan, run_turn
 from loraloop.serve import vllm_server
 from loraloop.serve.publish import publish
 from loraloop.settings import Settings
@@ -71,6 +76,7 @@ def main() -> int:
     parser.add_argument("--rollouts", type=int, default=4)
     parser.add_argument("--swaps", type=int, default=8)
     parser.add_argument("--restarts", type=int, default=2)
+    parser.add_argument("--bc_epochs", type=float, default=0.6, help="epochs of the BC warm start RL starts from")
     add_out(parser, "rl")
     args = parser.parse_args()
     os.chdir(ROOT)
@@ -80,18 +86,24 @@ def main() -> int:
                         adapters_dir=work / "adapters", base_model_name=MODEL)
     vllm_server.start(settings, port=port, timeout=900)
     try:
-        result = run_rl(RLConfig(base_model=str(settings.model_dir), dataset_path="configs/tasks/os",
+        plan = replace(demo_plan(epochs=args.bc_epochs), seeds=(1,))
+        with ExitStack() as server:  # the warm start (the base model never solves a task: nothing to learn from)
+            run_turn(settings, work / "bc", plan, 1, server)
+        limits = {"max_tokens": plan.max_tokens, "request_timeout_s": plan.request_timeout_s}
+        result = run_rl(RLConfig(base_model=str(settings.model_dir), dataset_path=plan.registry,
+                                 subset=plan.train_subset, init_adapter=str(work / "bc" / "bc_lora"),
                                  output_dir=str(work / "rl"), adapter_name="bench", iterations=args.iterations,
-                                 tasks_per_iteration=args.tasks, rollouts_per_task=args.rollouts, eval_every=0),
-                        settings)
+                                 tasks_per_iteration=args.tasks, rollouts_per_task=args.rollouts, temperature=0.7,
+                                 lr=1e-4, eval_every=0), settings.model_copy(update=limits))
         rows = [r for r in result["history"] if r["iteration"] > 0]
-        adapter_dir = work / "rl" / "adapter"
+        adapter_dir = work / "rl" / "adapter"  # the last version trained; the warm start when none was
+        adapter_dir = adapter_dir if adapter_dir.is_dir() else work / "bc" / "bc_lora"
         swaps = [swap_seconds(settings, adapter_dir, "bench") for _ in range(args.swaps)]
         restarts = [restart_seconds(settings, adapter_dir, port) for _ in range(args.restarts)]
     finally:
         vllm_server.stop(port)
     lines = [f"{os.cpu_count()} CPUs; {args.tasks} tasks x {args.rollouts} rollouts per iteration on "
-             f"configs/tasks/os (train), SmolLM2-135M-Instruct, vLLM CPU", "",
+             f"the demo families' train variants from a BC warm start, SmolLM2-135M-Instruct, vLLM CPU", "",
              "| iteration | episodes | rows | tokens | rollout s | train s | publish s | train tokens/s |",
              "|---:|---:|---:|---:|---:|---:|---:|---:|"]
     lines += [f"| {r['iteration']} | {r['episodes']} | {r['rows']} | {r['tokens']} | {r['rollout_s']} | "
