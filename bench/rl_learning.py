@@ -2,7 +2,7 @@
 
     .venv/bin/python bench/rl_learning.py [--seeds 1,2,3] [--bc_epochs 0.6] [--iterations 3] [--tasks 8]
                                           [--rollouts 4] [--lr 1e-4] [--temperature 0.7]
-                                          [--out [PATH]]
+                                          [--work DIR] [--out [PATH]]
 
 For each seed, in one vLLM CPU (SmolLM2-135M-Instruct) and a store under a temporary folder:
 1. BC warm start, as `loraloop demo` does it (orchestrator.run_turn on demo_plan): teacher episodes on
@@ -15,6 +15,7 @@ For each seed, in one vLLM CPU (SmolLM2-135M-Instruct) and a store under a tempo
 Prints a table per seed, mean and sd of base, BC and BC+RL, and the target: BC+RL at least 10 points
 above BC (the baseline, measured in the same run). Writes report.md and learning.png (and each seed's
 rl_report.md, rl_curve.png) under bench/results/rl_learning/. Exits 1 when the target is missed.
+--work DIR goes on with an interrupted run: finished warm starts are kept, RL runs resume (`train rl`).
 """
 from __future__ import annotations
 
@@ -43,7 +44,9 @@ TARGET_POINTS = 10.0
 def one_seed(settings: Settings, work: Path, seed: int, args: argparse.Namespace, server: ExitStack) -> dict:
     """Base, BC and BC+RL held-out success for one seed, with the RL run's history."""
     plan = replace(demo_plan(epochs=args.bc_epochs), seeds=(seed,))
-    turn = run_turn(settings, work / f"seed-{seed}", plan, seed, server)
+    done = work / f"seed-{seed}" / "summary.json"  # a warm start made by an earlier, interrupted run
+    turn = json.loads(done.read_text()) if done.is_file() else run_turn(settings, work / f"seed-{seed}", plan, seed,
+                                                                          server)
     limits = {"max_tokens": plan.max_tokens, "request_timeout_s": plan.request_timeout_s}
     rl = run_rl(RLConfig(base_model=str(settings.model_dir), dataset_path=plan.registry, adapter_name=f"rl-s{seed}",
                          output_dir=str(work / f"seed-{seed}" / "rl"), init_adapter=str(work / f"seed-{seed}" / "bc_lora"),
@@ -67,11 +70,13 @@ def main() -> int:
     parser.add_argument("--rollouts", type=int, default=4, help="episodes per task (the group)")
     parser.add_argument("--lr", type=float, default=1e-4, help="RL learning rate")
     parser.add_argument("--temperature", type=float, default=0.7, help="RL rollouts' sampling temperature")
+    parser.add_argument("--work", type=Path, default=None,
+                        help="the folder of an interrupted run (store, warm starts, RL runs) to go on with")
     add_out(parser, "rl_learning")
     args = parser.parse_args()
     seeds = [int(s) for s in args.seeds.split(",")]
     os.chdir(ROOT)
-    work = Path(tempfile.mkdtemp(prefix="bench-rl-learning-"))
+    work = args.work or Path(tempfile.mkdtemp(prefix="bench-rl-learning-"))
     port = free_port()
     settings = Settings(vllm_port=port, vllm_url=f"http://127.0.0.1:{port}/v1", store_url=f"file://{work / 'store'}",
                         adapters_dir=work / "adapters", base_model_name=MODEL)
