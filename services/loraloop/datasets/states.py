@@ -8,7 +8,6 @@ memory bounded by the largest task rather than the whole store.
 from __future__ import annotations
 
 import hashlib
-import re
 from collections import defaultdict
 from dataclasses import dataclass
 from functools import lru_cache
@@ -17,9 +16,7 @@ from typing import Iterator
 from loraloop.agents.prompts import build_prompt
 from loraloop.envs import DEFAULT_KIND, env_kind
 from loraloop.store.backends import Store
-from loraloop.store.trajectories import Episode, MalformedTrajectory, parse_episode
-
-_TASK_OF_KEY = re.compile(r"([^/]+)__attempt_\d+\.jsonl$")
+from loraloop.store.trajectories import Episode, MalformedTrajectory, parse_episode, task_and_attempt
 
 
 @dataclass
@@ -72,9 +69,9 @@ def episodes_by_task(store: Store, prefix: str, malformed: list[str]) -> Iterato
     """(task id, its episodes) for every task under the prefix; unreadable episodes go to `malformed`."""
     groups: dict[str, list[str]] = defaultdict(list)
     for key in store.list(prefix):
-        match = _TASK_OF_KEY.search(key)
-        if match:
-            groups[match.group(1)].append(key)
+        found = task_and_attempt(key)
+        if found:
+            groups[found[0]].append(key)
     for task, keys in sorted(groups.items()):
         episodes = []
         for key in keys:

@@ -8,7 +8,8 @@ from collections import Counter
 from dataclasses import asdict, dataclass
 
 from loraloop.store.backends import Store
-from loraloop.store.trajectories import PREFIX, MalformedTrajectory, parse_episode, run_prefix
+from loraloop.store.trajectories import (PREFIX, Episode, MalformedTrajectory, parse_episode, run_prefix,
+                                         task_and_attempt)
 
 INDEX_VERSION = 1
 
@@ -64,17 +65,23 @@ def runs(store: Store) -> list[RunEntry]:
                   key=lambda r: (r.run_id, r.mode), reverse=True)
 
 
-def entry(store: Store, key: str) -> EpisodeEntry:
-    """One episode's figures; a corrupt object becomes an entry that says why."""
-    task, _, attempt = key.rsplit("/", 1)[-1].removesuffix(".jsonl").rpartition("__attempt_")
+def describe(key: str, data: bytes) -> tuple[EpisodeEntry, Episode | None]:
+    """One episode object's figures and the parsed episode; a corrupt object gives an entry that says why,
+    and no episode."""
     try:
-        episode = parse_episode(key, store.get_bytes(key))
+        episode = parse_episode(key, data)
     except MalformedTrajectory as exc:
-        return EpisodeEntry(key, task, int(attempt) if attempt.isdigit() else 0, corrupt=str(exc))
+        task, attempt = task_and_attempt(key) or (key.rsplit("/", 1)[-1], 0)
+        return EpisodeEntry(key, task, attempt, corrupt=str(exc)), None
     models = [s.model for s in episode.steps if s.model]
     return EpisodeEntry(key, episode.start.task_id, episode.start.attempt_idx, episode.success, episode.end.reward,
                         episode.end.total_steps or len(episode.steps), episode.end.status, episode.end.error,
-                        models[0] if models else episode.start.worker_model, episode.start.category)
+                        models[0] if models else episode.start.worker_model, episode.start.category), episode
+
+
+def entry(store: Store, key: str) -> EpisodeEntry:
+    """One stored episode's figures (see `describe`)."""
+    return describe(key, store.get_bytes(key))[0]
 
 
 def index_key(mode: str, run_id: str) -> str:

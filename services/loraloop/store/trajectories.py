@@ -28,6 +28,15 @@ def episode_key(mode: str, run_id: str, task_id: str, attempt: int) -> str:
     return f"{run_prefix(mode, run_id)}{_UNSAFE.sub('_', task_id)}__attempt_{attempt}.jsonl"
 
 
+_KEY_TAIL = re.compile(r"([^/]+)__attempt_(\d+)\.jsonl$")
+
+
+def task_and_attempt(key: str) -> tuple[str, int] | None:
+    """The (task id as written in the key, attempt) an episode key ends with; None for another object."""
+    match = _KEY_TAIL.search(key)
+    return (match.group(1), int(match.group(2))) if match else None
+
+
 def obs_hash(observation: str) -> str:
     """A short stable hash of an observation: the state key DPO pairing groups by."""
     return hashlib.sha256(observation.encode()).hexdigest()[:16]

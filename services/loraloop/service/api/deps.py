@@ -34,10 +34,15 @@ BookDep = Annotated[JobBook, Depends(get_book)]
 QueueDep = Annotated[Celery, Depends(get_queue)]
 
 
+def bearer_ok(settings: Settings, credentials: HTTPAuthorizationCredentials | None) -> bool:
+    """True when the API has no token or the request's bearer token is it (compared in constant time)."""
+    return not settings.api_token or bool(credentials and secrets.compare_digest(
+        credentials.credentials.encode(), settings.api_token.encode()))
+
+
 def authorised(settings: SettingsDep,
                credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)]) -> None:
     """With LORALOOP_API_TOKEN set, refuse (401) a request without `Authorization: Bearer <that token>`."""
-    if settings.api_token and not (credentials and secrets.compare_digest(
-            credentials.credentials.encode(), settings.api_token.encode())):
+    if not bearer_ok(settings, credentials):
         raise HTTPException(401, "missing or wrong bearer token (LORALOOP_API_TOKEN)",
                             headers={"WWW-Authenticate": "Bearer"})

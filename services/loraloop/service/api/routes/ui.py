@@ -19,10 +19,10 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from fastapi.security import HTTPAuthorizationCredentials
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 
-from loraloop.service.api.deps import SettingsDep, bearer
+from loraloop.service.api.deps import SettingsDep, bearer, bearer_ok
 from loraloop.store import browse, open_store
 from loraloop.store.backends import Store
-from loraloop.store.trajectories import PREFIX, MalformedTrajectory, parse_episode
+from loraloop.store.trajectories import PREFIX
 
 PAGE = 50
 COOKIE = "loraloop_ui"
@@ -47,12 +47,8 @@ def viewer_allowed(request: Request, settings: SettingsDep,
                    credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)]) -> None:
     """With LORALOOP_API_TOKEN set, let through a request with the bearer token or the login cookie; send a
     browser without either to the login form."""
-    token = settings.api_token
-    if not token:
-        return
-    if credentials and secrets.compare_digest(credentials.credentials.encode(), token.encode()):
-        return
-    if secrets.compare_digest(request.cookies.get(COOKIE, "").encode(), cookie_value(token).encode()):
+    if bearer_ok(settings, credentials) or secrets.compare_digest(
+            request.cookies.get(COOKIE, "").encode(), cookie_value(settings.api_token).encode()):
         return
     raise LoginNeeded(str(request.url.path) + (f"?{request.url.query}" if request.url.query else ""))
 
@@ -95,12 +91,8 @@ class EpisodeView:
             data = store.get_bytes(self.key)
         except FileNotFoundError:
             raise HTTPException(404, f"no episode {key!r}") from None
-        self.entry = browse.entry(store, self.key)
+        self.entry, self.episode = browse.describe(self.key, data)
         self.corrupt = self.entry.corrupt
-        try:
-            self.episode = None if self.corrupt else parse_episode(self.key, data)
-        except MalformedTrajectory as exc:
-            self.corrupt = str(exc)
 
 
 @pages.get("", response_class=HTMLResponse)
