@@ -126,7 +126,7 @@ def build_batch(episodes: list[Episode], *, version: int, max_staleness: int, sc
                 max_length: int) -> tuple[list[Row], BatchStats]:
     """Training rows from an iteration's episodes, trained at adapter `version`; see the module doc."""
     stats = BatchStats(episodes=len(episodes))
-    groups: dict[str, list[Episode]] = defaultdict(list)
+    groups: dict[str, list[tuple[Episode, list]]] = defaultdict(list)  # task -> (episode, its sampled turns)
     for episode in episodes:
         sampled_with = episode_version(episode)
         stats.versions[f"v{sampled_with}"] = stats.versions.get(f"v{sampled_with}", 0) + 1
@@ -138,19 +138,20 @@ def build_batch(episodes: list[Episode], *, version: int, max_staleness: int, sc
         if version - sampled_with > max_staleness:
             stats.stale += 1
             continue
-        if turns(episode) is None:
+        sampled = turns(episode)
+        if sampled is None:
             stats.no_token_ids += 1
             continue
-        groups[episode.start.task_id].append(episode)
+        groups[episode.start.task_id].append((episode, sampled))
     rows: list[Row] = []
     for task_id, group in groups.items():
-        scores = advantages([e.end.reward for e in group], scale_rewards) if len(group) > 1 else None
+        scores = advantages([e.end.reward for e, _ in group], scale_rewards) if len(group) > 1 else None
         if scores is None:
             stats.equal_groups += 1
             continue
-        for episode, advantage in zip(group, scores):
+        for (_, sampled), advantage in zip(group, scores):
             stats.trained_episodes += 1
-            for ids, mask, logprobs in pack(turns(episode)):
+            for ids, mask, logprobs in pack(sampled):
                 if len(ids) > max_length:
                     stats.too_long += 1
                     continue
