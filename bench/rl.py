@@ -35,7 +35,6 @@ from loraloop.orchestrator import demo_plan, run_turn
 from loraloop.serve import vllm_server
 from loraloop.serve.publish import publish
 from loraloop.settings import Settings
-from loraloop.train.config import RLConfig
 from loraloop.train.rl_loop import run_rl
 from results import add_out, free_port, percentile, report
 
@@ -89,14 +88,11 @@ def main() -> int:
         plan = replace(demo_plan(epochs=args.bc_epochs), seeds=(1,))
         with ExitStack() as server:  # the warm start (the base model never solves a task: nothing to learn from)
             run_turn(settings, work / "bc", plan, 1, server)
-        limits = {"max_tokens": plan.max_tokens, "request_timeout_s": plan.request_timeout_s}
-        result = run_rl(RLConfig(base_model=str(settings.model_dir), dataset_path=plan.registry,
-                                 subset=plan.train_subset, init_adapter=str(work / "bc" / "bc_lora"),
-                                 output_dir=str(work / "rl"), adapter_name="bench", iterations=args.iterations,
-                                 tasks_per_iteration=args.tasks, rollouts_per_task=args.rollouts, temperature=0.7,
-                                 lr=1e-4, eval_every=0), settings.model_copy(update=limits))
+        result = run_rl(plan.rl_config(settings, work / "bc", adapter_name="bench", iterations=args.iterations,
+                                       tasks_per_iteration=args.tasks, rollouts_per_task=args.rollouts,
+                                       temperature=0.7, lr=1e-4, eval_every=0), plan.eval_settings(settings))
         rows = [r for r in result["history"] if r["iteration"] > 0]
-        adapter_dir = work / "rl" / "adapter"  # the last version trained; the warm start when none was
+        adapter_dir = work / "bc" / "rl" / "adapter"  # the last version trained; the warm start when none was
         adapter_dir = adapter_dir if adapter_dir.is_dir() else work / "bc" / "bc_lora"
         swaps = [swap_seconds(settings, adapter_dir, "bench") for _ in range(args.swaps)]
         restarts = [restart_seconds(settings, adapter_dir, port) for _ in range(args.restarts)]

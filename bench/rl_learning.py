@@ -32,7 +32,6 @@ from loraloop.evaluate.report import mean_sd, write_learning_report
 from loraloop.orchestrator import demo_plan, run_turn
 from loraloop.serve import vllm_server
 from loraloop.settings import Settings
-from loraloop.train.config import RLConfig
 from loraloop.train.rl_loop import run_rl
 from results import RESULTS, add_out, free_port, report
 
@@ -47,12 +46,10 @@ def one_seed(settings: Settings, work: Path, seed: int, args: argparse.Namespace
     done = work / f"seed-{seed}" / "summary.json"  # a warm start made by an earlier, interrupted run
     turn = json.loads(done.read_text()) if done.is_file() else run_turn(settings, work / f"seed-{seed}", plan, seed,
                                                                           server)
-    limits = {"max_tokens": plan.max_tokens, "request_timeout_s": plan.request_timeout_s}
-    rl = run_rl(RLConfig(base_model=str(settings.model_dir), dataset_path=plan.registry, adapter_name=f"rl-s{seed}",
-                         output_dir=str(work / f"seed-{seed}" / "rl"), init_adapter=str(work / f"seed-{seed}" / "bc_lora"),
-                         subset=plan.train_subset, eval_subset=plan.test_subset, eval_tasks=None, eval_every=1,
-                         iterations=args.iterations, tasks_per_iteration=args.tasks, rollouts_per_task=args.rollouts,
-                         lr=args.lr, temperature=args.temperature, seed=seed), settings.model_copy(update=limits))
+    rl = run_rl(plan.rl_config(settings, work / f"seed-{seed}", adapter_name=f"rl-s{seed}", eval_tasks=None,
+                               eval_every=1, iterations=args.iterations, tasks_per_iteration=args.tasks,
+                               rollouts_per_task=args.rollouts, lr=args.lr, temperature=args.temperature, seed=seed),
+                plan.eval_settings(settings))
     held = [r.get("held_out") for r in rl["history"]]
     return {"seed": seed, "base": turn["results"][plan.base]["success_rate"],
             "bc": turn["results"][plan.tuned]["success_rate"], "bc_again": held[0], "rl": held[-1],

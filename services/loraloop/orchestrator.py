@@ -28,7 +28,7 @@ from loraloop.settings import Settings
 from loraloop.store import open_store
 from loraloop.tasks.registry import load_registry
 from loraloop.train.bc import train_bc
-from loraloop.train.config import BCConfig
+from loraloop.train.config import BCConfig, RLConfig
 
 console = Console(stderr=True)
 
@@ -70,6 +70,18 @@ class LoopPlan:
             value = getattr(self, name)
             if value is not None and value <= 0:
                 raise ConfigError(f"loop plan: {name} must be positive, got {value}")
+
+    def eval_settings(self, settings: Settings) -> Settings:
+        """The settings the plan's evaluations run with: its reply length and client timeout where it sets them."""
+        limits = {"max_tokens": self.max_tokens, "request_timeout_s": self.request_timeout_s}
+        return settings.model_copy(update={k: v for k, v in limits.items() if v is not None})
+
+    def rl_config(self, settings: Settings, folder: Path, **fields) -> RLConfig:
+        """`loraloop train rl` from the BC adapter a turn left in folder/bc_lora: on the plan's train tasks, its
+        held-out tasks the test subset, run state in folder/rl; `fields` set the rest of RLConfig."""
+        return RLConfig(base_model=str(settings.model_dir), dataset_path=self.registry, subset=self.train_subset,
+                        eval_subset=self.test_subset, init_adapter=str(folder / "bc_lora"),
+                        output_dir=str(folder / "rl"), **fields)
 
 
 DEMO_FAMILIES = ("count-ext", "grep-count", "config-value")
@@ -120,8 +132,7 @@ def run_turn(settings: Settings, out: Path, plan: LoopPlan, seed: int, server: E
     out.mkdir(parents=True, exist_ok=True)
     store = open_store(settings=settings)
 
-    limits = {"max_tokens": plan.max_tokens, "request_timeout_s": plan.request_timeout_s}
-    eval_settings = settings.model_copy(update={k: v for k, v in limits.items() if v is not None})
+    eval_settings = plan.eval_settings(settings)
 
     def rollout(name: str, subset: str, attempts: int, temperature: float | None, model: str | None) -> None:
         experiment = get_experiment(settings.experiments_path, name)

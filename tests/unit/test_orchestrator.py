@@ -54,3 +54,20 @@ def test_report_over_seeds_has_mean_sd_and_a_chart(tmp_path):
     assert "| `smollm_bc` | 100.0% | 75.0% | 87.5% | 17.7% | 8 |" in lines
     png = (tmp_path / "learning.png").read_bytes()
     assert png.startswith(b"\x89PNG") and len(png) > 5000
+
+
+def test_rl_after_a_turn_trains_on_the_plans_tasks_with_its_eval_limits(tmp_path):
+    """The benches' RL runs start from the BC adapter a turn left, on the plan's train and test subsets, and
+    play with the plan's reply length and client timeout; a plan without limits keeps the settings'."""
+    from pathlib import Path
+
+    from loraloop.settings import Settings
+
+    plan, settings = demo_plan(), Settings(max_tokens=192, request_timeout_s=120.0)
+    limited = plan.eval_settings(settings)
+    assert (limited.max_tokens, limited.request_timeout_s) == (80, 300.0)
+    assert LoopPlan().eval_settings(settings).max_tokens == 192
+    cfg = plan.rl_config(settings, tmp_path / "seed-1", iterations=2, adapter_name="x")
+    assert (cfg.subset, cfg.eval_subset) == (plan.train_subset, plan.test_subset)
+    assert Path(cfg.init_adapter) == tmp_path / "seed-1" / "bc_lora" and Path(cfg.output_dir) == tmp_path / "seed-1" / "rl"
+    assert (cfg.iterations, cfg.adapter_name, cfg.dataset_path) == (2, "x", plan.registry)
