@@ -4,3 +4,4 @@ SEED = 42  # task sampling seed (`--seed`): which tasks a --sample_size draws
 TASK_SEED = 123  # base of per-rollout seeds (`--task_seed`): task_seed + task_index*1000 + attempt
 TASK_REGISTRY = "configs/tasks/os"  # `--task_registry`: the bundled shell tasks
 EXPERIMENTS = "configs/experiments.yaml"  # `--config` / LORALOOP_EXPERIMENTS_PATH
+ROLLOUT_API_PORT = 8080  # `loraloop serve rollout-api` (and the viewer at /ui) on 127.0.0.1

@@ -10,10 +10,11 @@ import typer
 from rich.console import Console
 
 from loraloop.cli.common import EXPERIMENTS, REGISTRY, SEED, TASK_SEED, console
+from loraloop.defaults import ROLLOUT_API_PORT
 from loraloop.service.models import RUN_ID, JobRequest
 from loraloop.settings import get_settings
 
-VIEWER_URL = "http://127.0.0.1:8080"  # the rollout API's default address (`make rollout-api`), for report links
+VIEWER_URL = f"http://127.0.0.1:{ROLLOUT_API_PORT}"  # the rollout API's default address, for report links
 
 # The flags of every command that plans a job, declared once: (name, type, typer option).
 JOB_OPTIONS = [

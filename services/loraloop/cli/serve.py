@@ -9,6 +9,7 @@ from typing import Optional
 
 import typer
 
+from loraloop import defaults
 from loraloop.cli.common import REGISTRY, console
 from loraloop.errors import LoraloopError
 from loraloop.settings import get_settings
@@ -70,7 +71,8 @@ def task_server(task: str = typer.Option("os-dev", "--task", help="task name rep
 
 
 @app.command("rollout-api")
-def rollout_api(host: str = typer.Option("127.0.0.1", "--host"), port: int = typer.Option(8080, "--port")) -> None:
+def rollout_api(host: str = typer.Option("127.0.0.1", "--host"),
+                port: int = typer.Option(defaults.ROLLOUT_API_PORT, "--port")) -> None:
     """Serve the rollout API (jobs, health, /metrics, OpenAPI at /docs) over LORALOOP_BROKER_URL."""
     import uvicorn
 
