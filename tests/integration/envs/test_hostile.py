@@ -86,8 +86,13 @@ def test_rm_rf_root_and_the_network_stay_inside(tight, redis_url):
         net, _ = step_timed(env, f"curl -sS -m 2 http://127.0.0.1:{host_port}/ 2>&1; ls /sys/class/net")
         assert "Failed to connect" in net.observation and net.observation.rstrip().endswith("lo")
         step_timed(env, "rm -rf --no-preserve-root / 2>/dev/null; echo done")
-        after, seconds = step_timed(env, "ls /usr/bin | wc -l")
-        assert "not found" in after.observation or "No such file" in after.observation  # the container is wrecked
+        # The 3 s timeout may stop rm anywhere, and what it removed may include the shell's own tools,
+        # so the wreck is counted from outside: the files the container lost.
+        deleted = [line for line in subprocess.run(["docker", "diff", env.container], capture_output=True,
+                                                   text=True, check=True).stdout.splitlines()
+                   if line.startswith("D ")]
+        assert len(deleted) > 10, deleted
+        _, seconds = step_timed(env, "ls /usr/bin | wc -l")  # the wrecked shell still answers in time
         assert seconds < 3 + 6
         container = env.container
     assert container_gone(container)
