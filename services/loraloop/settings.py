@@ -54,6 +54,8 @@ class Settings(BaseSettings):
     adapters_dir: Path = Field(default_factory=lambda: in_project("volumes/adapters"))
     vllm_adapters_dir: str | None = None
     request_timeout_s: float = 120.0
+    api_max_body_bytes: int = Field(1 << 20, ge=1024, description="largest request body the rollout API and the "
+                                                                   "Task Server take (413 past it)")
     max_tokens: int = 192
     prompt_char_budget: int = 4000
 

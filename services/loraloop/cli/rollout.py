@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import time
 from pathlib import Path
 from typing import Callable, List, Optional
 
@@ -59,9 +60,14 @@ def run_job(request: JobRequest, config: Optional[Path], concurrency: Optional[i
 
     settings = with_experiments(get_settings(), config)
     jobs = jobs_client(settings, concurrency=concurrency)
+    asked_at = time.time()
     submitted = jobs.submit(request)
-    console.print(f"submitted job {submitted.run_id}: {submitted.total} episodes queued, "
-                  f"{submitted.skipped} already stored")
+    if submitted.total and submitted.done == submitted.total and submitted.submitted_at < asked_at:
+        console.print(f"job {submitted.run_id} had ended ({submitted.done}/{submitted.total} done, "
+                      f"{submitted.solved} solved): nothing left to play, its counts are kept")
+    else:
+        console.print(f"submitted job {submitted.run_id}: {submitted.total} episodes queued, "
+                      f"{submitted.skipped} already stored")
     status = follow(lambda: jobs.status(submitted.run_id))
     console.print(f"[bold]{request.experiment}[/] run {status.run_id} {status.state}: {status.solved}/{status.done} "
                   f"solved, {status.failed} ended in an error, "

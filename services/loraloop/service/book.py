@@ -28,6 +28,22 @@ class UnknownJob(LoraloopError):
     """No job with this run id in the book."""
 
 
+class JobRunning(LoraloopError):
+    """A run submitted again while its episodes are still queued or running (the API answers 409)."""
+
+
+def running(fields: Mapping[str, Any]) -> bool:
+    """True while a booked job has episodes queued or running: not cancelled, fewer done than planned."""
+    return fields["state"] != "cancelled" and int(fields.get("done", 0)) < int(fields["total"])
+
+
+def refuse_running(run_id: str, fields: Mapping[str, Any]) -> None:
+    """Raise JobRunning for a job still running: submitting it again would queue its unstored episodes twice."""
+    if running(fields):
+        raise JobRunning(f"job {run_id!r} is still running ({fields.get('done', 0)}/{fields['total']} done): "
+                         "follow it, cancel it, or submit it again once it ends (stored episodes are skipped)")
+
+
 def failed(summary: dict) -> bool:
     """True when an episode ended in an error of the environment, a server or the code (not the agent's)."""
     return bool(summary.get("error")) or summary.get("status") in FAILURE_CAUSES
@@ -102,16 +118,32 @@ class JobBook:
 
     def create(self, run_id: str, mode: str, request: JobRequest | None, keys: list[str], skipped: int,
                store_url: str = "") -> None:
-        """Record a submitted job: its request, episode keys and counters at zero."""
+        """Record a submitted job: its request, episode keys and counters at zero.
+
+        A run still running is refused (JobRunning); a run booked before with nothing left to play keeps its
+        book as it was. Checked and written in one Redis transaction, so two submissions cannot both pass.
+        """
         job = self._job(run_id)
-        pipe = self.redis.pipeline()
-        pipe.delete(job, f"{job}:keys", f"{job}:errors")
-        pipe.hset(job, mapping=new_job(run_id, mode, request, keys, skipped, store_url))
-        if keys:
-            pipe.rpush(f"{job}:keys", *keys)
-        pipe.zadd(f"{NS}:jobs", {run_id: time.time()})
         try:
-            pipe.execute()
+            with self.redis.pipeline() as pipe:
+                while True:
+                    try:
+                        pipe.watch(job)
+                        booked = pipe.hgetall(job)
+                        if booked:
+                            refuse_running(run_id, booked)
+                            if not keys:
+                                return
+                        pipe.multi()
+                        pipe.delete(job, f"{job}:keys", f"{job}:errors")
+                        pipe.hset(job, mapping=new_job(run_id, mode, request, keys, skipped, store_url))
+                        if keys:
+                            pipe.rpush(f"{job}:keys", *keys)
+                        pipe.zadd(f"{NS}:jobs", {run_id: time.time()})
+                        pipe.execute()
+                        return
+                    except redis.WatchError:  # another submission of this run came first: look again
+                        continue
         except redis.RedisError as exc:
             raise ServiceUnavailable(f"broker unreachable at {without_credentials(self.url)} "
                                      f"({type(exc).__name__})") from exc
@@ -148,9 +180,13 @@ class JobBook:
         return self.redis.hget(self._job(run_id), "state") == "cancelled"
 
     def cancel(self, run_id: str) -> list[str]:
-        """Mark the job cancelled and return its episode task ids (for revoking)."""
-        if not self.redis.exists(self._job(run_id)):
+        """Mark a running job cancelled and return its episode task ids (for revoking); a job that has ended
+        stays as it ended (nothing to revoke)."""
+        fields = self.redis.hgetall(self._job(run_id))
+        if not fields:
             raise UnknownJob(f"unknown job {run_id!r}")
+        if not running(fields):
+            return []
         self.redis.hset(self._job(run_id), mapping={"state": "cancelled", "updated_at": time.time()})
         return self.keys(run_id)
 
@@ -195,8 +231,13 @@ class MemoryBook:
 
     def create(self, run_id: str, mode: str, request: JobRequest | None, keys: list[str], skipped: int,
                store_url: str = "") -> None:
-        """Record a submitted job: its request, episode keys and counters at zero."""
+        """Record a submitted job: its request, episode keys and counters at zero (the same rules as JobBook's)."""
         with self._lock:
+            booked = self._jobs.get(run_id)
+            if booked:
+                refuse_running(run_id, booked)
+                if not keys:
+                    return
             self._jobs[run_id] = {**new_job(run_id, mode, request, keys, skipped, store_url), "keys": list(keys),
                                   "errors": []}
 
@@ -219,9 +260,11 @@ class MemoryBook:
             return self._get(run_id)["state"] == "cancelled"
 
     def cancel(self, run_id: str) -> list[str]:
-        """Mark the job cancelled and return its episode keys."""
+        """Mark a running job cancelled and return its episode keys; a job that has ended stays as it ended."""
         with self._lock:
             job = self._get(run_id)
+            if not running(job):
+                return []
             job.update(state="cancelled", updated_at=time.time())
             return list(job["keys"])
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from functools import partial
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Callable, Protocol
 
 import httpx
 
@@ -15,7 +15,7 @@ from loraloop.errors import ConfigError, LoraloopError, ServiceUnavailable
 from loraloop.rollout.preflight import check_servers
 from loraloop.rollout.runner import crash_summary
 from loraloop.rollout.sampler import EpisodeSpec
-from loraloop.service.book import job_book
+from loraloop.service.book import JobRunning, job_book
 from loraloop.service.jobs import cancel, enqueue, submit
 from loraloop.service.local import LocalJobs
 from loraloop.service.models import JobRequest, JobStatus
@@ -54,7 +54,8 @@ class ApiJobs:
                 detail = response.json().get("detail")
             except ValueError:
                 detail = response.text[:300]
-            raise LoraloopError(f"rollout API {method} {path}: HTTP {response.status_code}: {detail}")
+            kind = JobRunning if response.status_code == 409 else LoraloopError
+            raise kind(f"rollout API {method} {path}: HTTP {response.status_code}: {detail}")
         return response.json()
 
     def submit(self, request: JobRequest) -> JobStatus:
@@ -109,6 +110,16 @@ class BrokerJobs:
         return [_summary(r.get(propagate=False, timeout=60)) for r in results if finished or r.ready()]
 
 
+def once_ended(submit: Callable[[], JobStatus], status: Callable[[], JobStatus], quiet: bool = False) -> JobStatus:
+    """Submit a run; if it is still running (a process killed mid-job left its episodes to the workers),
+    follow it to its end first, then submit it again to play what it did not store."""
+    try:
+        return submit()
+    except JobRunning:
+        follow(status, quiet=quiet)
+        return submit()
+
+
 def _summary(value: Any) -> dict:
     """A worker's summary, or a crash summary for the exception a failed task left."""
     return value if isinstance(value, dict) else crash_summary(value)
@@ -151,7 +162,8 @@ def execute(specs: list[EpisodeSpec], settings: Settings, *, concurrency: int | 
     jobs = BrokerJobs(settings) if settings.broker_url else LocalJobs(settings, concurrency)
     runs = list(dict.fromkeys(spec.run_id for spec in specs))
     for run_id in runs:
-        jobs.start([spec for spec in specs if spec.run_id == run_id])
+        once_ended(partial(jobs.start, [spec for spec in specs if spec.run_id == run_id]),
+                   partial(jobs.status, run_id), quiet)
     summaries = []
     for run_id in runs:
         follow(partial(jobs.status, run_id), quiet=quiet)

@@ -32,13 +32,18 @@ class FileStore:
 
     def __init__(self, root: str | Path) -> None:
         self.root = Path(root).resolve()
+        self._root = str(self.root)
         self.url = f"file://{self.root}"
 
-    def _path(self, key: str) -> Path:
+    def _file(self, key: str) -> str:
+        """The object's file path as a string (reads are hot in exports: no pathlib per key)."""
         parts = key.split("/")
         if key.startswith("/") or ".." in parts or "\\" in key:
             raise ConfigError(f"store key {key!r} escapes the store root {self.root}")
-        return self.root.joinpath(*[p for p in parts if p and p != "."])
+        return os.path.join(self._root, *[p for p in parts if p and p != "."])
+
+    def _path(self, key: str) -> Path:
+        return Path(self._file(key))
 
     def _write(self, key: str, data: bytes, place) -> bool:
         path = self._path(key)
@@ -70,12 +75,12 @@ class FileStore:
 
     def get_bytes(self, key: str) -> bytes:
         """Read an object; a missing key raises FileNotFoundError naming it."""
-        with open(self._path(key), "rb") as handle:
+        with open(self._file(key), "rb") as handle:
             return handle.read()
 
     def exists(self, key: str) -> bool:
         """True when the object exists."""
-        return self._path(key).is_file()
+        return os.path.isfile(self._file(key))
 
     def list(self, prefix: str = "") -> Iterator[str]:
         """Keys under prefix, sorted, skipping partial writes."""

@@ -2,12 +2,12 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 import time
 from dataclasses import dataclass, field
 from typing import Iterator
 
-import orjson
 from pydantic import ValidationError
 
 from loraloop.store.backends import Store
@@ -88,6 +88,15 @@ class MalformedTrajectory(ValueError):
     """A stored episode that cannot be read; the message names the key, line and field."""
 
 
+def _record_type(line: bytes) -> object:
+    """The `type` a line that is a JSON object names, as pydantic parsed it (Infinity and NaN included)."""
+    try:
+        value = json.loads(line)
+    except ValueError:
+        return None
+    return value.get("type") if isinstance(value, dict) else None
+
+
 def _records(key: str, data: bytes) -> list[Record]:
     """Every record, typed; one validation for the whole object when it is clean, else the line at fault."""
     lines = [(n, line) for n, line in enumerate(data.splitlines(), 1) if line.strip()]
@@ -105,8 +114,7 @@ def _records(key: str, data: bytes) -> list[Record]:
             if error["type"] == "json_invalid":
                 raise MalformedTrajectory(f"{key}:{number}: not JSON ({error['msg']})") from exc
             if error["type"] in ("union_tag_invalid", "union_tag_not_found", "model_attributes_type"):
-                kind = orjson.loads(line).get("type") if line.lstrip().startswith(b"{") else None
-                raise MalformedTrajectory(f"{key}:{number}: unknown record type {kind!r}") from exc
+                raise MalformedTrajectory(f"{key}:{number}: unknown record type {_record_type(line)!r}") from exc
             raise MalformedTrajectory(f"{key}:{number}: field {where!r}: {error['msg']}") from exc
     return records
 

@@ -139,6 +139,9 @@ def read_task_file(path: Path) -> list:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise TaskFormatError(f"{path}: cannot be read ({exc.strerror})") from exc
+    except UnicodeDecodeError as exc:
+        raise TaskFormatError(f"{path}: not UTF-8 text (byte {exc.start}: {exc.object[exc.start]:#04x}); a task file "
+                              "is JSON or JSON lines") from exc
     if path.suffix == ".jsonl":
         tasks = []
         for lineno, line in enumerate(text.splitlines(), 1):

@@ -20,7 +20,9 @@ __all__ = ["Registry", "Task", "load_registry", "missing_files", "registries_bel
 
 def _registry_yaml(path: Path) -> Registry:
     try:
-        doc = yaml.safe_load(path.read_text()) or {}
+        doc = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except UnicodeDecodeError as exc:
+        raise TaskFormatError(f"{path}: not UTF-8 text (byte {exc.start}); a registry file is YAML") from exc
     except yaml.YAMLError as exc:
         raise TaskFormatError(f"{path}: not valid YAML ({exc})") from exc
     if not isinstance(doc, dict) or not isinstance(doc.get("sets"), list):

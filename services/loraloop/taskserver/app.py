@@ -22,9 +22,11 @@ from typing import Any, Literal
 from fastapi import FastAPI, HTTPException
 from pydantic import BaseModel, Field
 
+from loraloop import http_guards
 from loraloop.envs import env_kind
 from loraloop.envs.base import Env, EnvOptions
 from loraloop.errors import LoraloopError
+from loraloop.http_guards import RequestBody
 from loraloop.logs import get_logger
 from loraloop.rollout.session import EpisodeSession, steps_taken
 from loraloop.taskserver.states import EpisodeState, EpisodeStates, MemoryEpisodeStates, RedisEpisodeStates
@@ -35,34 +37,38 @@ from loraloop.tasks.registry import Registry, Task
 
 ERRORS = {404: {"description": "unknown sample or episode"}, 400: {"description": "bad sample id, or a step after the end"},
           409: {"description": "the episode lives on another replica"},
-          500: {"description": "the environment failed (the message says how)"}}
+          413: {"description": "the request body is over LORALOOP_API_MAX_BODY_BYTES"},
+          500: {"description": "the environment could not start (the message says how); a failure during an "
+                                "episode ends it instead: done, info.status env_error, info.error"}}
+MAX_ACTION_CHARS = 65536  # longer than any command or tool call an agent needs; more is refused (422)
+EPISODE_ID = Field(max_length=128, description="the id start returned")
 
 
-class StartRequest(BaseModel):
+class StartRequest(RequestBody):
     """POST /api/episode/start."""
 
-    sample_id: Any
-    config: dict = Field(default_factory=dict)
+    sample_id: Any = Field(description="a task's index string, or its position as an int")
+    config: dict = Field(default_factory=dict, description="protocol: text | tools; the rest is kept with the episode")
 
 
-class Action(BaseModel):
+class Action(RequestBody):
     """An agent action: text in the task's protocol (a tool call travels as its JSON text)."""
 
-    type: str = "text"
-    content: str
+    type: str = Field("text", max_length=32)
+    content: str = Field(max_length=MAX_ACTION_CHARS)
 
 
-class StepRequest(BaseModel):
+class StepRequest(RequestBody):
     """POST /api/episode/step."""
 
-    episode_id: str
+    episode_id: str = EPISODE_ID
     action: Action
 
 
-class CancelRequest(BaseModel):
+class CancelRequest(RequestBody):
     """POST /api/episode/cancel."""
 
-    episode_id: str
+    episode_id: str = EPISODE_ID
 
 
 class Observation(BaseModel):
@@ -132,6 +138,8 @@ def create_app(registry: Registry, task_name: str, settings: Settings, idle_time
     def resolve(sample: Any) -> Task:
         if isinstance(sample, bool) or not isinstance(sample, (str, int)):
             raise HTTPException(400, f"sample_id must be a string index or an integer, got {type(sample).__name__}")
+        if isinstance(sample, str) and len(sample) > 256:
+            raise HTTPException(400, f"sample_id of {len(sample)} characters: no task index is longer than 256")
         if isinstance(sample, int):
             if not 0 <= sample < len(registry.tasks):
                 raise HTTPException(404, f"sample {sample} out of range 0..{len(registry.tasks) - 1}")
@@ -173,9 +181,9 @@ def create_app(registry: Registry, task_name: str, settings: Settings, idle_time
             local[state.episode_id] = (env, steps)
         return env
 
-    def end(state: EpisodeState, session: EpisodeSession, status: str | None = None) -> None:
+    def end(state: EpisodeState, session: EpisodeSession, status: str | None = None, error: str | None = None) -> None:
         """Write the episode to the store, then release its environment (the caller has claimed it)."""
-        session.finish(status)
+        session.finish(status, error)
         with local_guard:
             here = state.episode_id in local
         if here:
@@ -228,6 +236,7 @@ def create_app(registry: Registry, task_name: str, settings: Settings, idle_time
             drop_local(episode_id, close=state is None or state.handle is None)  # shareable ones stay for a replica
 
     app = FastAPI(title=f"loraloop task server: {task_name}", lifespan=lifespan)
+    http_guards.install(app, settings.api_max_body_bytes)
 
     @app.get("/api/health", response_model=Health)
     def health() -> Health:
@@ -248,7 +257,7 @@ def create_app(registry: Registry, task_name: str, settings: Settings, idle_time
         task = resolve(request.sample_id)
         kind = env_kind(task.env)
         protocol = request.config.get("protocol", "text")
-        if protocol not in kind.protocols:
+        if not isinstance(protocol, str) or protocol not in kind.protocols:
             raise HTTPException(400, f"config.protocol must be one of {list(kind.protocols)} for {task.env} tasks, "
                                      f"got {protocol!r}")
         episode_id = str(uuid.uuid4())
@@ -285,12 +294,17 @@ def create_app(registry: Registry, task_name: str, settings: Settings, idle_time
                     raise HTTPException(400, f"episode {episode_id} is done")
                 raise HTTPException(404, f"unknown episode {episode_id!r}")
             task = registry.get(state.task_id)
-            env = env_for(state, task)
-            session = EpisodeSession.resume(store, env, task, state.session)
             try:
+                env = env_for(state, task)
+                session = EpisodeSession.resume(store, env, task, state.session)
                 result = session.act(request.action.content, source="client")
-            except LoraloopError as exc:
-                raise HTTPException(500, f"environment failure: {exc}") from exc
+            except LoraloopError as exc:  # the environment failed, not the agent: the episode ends, stored
+                if states.claim(episode_id):
+                    end(state, EpisodeSession.resume(store, None, task, state.session), "env_error",
+                        f"environment failure: {exc}")
+                return EpisodeReply(episode_id=episode_id, observation=None, reward=0.0, done=True,
+                                    info={"turn": steps_taken(state.session) + 1, "status": "env_error",
+                                          "success": False, "error": f"environment failure: {exc}"})
             with local_guard:
                 local[episode_id] = (env, session.steps)
             if not result.done:

@@ -72,7 +72,7 @@ class MemoryEpisodeStates:
         self._states: dict[str, tuple[str, float]] = {}
         self._finished: dict[str, float] = {}
         self._attempts: dict[str, int] = {}
-        self._locks: dict[str, threading.Lock] = {}
+        self._locks: dict[str, list] = {}  # episode id -> [its lock, holders and waiters]
         self._guard = threading.Lock()
         self._finished_ttl = finished_ttl_s
 
@@ -94,7 +94,6 @@ class MemoryEpisodeStates:
             now = time.time()
             self._finished = {k: v for k, v in self._finished.items() if now - v < self._finished_ttl}
             self._finished[episode_id] = now
-            self._locks.pop(episode_id, None)
             return True
 
     def finished(self, episode_id: str) -> bool:
@@ -118,11 +117,19 @@ class MemoryEpisodeStates:
 
     @contextmanager
     def lock(self, episode_id: str) -> Iterator[None]:
-        """Serialise calls on one episode."""
+        """Serialise calls on one episode. The lock is kept only while someone holds or waits for it, or the
+        episode is open: calls naming unknown episodes leave nothing behind."""
         with self._guard:
-            lock = self._locks.setdefault(episode_id, threading.Lock())
-        with lock:
-            yield
+            entry = self._locks.setdefault(episode_id, [threading.Lock(), 0])
+            entry[1] += 1
+        try:
+            with entry[0]:
+                yield
+        finally:
+            with self._guard:
+                entry[1] -= 1
+                if entry[1] == 0 and episode_id not in self._states:
+                    self._locks.pop(episode_id, None)
 
 
 class RedisEpisodeStates:

@@ -21,6 +21,7 @@ import json
 import time
 from contextlib import contextmanager
 from dataclasses import asdict
+from functools import partial
 from pathlib import Path
 
 from rich.console import Console
@@ -30,7 +31,7 @@ from loraloop.errors import ConfigError
 from loraloop.evaluate.charts import rl_curve
 from loraloop.rollout.experiments import get_experiment
 from loraloop.serve.publish import publish, retire, serve_version, vllm_urls
-from loraloop.service.client import jobs_client
+from loraloop.service.client import jobs_client, once_ended
 from loraloop.service.models import JobRequest
 from loraloop.service.progress import follow
 from loraloop.settings import Settings, get_settings
@@ -155,7 +156,7 @@ class RLRun:
         request = JobRequest(experiment=self.cfg.experiment, task_registry=self.cfg.dataset_path, subset=subset,
                              sample_size=tasks, rollouts_per_task=per_task, seed=seed, task_seed=self.cfg.seed,
                              temperature=temperature, run_id=run_id, model=model)
-        submitted = self.jobs.submit(request)
+        submitted = once_ended(partial(self.jobs.submit, request), partial(self.jobs.status, run_id))
         follow(lambda: self.jobs.status(submitted.run_id))
         return list(iter_episodes(self.store, run_prefix(self.cfg.experiment, run_id)))
 

@@ -180,7 +180,7 @@ def test_cli_submits_to_the_api_and_two_workers_share_the_job(service):
     assert "loraloop_step_latency_seconds_count 32.0" in metrics and "loraloop_queue_depth 0.0" in metrics
     again = cli(["rollout", "--experiment", "teacher", "--subset", "train", "--sample_size", "8",
                  "--rollouts_per_task", "2", "--run_id", "api"], env)
-    assert "0 episodes queued, 16 already stored" in again.stderr.replace("\n", " ")
+    assert "job api had ended (16/16 done, 16 solved): nothing left to play" in again.stderr.replace("\n", " ")
 
 
 def test_api_rejects_bad_input_with_the_value(service):
@@ -196,6 +196,86 @@ def test_api_rejects_bad_input_with_the_value(service):
     assert service.http("GET", "/api/jobs/none").status_code == 404
     assert "/api/jobs/{run_id}/cancel" in service.http("GET", "/openapi.json", token=None).json()["paths"]
     assert service.http("GET", "/api/jobs").json() == []  # nothing half-booked
+
+
+def test_api_answers_hostile_input_with_a_4xx(service, tmp_path):
+    """Each of these was a 500, or was accepted and copied into the broker, before the request guards."""
+    def body(text: bytes):
+        return service.http("POST", "/api/jobs", content=text, headers={"Authorization": "Bearer s3cret",
+                                                                        "Content-Type": "application/json"})
+
+    nan = body(b'{"experiment": "teacher", "temperature": NaN}')
+    assert nan.status_code == 422 and "temperature: nan is not a number JSON allows" in nan.text
+    assert body(b'{"experiment": "teacher", "sample_size": Infinity}').status_code == 422
+    lone = body(b'{"experiment": "\\ud800"}')
+    assert lone.status_code == 422 and "experiment: character 0 is a lone surrogate" in lone.text
+    big = service.http("POST", "/api/jobs", json={"experiment": "teacher", "model": "m" * 2_000_000})
+    assert big.status_code == 413 and "over the limit of 1048576 bytes" in big.json()["detail"]
+    model = service.http("POST", "/api/jobs", json={"experiment": "smollm_zero", "model": "m" * 300_000})
+    assert model.status_code == 422 and model.json()["detail"][0]["loc"] == ["body", "model"]
+    binary = tmp_path / "tasks.json"
+    binary.write_bytes(bytes(range(256)) * 4)
+    bad = service.http("POST", "/api/jobs", json={"experiment": "teacher", "task_registry": str(binary)})
+    assert bad.status_code == 400 and f"{binary}: not UTF-8 text" in bad.json()["detail"]
+    assert service.http("GET", "/api/jobs?limit=1e20").status_code == 422
+    for header in ("Bearer t\u00f6k\u20ac".encode(), "Bearer t\xf6k".encode("latin-1")):
+        denied = httpx.get(service.url + "/api/jobs", headers=[(b"Authorization", header)], timeout=30)
+        assert denied.status_code == 401
+    assert service.http("GET", "/api/jobs").json() == []  # nothing booked by any of them
+
+
+def test_no_response_or_log_line_shows_the_broker_password(tmp_path):
+    """A broker URL with a password: /api/health, /metrics, a broker outage (503) and the API's own log
+    show the host and port only."""
+    port = free_port()
+    redis_proc = subprocess.Popen(["redis-server", "--port", str(port), "--requirepass", "hunter2pw", "--save", "",
+                                   "--appendonly", "no"], stdout=subprocess.DEVNULL)
+    api_port, log = free_port(), tmp_path / "api.log"
+    env = {**os.environ, "LORALOOP_BROKER_URL": f"redis://default:hunter2pw@127.0.0.1:{port}/0",
+           "LORALOOP_STORE_URL": f"file://{tmp_path}/store", "LORALOOP_API_TOKEN": "tok-visible-nowhere"}
+    try:
+        wait_port(port, 30)
+        with log.open("w") as out:
+            api = subprocess.Popen(LORALOOP + ["serve", "rollout-api", "--port", str(api_port)], env=env, stdout=out,
+                                   stderr=subprocess.STDOUT, start_new_session=True)
+        wait_port(api_port, 60)
+        base, auth = f"http://127.0.0.1:{api_port}", {"Authorization": "Bearer tok-visible-nowhere"}
+        health = httpx.get(base + "/api/health", timeout=30)
+        assert health.status_code == 200 and health.json()["broker"] == f"redis://127.0.0.1:{port}/0"
+        texts = [health.text, httpx.get(base + "/metrics", timeout=30).text]
+        redis_proc.terminate()
+        redis_proc.wait()
+        down = httpx.get(base + "/api/jobs", headers=auth, timeout=30)
+        assert down.status_code == 503 and f"127.0.0.1:{port}" in down.json()["detail"]
+        texts.append(down.text)
+        os.killpg(api.pid, signal.SIGTERM)
+        api.wait(timeout=30)
+        texts.append(log.read_text())
+        for text in texts:
+            assert "hunter2pw" not in text and "tok-visible-nowhere" not in text
+    finally:
+        redis_proc.kill()
+
+
+def test_a_run_id_submitted_again_while_it_runs_is_409_and_counts_stay_true(service, tmp_path):
+    """Resubmitting a running job would queue its unstored episodes twice: refused, naming the run. Once it
+    has ended, submitting it again plays nothing and keeps its counts; cancelling it changes nothing."""
+    registry = slow_registry(tmp_path / "slow", n=3, seconds=3)
+    job = {"experiment": "teacher", "task_registry": registry, "run_id": "twice"}
+    assert service.http("POST", "/api/jobs", json=job).status_code == 201
+    again = service.http("POST", "/api/jobs", json=job)
+    assert again.status_code == 409 and "job 'twice' is still running (0/3 done)" in again.json()["detail"]
+    service.add_worker(concurrency=3)
+    ended = service.wait_done("twice", timeout=120)
+    assert (ended["state"], ended["done"], ended["total"], ended["solved"]) == ("done", 3, 3, 3)
+    resubmitted = service.http("POST", "/api/jobs", json=job)
+    assert resubmitted.status_code == 201
+    kept = resubmitted.json()
+    assert (kept["done"], kept["total"], kept["solved"], kept["submitted_at"]) == (3, 3, 3, ended["submitted_at"])
+    assert service.http("POST", "/api/jobs/twice/cancel").json()["state"] == "done"
+    assert len(episodes(service.store, "teacher", "twice")) == 3
+    metrics = service.http("GET", "/metrics", token=None).text
+    assert 'loraloop_episodes_total{status="completed"} 3.0' in metrics
 
 
 def test_cancel_stops_a_job_and_keeps_what_ran(service):

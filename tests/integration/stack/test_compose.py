@@ -4,6 +4,7 @@ import os
 import shutil
 import tomllib
 import subprocess
+import tempfile
 import time
 from pathlib import Path
 
@@ -17,12 +18,14 @@ from tests.helpers import image_tag, smollm_adapter
 FILES = [["compose.yaml"], ["compose.yaml", "compose.cpu.yaml"],
          ["compose.yaml", "compose.cpu.yaml", "compose.ci.yaml"], ["compose.train.yaml"]]
 PROFILES = ["", "lora", "monitor", "*"]
+ENV_FILE = Path(tempfile.mkdtemp(prefix="loraloop-env-")) / "test.env"  # `make env`'s output: .env.example + a password
+subprocess.run(["bash", "scripts/env.sh", "new", str(ENV_FILE)], check=True, capture_output=True)
 CI = {"PROJECT": "loraloop-citest", "COMPOSE_FILES": "-f compose.yaml -f compose.cpu.yaml -f compose.ci.yaml",
-      "ENV_FILE": ".env.example"}
+      "ENV_FILE": str(ENV_FILE)}
 CI_PORTS = {"vllm": 28000, "s3": 28333}  # compose.ci.yaml's defaults
 
 
-def compose(files, *args, env_file=".env.example"):
+def compose(files, *args, env_file=str(ENV_FILE)):
     cmd = ["docker", "compose", "--env-file", env_file]
     for f in files:
         cmd += ["-f", f]
@@ -106,7 +109,7 @@ def test_one_gpu_runs_one_vllm_for_the_base_model_and_the_adapters(tmp_path):
     and every adapter, its share of the GPU set by VLLM_GPU_MEMORY_UTILIZATION; the trainer's share beside it
     comes from LORALOOP_TRAIN_GPU_FRACTION."""
     env_file = tmp_path / "shared.env"
-    env_file.write_text(Path(".env.example").read_text()
+    env_file.write_text(ENV_FILE.read_text()
                         + "VLLM_GPU_MEMORY_UTILIZATION=0.35\nLORALOOP_TRAIN_GPU_FRACTION=0.6\n")
     proc = compose(["compose.yaml"], "--profile", "*", "config", "--format", "json", env_file=str(env_file))
     assert proc.returncode == 0, proc.stderr
@@ -129,6 +132,34 @@ def test_a_missing_secret_is_named(tmp_path, given, missing):
     env_file.write_text(f"{given}=something-long-enough\n")
     proc = compose(["compose.yaml"], "config", "-q", env_file=str(env_file))
     assert proc.returncode != 0 and f"set {missing} in .env" in proc.stderr
+
+
+@pytest.mark.parametrize("line", ["", "MINIO_ROOT_PASSWORD=", "MINIO_ROOT_PASSWORD=change-me-please",
+                                  "MINIO_ROOT_PASSWORD=short"])
+def test_make_up_refuses_an_env_file_without_a_password_of_its_own(tmp_path, line):
+    """The example ships no working password; `make up` stops before Compose and says what to do."""
+    env_file = tmp_path / "weak.env"
+    env_file.write_text("\n".join(l for l in Path(".env.example").read_text().splitlines()
+                                  if not l.startswith("MINIO_ROOT_PASSWORD=")) + f"\n{line}\n")
+    proc = subprocess.run(["make", "up", f"ENV_FILE={env_file}", "PROJECT=loraloop-refused"], capture_output=True,
+                          text=True, timeout=60)
+    assert proc.returncode != 0 and "MINIO_ROOT_PASSWORD" in proc.stderr
+    assert ("make env" in proc.stderr) if line != "MINIO_ROOT_PASSWORD=short" else ("8 or more" in proc.stderr)
+    assert "docker compose" not in proc.stdout  # refused before anything started
+
+
+def test_make_env_writes_a_random_password_readable_by_its_owner_only(tmp_path):
+    first, second = tmp_path / "a.env", tmp_path / "b.env"
+    for path in (first, second):
+        subprocess.run(["make", "env", f"ENV_FILE={path}"], check=True, capture_output=True, timeout=60)
+    passwords = [next(l for l in p.read_text().splitlines() if l.startswith("MINIO_ROOT_PASSWORD=")) for p in
+                 (first, second)]
+    assert passwords[0] != passwords[1] and all(len(p.split("=", 1)[1]) == 32 for p in passwords)
+    assert oct(first.stat().st_mode)[-3:] == "600"
+    assert subprocess.run(["bash", "scripts/env.sh", "check", str(first)]).returncode == 0
+    kept = first.read_text()
+    subprocess.run(["make", "env", f"ENV_FILE={first}"], check=True, capture_output=True, timeout=60)
+    assert first.read_text() == kept
 
 
 def make(*targets, timeout=900, **extra):

@@ -263,3 +263,52 @@ def test_a_port_in_use_is_one_clear_line_without_a_banner(server):
                           capture_output=True, text=True, timeout=60, env={**os.environ, "COLUMNS": "200"})
     assert proc.returncode == 1 and "Task server" not in proc.stderr + proc.stdout
     assert proc.stderr.strip() == f"error: cannot listen on 127.0.0.1:{port}: Address already in use"
+
+
+def raw(base, path, body: bytes):
+    """A hand-written JSON body (NaN, Infinity and lone surrogates are JSON that json= will not send)."""
+    return httpx.post(base + path, content=body, headers={"Content-Type": "application/json"}, timeout=60)
+
+
+def test_hostile_bodies_get_a_4xx_that_names_the_field(server):
+    """Each of these was a 500 (or was run and stored whole) before the request guards."""
+    nan = raw(server, "/api/episode/step", b'{"episode_id": NaN, "action": {"content": "x"}}')
+    assert nan.status_code == 422 and "episode_id: nan is not a number JSON allows" in nan.text
+    lone = raw(server, "/api/episode/step", b'{"episode_id": "e", "action": {"content": "ls \\ud800"}}')
+    assert lone.status_code == 422 and "action.content: character 3 is a lone surrogate" in lone.text
+    key = raw(server, "/api/episode/start", b'{"sample_id": 0, "config": {"\\udc00": 1}}')
+    assert key.status_code == 422 and "is a lone surrogate" in key.text
+    for protocol in (["text"], {"a": 1}):
+        bad = call(server, "POST", "/api/episode/start", {"sample_id": 0, "config": {"protocol": protocol}})
+        assert bad.status_code == 400 and "config.protocol must be one of" in bad.json()["detail"]
+    huge = call(server, "POST", "/api/episode/step", {"episode_id": "e", "action": {"content": "x" * 2_000_000}})
+    assert huge.status_code == 413 and "LORALOOP_API_MAX_BODY_BYTES" in huge.json()["detail"]
+    long_action = call(server, "POST", "/api/episode/step", {"episode_id": "e", "action": {"content": "x" * 70_000}})
+    assert long_action.status_code == 422 and long_action.json()["detail"][0]["loc"] == ["body", "action", "content"]
+    long_id = call(server, "POST", "/api/episode/step", {"episode_id": "e" * 500_000, "action": {"content": "x"}})
+    assert long_id.status_code == 422 and "at most 128 characters" in long_id.text and "eeee" not in long_id.text
+    chunked = httpx.post(server + "/api/episode/step", content=iter([b'{"episode_id": "', b"e" * (1 << 20), b'"}']),
+                         headers={"Content-Type": "application/json"}, timeout=60)  # no Content-Length to trust
+    assert chunked.status_code == 413
+    assert call(server, "GET", "/api/health").json()["active_episodes"] == 0
+
+
+def test_a_fork_bomb_ends_the_episode_as_an_environment_failure_and_frees_its_container(replicas):
+    """The replica that goes on with the episode cannot start a shell in a container whose pids a fork bomb
+    holds: the episode ends as env_error with the cause, is stored, and its container is removed."""
+    a, b = replicas["urls"]
+    episode = call(a, "POST", "/api/episode/start", {"sample_id": "test-files-00000", "config": {}}).json()["episode_id"]
+    bomb = call(a, "POST", "/api/episode/step", {"episode_id": episode, "action": {"content": bash(":(){ :|:& };:")}})
+    assert bomb.status_code == 200 and bomb.json()["done"] is False
+    after = call(b, "POST", "/api/episode/step", {"episode_id": episode, "action": {"content": bash("echo hi")}})
+    assert after.status_code == 200, after.text
+    end = after.json()
+    assert end["done"] is True and end["info"]["status"] == "env_error"
+    assert "no shell could start in container" in end["info"]["error"]
+    container = end["info"]["error"].split("no shell could start in container ")[1].split(":")[0]
+    for label in (f"id={container}", f"label=loraloop.episode={episode}"):
+        assert subprocess.run(["docker", "ps", "-aq", "--filter", label], capture_output=True, text=True).stdout == ""
+    stored = list((replicas["store"] / "trajectories" / "os-shared" / "shared").glob("*.jsonl"))
+    last = json.loads(stored[0].read_text().splitlines()[-1])
+    assert last["type"] == "episode_end" and last["status"] == "env_error" and "no shell" in last["error"]
+    assert call(a, "POST", "/api/episode/step", {"episode_id": episode, "action": {"content": "x"}}).status_code == 400

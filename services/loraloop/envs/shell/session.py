@@ -25,6 +25,8 @@ import subprocess
 import time
 from dataclasses import dataclass
 
+from loraloop.errors import EnvironmentFailure
+
 ANSI = re.compile(rb"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07]*\x07|\x1b[@-Z\\-_]")
 # Per shell ($$, expanded by the shell that reads the line), in /tmp where every user may write.
 JOBS_FILE = "/tmp/.loraloop_jobs.$$"
@@ -78,7 +80,11 @@ class ShellSession:
         )
         self._buffer = b""
         self.pid = 0  # the shell that reads our lines (set by every marker: it changes after `su`)
-        self.run("true", timeout=30)
+        first = self.run("true", timeout=30)
+        if first.exit_code is None:  # e.g. a fork bomb holds every pid the container may have
+            self.close()
+            said = " ".join(first.output.split())[:300] or "no output"
+            raise EnvironmentFailure(f"no shell could start in container {container}: {said}")
         self.save_state = save_state
 
     @property

@@ -10,15 +10,16 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 from prometheus_client import CollectorRegistry
 
+from loraloop import http_guards
 from loraloop.errors import ConfigError, LoraloopError, ServiceUnavailable, TaskFormatError
 from loraloop.rollout.preflight import require_redis
 from loraloop.service.api.metrics import JobMetrics
 from loraloop.service.api.routes import health, jobs, ui
-from loraloop.service.book import JobBook, UnknownJob, without_credentials
+from loraloop.service.book import JobBook, JobRunning, UnknownJob, without_credentials
 from loraloop.service.queue import celery_for
 from loraloop.settings import Settings
 
-STATUS = ((UnknownJob, 404), (ConfigError, 400), (TaskFormatError, 400), (ServiceUnavailable, 503))
+STATUS = ((UnknownJob, 404), (JobRunning, 409), (ConfigError, 400), (TaskFormatError, 400), (ServiceUnavailable, 503))
 
 
 def _status(exc: LoraloopError) -> int:
@@ -39,6 +40,7 @@ def create_app(settings: Settings) -> FastAPI:
     app.include_router(health.router)
     app.include_router(ui.router)
     app.add_exception_handler(ui.LoginNeeded, ui.login_redirect)
+    http_guards.install(app, settings.api_max_body_bytes)
 
     @app.exception_handler(LoraloopError)
     def loraloop_error(_request: Request, exc: LoraloopError) -> JSONResponse:

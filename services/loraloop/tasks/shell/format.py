@@ -31,9 +31,11 @@ class Script:
         assert self.file is not None
         path = (scripts_dir or Path(".")) / self.file
         try:
-            return path.read_text()
+            return path.read_text(encoding="utf-8")
         except OSError as exc:
             raise TaskFormatError(f"script file {path} cannot be read: {exc.strerror}") from exc
+        except UnicodeDecodeError as exc:
+            raise TaskFormatError(f"script file {path} is not UTF-8 text (byte {exc.start})") from exc
 
 
     def reads_arguments(self, scripts_dir: Path | None) -> bool:
@@ -187,9 +189,11 @@ def _start(value: Any, where: _Where, scripts_dir: Path | None) -> str:
         return script.code
     path = (scripts_dir or Path(".")) / script.file
     try:
-        return path.read_text()
+        return path.read_text(encoding="utf-8")
     except OSError as exc:
         raise where.at("file").fail(f"{path} cannot be read ({exc.strerror})") from exc
+    except UnicodeDecodeError as exc:
+        raise where.at("file").fail(f"{path} is not UTF-8 text (byte {exc.start})") from exc
 
 
 def parse_shell_task(raw: Any, *, file: str, number: int, index: str, split: str = "",

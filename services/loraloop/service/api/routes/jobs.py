@@ -18,9 +18,12 @@ router = APIRouter(prefix="/api/jobs", tags=["jobs"], dependencies=[Depends(auth
 
 
 @router.post("", status_code=201, response_model=JobStatus,
-             responses={400: {"model": ErrorMessage, "description": "unknown experiment, registry or subset"}})
+             responses={400: {"model": ErrorMessage, "description": "unknown experiment, registry or subset"},
+                        409: {"model": ErrorMessage, "description": "this run id is still running"},
+                        413: {"model": ErrorMessage, "description": "the body is over LORALOOP_API_MAX_BODY_BYTES"}})
 def submit_job(request: JobRequest, settings: SettingsDep, book: BookDep, queue: QueueDep) -> JobStatus:
-    """Plan a rollout and queue its episodes; a run id already stored resumes (stored ones skipped)."""
+    """Plan a rollout and queue its episodes; a run id that has ended resumes (stored ones skipped), one still
+    running is refused (409)."""
     return jobs.submit(request, settings, book, queue)
 
 

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# The stack's env file: `env.sh new FILE` writes FILE from .env.example with a random MinIO password (kept if FILE
+# exists); `env.sh check FILE` refuses an env file whose MinIO password is missing, empty, short or the example's.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+action=${1:?usage: env.sh new|check FILE}
+file=${2:-.env}
+password() { grep -E '^MINIO_ROOT_PASSWORD=' "$1" | tail -n 1 | cut -d= -f2- || true; }
+case "$action" in
+  new)
+    if [ -e "$file" ]; then echo "$file exists: kept as it is"; exit 0; fi
+    secret=$(python3 -c 'import secrets; print(secrets.token_hex(16))')
+    sed "s/^MINIO_ROOT_PASSWORD=.*/MINIO_ROOT_PASSWORD=$secret/" .env.example > "$file"
+    chmod 600 "$file"
+    echo "wrote $file with a random MINIO_ROOT_PASSWORD (readable by you only)";;
+  check)
+    if [ ! -f "$file" ]; then
+      echo "no env file $file: run 'make env' (writes .env with a random MinIO password) or pass ENV_FILE=" >&2; exit 1
+    fi
+    pw=$(password "$file")
+    case "$pw" in
+      ""|change-me-please)
+        echo "$file: MINIO_ROOT_PASSWORD is ${pw:-not set}; the stack needs a password of your own: set one of 8 or more" \
+             "characters there, or remove $file and run 'make env' for a random one" >&2; exit 1;;
+    esac
+    if [ ${#pw} -lt 8 ]; then
+      echo "$file: MINIO_ROOT_PASSWORD has ${#pw} characters; MinIO needs 8 or more" >&2; exit 1
+    fi;;
+  *) echo "usage: env.sh new|check FILE" >&2; exit 2;;
+esac

@@ -1,0 +1,124 @@
+"""What every loraloop HTTP API puts in front of its routes, so that hostile input gets a 4xx, never a 500.
+
+- `BodyLimit`: a request body over the cap (declared or streamed) is refused with 413 before any
+  route reads it, so a 10 MB action is neither run, nor kept in Redis, nor written to a trajectory.
+- `RequestBody`: the base of every request model. Text JSON can carry but UTF-8 cannot (a lone
+  surrogate such as "\\ud800") and numbers JSON has no word for (NaN, Infinity) are refused with 422,
+  naming the field, before they reach a store or a log line that would fail to encode them.
+- `install`: adds both, and answers validation errors with the field, the kind and the message only;
+  FastAPI's default echoes the input, and an echoed NaN or surrogate is itself a 500.
+"""
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel, model_validator
+
+
+def printable(value: Any) -> Any:
+    """A value fit for a JSON reply: lone surrogates escaped, non-finite floats as their names."""
+    if isinstance(value, str):
+        return value.encode("utf-8", "backslashreplace").decode("utf-8")
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    return value
+
+
+def _unencodable(value: Any, path: str) -> str | None:
+    """Where in a parsed JSON body a lone surrogate or a non-finite number sits, said as a sentence; else None."""
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            return f"{path or 'body'}: character {exc.start} is a lone surrogate ({printable(value[exc.start])}), " \
+                   "not UTF-8 text"
+    elif isinstance(value, float) and not math.isfinite(value):
+        return f"{path or 'body'}: {value} is not a number JSON allows"
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            where = f"{path}.{printable(key)}" if path else printable(key)
+            problem = _unencodable(key, f"{where} (the key)") or _unencodable(item, where)
+            if problem:
+                return problem
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            problem = _unencodable(item, f"{path}[{index}]")
+            if problem:
+                return problem
+    return None
+
+
+class RequestBody(BaseModel):
+    """Base of every request model: refuses text UTF-8 cannot encode and non-finite numbers, naming the field."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _encodable(cls, data: Any) -> Any:
+        problem = _unencodable(data, "")
+        if problem:
+            raise ValueError(problem)
+        return data
+
+
+class BodyLimit:
+    """ASGI middleware: a request body longer than `max_bytes` gets 413; the body is read once, then replayed."""
+
+    def __init__(self, app, max_bytes: int) -> None:
+        self.app = app
+        self.max_bytes = max_bytes
+
+    async def __call__(self, scope, receive, send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        declared = dict(scope["headers"]).get(b"content-length", b"0")
+        if not declared.isdigit() or int(declared) > self.max_bytes:
+            await self._refuse(scope, receive, send, declared.decode("latin-1"))
+            return
+        body, more = bytearray(), True
+        while more:
+            message = await receive()
+            if message["type"] != "http.request":  # the client went away: let the app see it
+                await self.app(scope, _replay(bytes(body), message), send)
+                return
+            body += message.get("body", b"")
+            more = message.get("more_body", False)
+            if len(body) > self.max_bytes:
+                await self._refuse(scope, receive, send, f"more than {self.max_bytes}")
+                return
+        await self.app(scope, _replay(bytes(body), None), send)
+
+    async def _refuse(self, scope, receive, send, size: str) -> None:
+        response = JSONResponse({"detail": f"request body of {size} bytes is over the limit of {self.max_bytes} "
+                                           "bytes (LORALOOP_API_MAX_BODY_BYTES)"}, status_code=413,
+                                headers={"Connection": "close"})
+        await response(scope, receive, send)
+
+
+def _replay(body: bytes, after: dict | None):
+    """A `receive` that hands the app the body read so far in one message, then `after` (or a disconnect)."""
+    sent = False
+
+    async def receive() -> dict:
+        nonlocal sent
+        if not sent:
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        return after or {"type": "http.disconnect"}
+    return receive
+
+
+async def validation_error(_request: Request, exc: RequestValidationError) -> JSONResponse:
+    """422 naming each field at fault (FastAPI's shape, less the echoed input)."""
+    return JSONResponse({"detail": [{"type": error["type"], "loc": [printable(p) for p in error["loc"]],
+                                     "msg": printable(error["msg"])} for error in exc.errors()]}, status_code=422)
+
+
+def install(app: FastAPI, max_body_bytes: int) -> None:
+    """Put the body cap and the safe validation-error reply in front of an app's routes."""
+    app.add_middleware(BodyLimit, max_bytes=max_body_bytes)
+    app.add_exception_handler(RequestValidationError, validation_error)
