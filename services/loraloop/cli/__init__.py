@@ -9,7 +9,7 @@ import sys
 
 import typer
 
-from loraloop.cli import adapters, jobs, loop, models, rollout, serve, tasks, train
+from loraloop.cli import adapters, jobs, loop, models, rollout, serve, store, tasks, train
 from loraloop.cli.common import console
 from loraloop.errors import LoraloopError
 
@@ -26,6 +26,7 @@ app.add_typer(adapters.app, name="adapters")
 app.command("eval")(rollout.eval_cmd)
 app.add_typer(serve.app, name="serve")
 app.add_typer(jobs.app, name="jobs")
+app.add_typer(store.app, name="store")
 app.command("worker")(jobs.worker)
 app.command("demo")(loop.demo)
 app.command("loop")(loop.loop)

@@ -22,6 +22,7 @@ from loraloop.service.book import JobBook
 from loraloop.service.models import JobRequest, JobStatus
 from loraloop.settings import Settings
 from loraloop.store import open_store
+from loraloop.store.integrity import record_plan
 from loraloop.store.trajectories import episode_key
 from loraloop.tasks.registry import load_registry
 
@@ -73,6 +74,8 @@ def book_job(specs: list[EpisodeSpec], settings: Settings, book: Book,
     if len(runs) > 1:
         raise LoraloopError(f"a job is one run, these episodes belong to {len(runs)}: {', '.join(runs)}")
     run_id, mode = (specs[0].run_id, specs[0].mode) if specs else (new_run_id(), "empty")
+    if specs:
+        record_plan(open_store(settings=settings), mode, run_id, [spec_key(s) for s in specs])
     todo = pending_specs(specs, settings)
     book.create(run_id, mode, request, [spec_key(s) for s in todo], skipped=len(specs) - len(todo),
                 store_url=settings.store_url)

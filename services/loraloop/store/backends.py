@@ -1,6 +1,11 @@
-"""Object stores with whole-object writes: a local folder (file://) or an S3 bucket (s3://)."""
+"""Object stores with whole-object writes: a local folder (file://) or an S3 bucket (s3://).
+
+Every object is written with the SHA-256 of its bytes in its metadata (S3 user metadata `sha256`; a file's
+extended attribute `user.loraloop.sha256`), so `loraloop store verify` can tell a damaged object from a whole one.
+"""
 from __future__ import annotations
 
+import hashlib
 import os
 import tempfile
 from pathlib import Path
@@ -25,6 +30,16 @@ class Store(Protocol):
     def exists(self, key: str) -> bool: ...
 
     def list(self, prefix: str = "") -> Iterator[str]: ...
+
+    def checksum(self, key: str) -> str | None: ...
+
+
+CHECKSUM_XATTR = "user.loraloop.sha256"
+
+
+def sha256(data: bytes) -> str:
+    """The hex SHA-256 an object's metadata carries."""
+    return hashlib.sha256(data).hexdigest()
 
 
 class FileStore:
@@ -53,6 +68,10 @@ class FileStore:
             with os.fdopen(fd, "wb") as handle:
                 handle.write(data)
                 handle.flush()
+                try:  # set before the file is placed, so no reader sees the object without it
+                    os.setxattr(handle.fileno(), CHECKSUM_XATTR, sha256(data).encode())
+                except OSError:  # a filesystem without user xattrs: the object is kept, unverifiable
+                    pass
                 os.fsync(handle.fileno())
             return place(tmp, path)
         finally:
@@ -81,6 +100,15 @@ class FileStore:
     def exists(self, key: str) -> bool:
         """True when the object exists."""
         return os.path.isfile(self._file(key))
+
+    def checksum(self, key: str) -> str | None:
+        """The SHA-256 written with the object; None when it has none (written before checksums, or no xattrs)."""
+        try:
+            return os.getxattr(self._file(key), CHECKSUM_XATTR).decode()
+        except OSError as exc:
+            if isinstance(exc, FileNotFoundError):
+                raise FileNotFoundError(f"{self.url}: no object {key}") from exc
+            return None
 
     def list(self, prefix: str = "") -> Iterator[str]:
         """Keys under prefix, sorted, skipping partial writes."""
@@ -148,14 +176,15 @@ class S3Store:
 
     def put_bytes(self, key: str, data: bytes) -> None:
         """PUT the object (S3 makes it visible whole or not at all)."""
-        self._call("put_object", Bucket=self.bucket, Key=self._key(key), Body=data)
+        self._call("put_object", Bucket=self.bucket, Key=self._key(key), Body=data, Metadata={"sha256": sha256(data)})
 
     def put_new(self, key: str, data: bytes) -> bool:
         """PUT with If-None-Match: *; False (nothing written) when the key exists."""
         from botocore.exceptions import ClientError
 
         try:
-            self._call("put_object", Bucket=self.bucket, Key=self._key(key), Body=data, IfNoneMatch="*")
+            self._call("put_object", Bucket=self.bucket, Key=self._key(key), Body=data, IfNoneMatch="*",
+                       Metadata={"sha256": sha256(data)})
         except ClientError as exc:
             if exc.response.get("Error", {}).get("Code") in ("PreconditionFailed", "412"):
                 return False
@@ -173,6 +202,11 @@ class S3Store:
             return True
         except FileNotFoundError:
             return False
+
+    def checksum(self, key: str) -> str | None:
+        """The SHA-256 written with the object (its `sha256` user metadata); None when it has none."""
+        head = self._call("head_object", Bucket=self.bucket, Key=self._key(key))
+        return head.get("Metadata", {}).get("sha256")
 
     def list(self, prefix: str = "") -> Iterator[str]:
         """Keys under prefix, in S3's (sorted) order."""
