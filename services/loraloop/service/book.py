@@ -54,6 +54,12 @@ def unplayable(summary: dict) -> bool:
     return summary.get("status") == "skipped"
 
 
+def waited_line(summary: dict) -> str | None:
+    """The line an episode that had to wait out a store outage leaves in its job's recent errors; None if it did not."""
+    waited = summary.get("store_wait_s") or 0.0
+    return f"{summary.get('task_id')}: stored after waiting {waited:.0f} s for the store" if waited else None
+
+
 def error_line(summary: dict) -> str:
     """The one line a failed or unplayable episode leaves in its job's recent errors."""
     if unplayable(summary):
@@ -81,7 +87,7 @@ def job_status(run_id: str, fields: Mapping[str, Any], recent_errors: list[str])
         request = json.loads(request) or None
     return JobStatus(run_id=run_id, mode=fields["mode"], state=state, total=total, done=done, solved=solved,
                      failed=int(fields.get("failed", 0)), skipped=int(fields.get("skipped", 0)),
-                     unplayable=int(fields.get("unplayable", 0)),
+                     unplayable=int(fields.get("unplayable", 0)), store_waits=int(fields.get("store_waits", 0)),
                      success_rate=round(solved / done, 4) if done else None,
                      episodes_per_min=round(done / elapsed * 60, 2) if done else 0.0,
                      submitted_at=float(fields["submitted_at"]), request=request,
@@ -161,8 +167,12 @@ class JobBook:
             pipe.hincrby(job, "failed", 1)
             pipe.hincrby(f"{NS}:metrics:failures", cause, 1)
         pipe.hincrby(job, "unplayable", int(unplayable(summary)))
-        if failed(summary) or unplayable(summary):
-            pipe.lpush(f"{job}:errors", error_line(summary))
+        notes = [error_line(summary)] if failed(summary) or unplayable(summary) else []
+        if waited_line(summary):
+            pipe.hincrby(job, "store_waits", 1)
+            notes.append(waited_line(summary))
+        if notes:
+            pipe.lpush(f"{job}:errors", *notes)
             pipe.ltrim(f"{job}:errors", 0, KEPT_ERRORS - 1)
         pipe.hset(job, "updated_at", time.time())
         pipe.hincrby(f"{NS}:metrics:episodes", cause, 1)
@@ -249,8 +259,11 @@ class MemoryBook:
             job["solved"] += int(bool(summary.get("success")))
             job["failed"] += int(failed(summary))
             job["unplayable"] += int(unplayable(summary))
-            if failed(summary) or unplayable(summary):
-                job["errors"] = [error_line(summary), *job["errors"]][:KEPT_ERRORS]
+            notes = [error_line(summary)] if failed(summary) or unplayable(summary) else []
+            if waited_line(summary):
+                job["store_waits"] = job.get("store_waits", 0) + 1
+                notes.append(waited_line(summary))
+            job["errors"] = [*reversed(notes), *job["errors"]][:KEPT_ERRORS]
             job["updated_at"] = time.time()
             return job["done"] == job["total"]
 

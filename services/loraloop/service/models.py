@@ -55,6 +55,8 @@ class JobStatus(BaseModel):
     failed: int = Field(description="episodes that ended in an environment, service or crash error")
     skipped: int = Field(description="episodes already stored when the job was submitted")
     unplayable: int = Field(0, description="episodes the policy could not play (a task without a teacher solution)")
+    store_waits: int = Field(0, description="episodes whose trajectory was stored only after waiting out a store "
+                                            "outage (LORALOOP_STORE_RETRY_S)")
     success_rate: float | None = Field(description="solved / done so far; null before the first episode ends")
     episodes_per_min: float
     submitted_at: float = Field(description="Unix time")

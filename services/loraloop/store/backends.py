@@ -8,11 +8,13 @@ from __future__ import annotations
 import hashlib
 import os
 import tempfile
+import time
 from pathlib import Path
 from typing import Iterator, Protocol
 from urllib.parse import urlparse
 
 from loraloop.errors import ConfigError, ServiceUnavailable
+from loraloop.logs import get_logger
 from loraloop.settings import Settings, get_settings
 
 
@@ -137,6 +139,8 @@ class S3Store:
         if not parsed.netloc:
             raise ConfigError(f"store URL {url!r} needs a bucket: s3://BUCKET[/PREFIX]")
         self.url = url
+        self.retry_s = settings.store_retry_s
+        self.waited_s = 0.0  # seconds this store spent waiting for an unreachable server
         self.bucket = parsed.netloc
         self.prefix = parsed.path.strip("/")
         self.endpoint = settings.s3_endpoint_url
@@ -151,19 +155,36 @@ class S3Store:
         return f"{self.prefix}/{key}" if self.prefix else key
 
     def _call(self, method: str, **kwargs):
-        from botocore.exceptions import ClientError, EndpointConnectionError
+        """One S3 call. While the server cannot be reached (refused, reset, timed out), it is tried again with
+        backoff (0.5 s doubling to 8 s) for up to LORALOOP_STORE_RETRY_S, so an outage shorter than that loses no
+        episode; the seconds waited add up in `waited_s`."""
+        from botocore.exceptions import (ClientError, ConnectionClosedError, ConnectTimeoutError,
+                                         EndpointConnectionError, ReadTimeoutError)
 
-        try:
-            return getattr(self.client, method)(**kwargs)
-        except EndpointConnectionError as exc:
-            raise ServiceUnavailable(f"S3 store unreachable at {self.endpoint or 'AWS'} ({self.url})") from exc
-        except ClientError as exc:
-            code = exc.response.get("Error", {}).get("Code", "")
-            if code in ("NoSuchKey", "404"):
-                raise FileNotFoundError(f"{self.url}: no object {kwargs.get('Key')}") from exc
-            if code == "NoSuchBucket":
-                raise ConfigError(f"{self.url}: bucket {self.bucket!r} does not exist") from exc
-            raise
+        deadline, delay = None, 0.5
+        while True:
+            try:
+                return getattr(self.client, method)(**kwargs)
+            except (EndpointConnectionError, ConnectionClosedError, ConnectTimeoutError, ReadTimeoutError) as exc:
+                now = time.monotonic()
+                deadline = deadline or now + self.retry_s
+                where = f"S3 store unreachable at {self.endpoint or 'AWS'} ({self.url})"
+                if now >= deadline:
+                    raise ServiceUnavailable(f"{where}: gave up after {self.retry_s:.0f} s "
+                                             "(LORALOOP_STORE_RETRY_S)") from exc
+                pause = min(delay, deadline - now)
+                get_logger("loraloop.store").warning("store unreachable, trying again", fields={
+                    "call": method, "key": kwargs.get("Key"), "in_s": round(pause, 1), "error": type(exc).__name__})
+                time.sleep(pause)
+                self.waited_s += pause
+                delay = min(delay * 2, 8.0)
+            except ClientError as exc:
+                code = exc.response.get("Error", {}).get("Code", "")
+                if code in ("NoSuchKey", "404"):
+                    raise FileNotFoundError(f"{self.url}: no object {kwargs.get('Key')}") from exc
+                if code == "NoSuchBucket":
+                    raise ConfigError(f"{self.url}: bucket {self.bucket!r} does not exist") from exc
+                raise
 
     def ensure_bucket(self) -> None:
         """Create the bucket when it does not exist yet."""

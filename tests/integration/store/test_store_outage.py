@@ -1,0 +1,56 @@
+"""A fault survived: the S3 store stops for 30 s in the middle of a job. Episodes that end meanwhile wait it out
+(backoff), nothing is lost, and the job says which episodes waited."""
+import json
+import subprocess
+import time
+
+from loraloop.service.local import LocalJobs
+from loraloop.service.models import JobRequest
+from loraloop.service.progress import follow
+from loraloop.settings import Settings
+from loraloop.store import open_store
+from loraloop.store.integrity import verify_run
+from tests.conftest import start_weed
+from tests.helpers import free_port
+
+OUTAGE_S = 30
+
+
+def test_a_30_s_store_outage_loses_no_episode(tmp_path, docker_ready, s3_endpoint):
+    ports = [free_port() for _ in range(4)]
+    weed = start_weed(tmp_path / "weed", ports)
+    tasks = tmp_path / "slow"
+    tasks.mkdir()
+    (tasks / "slow.json").write_text(json.dumps([
+        {"description": f"Wait, then print {i}.", "evaluation": {"match": str(i), "example": f"sleep 6; echo {i}"}}
+        for i in range(4)]))
+    settings = Settings(store_url="s3://outage", s3_endpoint_url=f"http://127.0.0.1:{ports[0]}",
+                        s3_access_key="any", s3_secret_key="any", store_retry_s=120)
+    jobs = LocalJobs(settings, concurrency=4)
+    try:
+        jobs.submit(JobRequest(experiment="teacher", task_registry=str(tasks), run_id="outage"))
+        deadline = time.monotonic() + 60  # every episode in its container (none can end within 6 s)
+        while len(subprocess.run(["docker", "ps", "-q", "--filter", "label=loraloop.task"], capture_output=True,
+                                 text=True).stdout.split()) < 4:
+            assert time.monotonic() < deadline, "the episodes never started"
+            time.sleep(0.2)
+        weed.terminate()
+        weed.wait()
+        stopped = time.monotonic()
+        time.sleep(OUTAGE_S)
+        weed = start_weed(tmp_path / "weed", ports)
+        outage = time.monotonic() - stopped
+        status = follow(lambda: jobs.status("outage"), quiet=True)
+    finally:
+        weed.terminate()
+        weed.wait()
+    weed = start_weed(tmp_path / "weed", ports)  # read back from a server started anew
+    try:
+        assert (status.state, status.done, status.solved, status.failed) == ("done", 4, 4, 0)
+        assert status.store_waits == 4 and all("stored after waiting" in line for line in status.recent_errors)
+        check = verify_run(open_store(settings=settings), "outage")
+        assert check.ok and check.planned == check.stored == 4 and check.unverified == 0, check
+        print(f"outage {outage:.1f} s: 4/4 episodes stored, {status.recent_errors}")
+    finally:
+        weed.terminate()
+        weed.wait()
