@@ -20,7 +20,7 @@ from contextlib import asynccontextmanager
 from typing import Any, Literal
 
 from fastapi import FastAPI, HTTPException
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, StrictInt, StrictStr
 
 from loraloop import http_guards
 from loraloop.envs import env_kind
@@ -47,7 +47,7 @@ EPISODE_ID = Field(max_length=128, description="the id start returned")
 class StartRequest(RequestBody):
     """POST /api/episode/start."""
 
-    sample_id: Any = Field(description="a task's index string, or its position as an int")
+    sample_id: StrictInt | StrictStr = Field(description="a task's index string, or its position as an int")
     config: dict = Field(default_factory=dict, description="protocol: text | tools; the rest is kept with the episode")
 
 
@@ -135,9 +135,7 @@ def create_app(registry: Registry, task_name: str, settings: Settings, idle_time
     log = get_logger("loraloop.taskserver", task=task_name, run=run_id)
     kinds = sorted({task.env for task in registry.tasks})
 
-    def resolve(sample: Any) -> Task:
-        if isinstance(sample, bool) or not isinstance(sample, (str, int)):
-            raise HTTPException(400, f"sample_id must be a string index or an integer, got {type(sample).__name__}")
+    def resolve(sample: int | str) -> Task:
         if isinstance(sample, str) and len(sample) > 256:
             raise HTTPException(400, f"sample_id of {len(sample)} characters: no task index is longer than 256")
         if isinstance(sample, int):

@@ -71,7 +71,8 @@ def test_dataset_rows_like_areal(server):
 
 def test_errors(server):
     assert call(server, "POST", "/api/episode/start", {"sample_id": "nope-00000"}).status_code == 404
-    assert call(server, "POST", "/api/episode/start", {"sample_id": 3.5}).status_code == 400
+    assert call(server, "POST", "/api/episode/start", {"sample_id": 3.5}).status_code == 422
+    assert call(server, "POST", "/api/episode/start", {"sample_id": True}).status_code == 422
     assert call(server, "POST", "/api/episode/start", {"config": {}}).status_code == 422
     assert call(server, "POST", "/api/episode/step", {"episode_id": "x", "action": {"content": "a"}}).status_code == 404
     start = call(server, "POST", "/api/episode/start", {"sample_id": 0}).json()
