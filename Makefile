@@ -52,7 +52,7 @@ PORT ?=
 STAGE ?=
 opt = $(if $(2),$(1) $(2),)
 
-.PHONY: help env setup lock docker images model vllm-up vllm-down demo loop rl test test-unit test-integration rollout worker rollout-api task-server serve-api jobs \
+.PHONY: help env envd setup lock docker images model vllm-up vllm-down demo loop rl test test-unit test-integration rollout worker rollout-api task-server serve-api jobs \
         bench clean up up-lora down logs ps export train publish eval tunnel cpu-wheels sites
 
 help: ## list the targets
@@ -66,6 +66,9 @@ lock: ## pin what .venv and .venv-vllm hold into constraints/ (newer: rm -rf .ve
 
 docker: ## make sure a Docker engine answers (starts a private dockerd if needed)
 	bash scripts/dockerd.sh start
+
+envd: images ## an engine for environment containers with a real disk quota each (btrfs); prints its DOCKER_HOST
+	bash scripts/envd.sh start
 
 images: docker ## build the local base image and the shell environment images (no pull)
 	bash images/base/build.sh
@@ -183,4 +186,5 @@ tunnel: ## split setup: forward the GPU host's vLLM and MinIO to 127.0.0.1 (make
 
 clean: ## stop servers this project started
 	-$(LORALOOP) serve vllm stop
+	-bash scripts/envd.sh stop
 	-bash scripts/dockerd.sh stop

@@ -22,6 +22,7 @@ command -v chromium >/dev/null || need_apt+=(chromium)
 command -v debootstrap >/dev/null || need_apt+=(debootstrap)
 [ -x /usr/sbin/sshd ] || need_apt+=(openssh-server)  # ssh for make tunnel; sshd for its test
 command -v ss >/dev/null || need_apt+=(iproute2)
+command -v mkfs.btrfs >/dev/null || need_apt+=(btrfs-progs)  # make envd: the engine with per-container disk quotas
 if ((${#need_apt[@]})); then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
     log "apt-get install ${need_apt[*]}"

@@ -99,3 +99,27 @@ def test_rm_rf_root_and_the_network_stay_inside(tight, redis_url):
     assert shutil.which("docker") and subprocess.run(["redis-cli", "-p", host_port, "ping"],
                                                      capture_output=True, text=True).stdout.strip() == "PONG"
     next_episode_is_clean(tight)
+
+
+def test_many_files_cannot_fill_the_host_disk_on_the_envd_engine(settings_for, monkeypatch):
+    """`make envd`'s engine (btrfs with quotas) caps what a container writes in all, not file by file: twelve
+    100 MB files, each under the per-file limit, stop at LORALOOP_CONTAINER_DISK, and the engine's filesystem
+    grows by no more than that."""
+    started = subprocess.run(["bash", "scripts/envd.sh", "start"], capture_output=True, text=True, timeout=600)
+    assert started.returncode == 0, started.stderr
+    socket = subprocess.run(["bash", "scripts/envd.sh", "socket"], capture_output=True, text=True).stdout.strip()
+    monkeypatch.setenv("DOCKER_HOST", socket)
+    root = "volumes/.run/envd/root"
+    before = shutil.disk_usage(root).used
+    settings = settings_for(container_disk="1g", container_max_file_mb=512, command_timeout_s=60)
+    with ShellEnv(simple_task(), settings) as env:
+        env.reset()
+        result, _ = step_timed(env, "for i in $(seq 1 12); do dd if=/dev/zero of=/root/f$i bs=1M count=100 "
+                                    "2>&1 | tail -n 1; done; du -sm /root | cut -f1")
+        written_mb = int(result.observation.strip().splitlines()[-1])
+        grown_mb = (shutil.disk_usage(root).used - before) / 2**20
+        container = env.container
+    assert "Disk quota exceeded" in result.observation and written_mb < 1024, result.observation[-400:]
+    assert grown_mb < 1024, grown_mb
+    assert container_gone(container)
+    print(f"envd: {written_mb} MB written of 1200 tried under a 1g cap; the engine's disk grew {grown_mb:.0f} MB")
