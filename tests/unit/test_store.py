@@ -1,5 +1,6 @@
 """Trajectory store on file://: whole-object writes, layout, malformed records, adapter versions."""
 import json
+import time
 
 import pytest
 
@@ -73,10 +74,13 @@ def test_malformed_episode_is_named_and_skipped(tmp_path):
         list(iter_episodes(store, "trajectories"))
 
 
-def test_unreachable_s3_names_the_url():
-    settings = Settings(s3_endpoint_url="http://127.0.0.1:9", s3_access_key="a", s3_secret_key="b")
-    with pytest.raises(ServiceUnavailable, match=r"127.0.0.1:9"):
+def test_unreachable_s3_is_tried_again_then_named():
+    """Port 9 refuses: the store tries again with backoff for LORALOOP_STORE_RETRY_S, then names the URL."""
+    settings = Settings(s3_endpoint_url="http://127.0.0.1:9", s3_access_key="a", s3_secret_key="b", store_retry_s=1.5)
+    started = time.monotonic()
+    with pytest.raises(ServiceUnavailable, match=r"127.0.0.1:9 \(s3://bucket\): gave up after 2 s"):
         open_store("s3://bucket", settings)
+    assert time.monotonic() - started >= 1.5
 
 
 def test_adapter_versions_count_up_and_a_rollback_finds_the_one_before(tmp_path):
