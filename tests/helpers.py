@@ -64,6 +64,30 @@ def simple_task(**extra):
                             scripts_dir=ROOT / "configs" / "tasks" / "os" / "scripts")
 
 
+def play_both(tasks, settings, workers: int = 4) -> dict:
+    """Every task played twice, its example and a wrong answer, `workers` episodes at a time (containers start
+    and commands wait on Docker, so episodes overlap well even on 2 cores): {task index: (solved result, wrong
+    result) or the exception one of them raised}. Tests parametrized by task assert on their own entry."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    def both(task):
+        try:
+            return play(task, settings), play(task, settings, wrong=True)
+        except Exception as exc:  # reported by that task's test
+            return exc
+
+    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="play") as pool:
+        return dict(zip([t.index for t in tasks], pool.map(both, tasks)))
+
+
+def outcome_of(results: dict, task):
+    """A task's (solved, wrong) results from `play_both`, raising what its episodes raised."""
+    got = results[task.index]
+    if isinstance(got, Exception):
+        raise got
+    return got
+
+
 def play(task, settings, wrong=False):
     """Run the scripted teacher in a ShellEnv; with wrong=True answer something else (or finish without acting)."""
     from loraloop.envs.shell.env import ShellEnv

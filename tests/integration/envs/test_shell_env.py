@@ -5,7 +5,7 @@ import pytest
 
 from loraloop.envs.shell.env import ShellEnv
 from loraloop.tasks.registry import load_registry
-from tests.helpers import BASH, play, simple_task
+from tests.helpers import BASH, outcome_of, play_both, simple_task
 
 pytestmark = pytest.mark.usefixtures("docker_ready")
 TASKS = load_registry("configs/tasks/os").tasks
@@ -110,12 +110,18 @@ def test_start_su_takes_over_the_shell(settings_for):
         assert env.step("Act: answer(1)").info["success"]
 
 
+@pytest.fixture(scope="module")
+def bundled_outcomes(docker_ready, tmp_path_factory):
+    """Every bundled task played (example, then a wrong answer) four episodes at a time, once for the module."""
+    from loraloop.settings import Settings
+
+    return play_both(TASKS, Settings(store_url=f"file://{tmp_path_factory.mktemp('store')}"))
+
+
 @pytest.mark.parametrize("task", TASKS, ids=[t.index for t in TASKS])
-def test_every_bundled_task_is_solvable_and_a_wrong_answer_fails(task, settings_for):
-    settings = settings_for()
-    solved = play(task, settings)
+def test_every_bundled_task_is_solvable_and_a_wrong_answer_fails(task, bundled_outcomes):
+    solved, failed = outcome_of(bundled_outcomes, task)
     assert solved.info["success"], f"{task.index}: example solution did not pass"
-    failed = play(task, settings, wrong=True)
     assert failed.done and not failed.info["success"], f"{task.index}: a wrong answer passed"
 
 

@@ -7,7 +7,7 @@ import pytest
 
 from loraloop.tasks.registry import load_registry
 from loraloop.tasks.shell.format import parse_shell_task
-from tests.helpers import play
+from tests.helpers import outcome_of, play, play_both
 
 TASKS = load_registry(Path("tests/fixtures/agentbench_os")).tasks
 
@@ -19,13 +19,18 @@ def agentbench_images():
         assert proc.returncode == 0, f"image {image} missing: run 'make images'"
 
 
-@pytest.mark.usefixtures("docker_ready", "agentbench_images")
+@pytest.fixture(scope="module")
+def fixture_outcomes(docker_ready, agentbench_images, tmp_path_factory):
+    """Every fixture task played (example, then a wrong answer) four episodes at a time, once for the module."""
+    from loraloop.settings import Settings
+
+    return play_both(TASKS, Settings(store_url=f"file://{tmp_path_factory.mktemp('store')}"))
+
+
 @pytest.mark.parametrize("task", TASKS, ids=[t.index for t in TASKS])
-def test_every_fixture_task_is_solved_by_its_example_and_fails_when_wrong(task, settings_for):
-    settings = settings_for()
-    solved = play(task, settings)
+def test_every_fixture_task_is_solved_by_its_example_and_fails_when_wrong(task, fixture_outcomes):
+    solved, failed = outcome_of(fixture_outcomes, task)
     assert solved.done and solved.info["success"], f"{task.index}: example solution did not pass ({solved.info})"
-    failed = play(task, settings, wrong=True)
     assert failed.done and not failed.info["success"], f"{task.index}: a wrong answer passed"
 
 
