@@ -2,8 +2,9 @@
 # A Docker engine for environment containers whose disk use is bounded for real. Its data root is a btrfs
 # filesystem with quotas on (a sparse loop image of LORALOOP_ENVD_DISK_GB, default 40), where
 # `docker run --storage-opt size=` (LORALOOP_CONTAINER_DISK) caps everything a container writes. The default
-# engine's overlay2 on ext4 cannot: a per-file limit does not bound the total. The shell images are copied into
-# it from the default engine. Point workers at it with DOCKER_HOST (`envd.sh socket` prints it).
+# engine's overlay2 on ext4 cannot: a per-file limit does not bound the total. The shell images
+# (LORALOOP_ENVD_IMAGES, default the three os-env images) are copied into it from the default engine.
+# Point workers at it with DOCKER_HOST (`envd.sh socket` prints it).
 #   scripts/envd.sh start|stop|status|socket
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -11,7 +12,7 @@ STATE=${LORALOOP_STATE_DIR:-$(pwd)/volumes/.run}/envd
 SOCK=unix://$STATE/envd.sock
 IMG=$STATE/disk.img
 ROOT=$STATE/root
-IMAGES=(loraloop/os-env:latest loraloop/os-env-packages:latest loraloop/os-env-ubuntu:latest)
+read -r -a IMAGES <<<"${LORALOOP_ENVD_IMAGES:-loraloop/os-env:latest loraloop/os-env-packages:latest loraloop/os-env-ubuntu:latest}"
 envd() { DOCKER_HOST=$SOCK docker "$@"; }
 
 case "${1:-start}" in

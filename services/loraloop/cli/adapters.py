@@ -21,8 +21,9 @@ def publish(adapter: Path = typer.Option(..., "--adapter", help="PEFT adapter fo
 
     metadata = do_publish(get_settings(), adapter, name, load=load)
     console.print(f"published {name} {metadata['version']} -> {metadata['store_key']}"
-                  + (f"; served as {metadata['served_name']}, {metadata['verification']['differing']}/"
-                     f"{metadata['verification']['prompts']} verification outputs differ from the base" if load else ""))
+                  + (f"; served as {metadata['served_name']}, in effect (verification prompt "
+                     f"{metadata['verification']['compared']} of {metadata['verification']['prompts']} differs from "
+                     "the base)" if load else ""))
 
 
 @app.command("list")

@@ -75,12 +75,14 @@ def unload_adapter(settings: Settings, served_name: str) -> bool:
 
 
 IN_EFFECT_GAP = 1e-4  # a logprob gap above vLLM's run-to-run noise (0.0 in float32 here) and below one RL step's
+VERIFY_TOKENS = 16  # a reply's first tokens: an adapter in effect moves their logprobs; more only costs decode time
 
 
 def _complete(settings: Settings, model: str, messages: list[dict]) -> tuple[str, list[float]]:
     """The greedy reply of `model` and its tokens' logprobs (empty where the server gives none)."""
     response = _post(settings.vllm_url, "/chat/completions", {
-        "model": model, "messages": messages, "temperature": 0.0, "max_tokens": 48, "seed": 0, "logprobs": True},
+        "model": model, "messages": messages, "temperature": 0.0, "max_tokens": VERIFY_TOKENS, "seed": 0,
+        "logprobs": True},
         settings)
     if response.status_code != 200:
         raise PublishVerificationError(f"model {model!r} at {settings.vllm_url}: HTTP {response.status_code} "
@@ -103,7 +105,9 @@ def verify_served(settings: Settings, name: str, prompts: list[list[dict]],
     """Check /v1/models lists the adapter over the base and that it is in effect.
 
     Its greedy outputs must differ from the base's on at least one prompt, or, where they are the same
-    text (a small RL step), their logprobs by more than IN_EFFECT_GAP; with `expected` (the
+    text (a small RL step), their logprobs by more than IN_EFFECT_GAP. The adapter answers every prompt
+    (its outputs are recorded); the base is asked prompt by prompt only until one shows the adapter in
+    effect, so a working adapter costs one base request, not one per prompt. With `expected` (the
     outputs recorded when this version was published) they must also equal those, which proves
     vLLM serves exactly this version and not another one under the same name.
     """
@@ -111,22 +115,26 @@ def verify_served(settings: Settings, name: str, prompts: list[list[dict]],
     if name not in models:
         raise PublishVerificationError(f"vLLM at {settings.vllm_url} does not list adapter {name!r}")
     parent = models[name].get("parent")
-    pairs = [(_complete(settings, parent or settings.base_model_name, p), _complete(settings, name, p))
-             for p in prompts]
-    differing = sum(base[0] != tuned[0] for base, tuned in pairs)
-    gap = max(logprob_gap(base, tuned) for base, tuned in pairs)
+    tuned = [_complete(settings, name, p) for p in prompts]  # all of them: a rollback must reproduce them
+    compared, differing, gap = 0, 0, 0.0
+    for prompt, reply in zip(prompts, tuned):  # the base only until the adapter shows it is in effect
+        base = _complete(settings, parent or settings.base_model_name, prompt)
+        compared, differing, gap = compared + 1, int(base[0] != reply[0]), max(gap, logprob_gap(base, reply))
+        if differing or gap > IN_EFFECT_GAP:
+            break
     if differing == 0 and gap <= IN_EFFECT_GAP:
         raise PublishVerificationError(
             f"vLLM at {settings.vllm_url} serves {name!r} but its outputs equal the base model's on all "
             f"{len(prompts)} verification prompts, logprobs within {gap:.1e}: the adapter is not in effect "
             "(or was trained to no change)")
-    outputs = [tuned[0] for _, tuned in pairs]
+    outputs = [reply[0] for reply in tuned]
     if expected is not None and outputs != expected:
         mismatched = sum(a != b for a, b in zip(outputs, expected))
         raise PublishVerificationError(
             f"vLLM at {settings.vllm_url} serves {name!r}, but {mismatched} of {len(prompts)} outputs differ from "
             f"the ones recorded for this version: another version is in effect")
-    return {"parent": parent, "prompts": len(prompts), "differing": differing, "logprob_gap": gap, "outputs": outputs,
+    return {"parent": parent, "prompts": len(prompts), "compared": compared, "differing": differing,
+            "logprob_gap": gap, "outputs": outputs,
             "prompt_set": prompts, "matches_recorded": expected is not None}
 
 

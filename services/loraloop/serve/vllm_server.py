@@ -92,10 +92,22 @@ def stop(port: int) -> bool:
     except ProcessLookupError:
         return False
     for _ in range(100):
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
+        if _gone(pid):
             return True
         time.sleep(0.1)
     os.killpg(pid, signal.SIGKILL)
     return True
+
+
+def _gone(pid: int) -> bool:
+    """True once the process has exited; a child of this process is reaped (a zombie still answers kill 0)."""
+    try:
+        if os.waitpid(pid, os.WNOHANG)[0]:
+            return True
+    except ChildProcessError:  # not our child: its parent reaps it
+        pass
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    return False

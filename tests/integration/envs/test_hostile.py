@@ -1,4 +1,5 @@
 """Hostile commands stay inside their container: the host, this process and the next episode are fine."""
+import os
 import shutil
 import subprocess
 import time
@@ -105,7 +106,8 @@ def test_many_files_cannot_fill_the_host_disk_on_the_envd_engine(settings_for, m
     """`make envd`'s engine (btrfs with quotas) caps what a container writes in all, not file by file: twelve
     100 MB files, each under the per-file limit, stop at LORALOOP_CONTAINER_DISK, and the engine's filesystem
     grows by no more than that."""
-    started = subprocess.run(["bash", "scripts/envd.sh", "start"], capture_output=True, text=True, timeout=600)
+    started = subprocess.run(["bash", "scripts/envd.sh", "start"], capture_output=True, text=True, timeout=600,
+                             env={**os.environ, "LORALOOP_ENVD_IMAGES": "loraloop/os-env:latest"})
     assert started.returncode == 0, started.stderr
     socket = subprocess.run(["bash", "scripts/envd.sh", "socket"], capture_output=True, text=True).stdout.strip()
     monkeypatch.setenv("DOCKER_HOST", socket)
