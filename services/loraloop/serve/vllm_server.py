@@ -60,7 +60,10 @@ def start(settings: Settings, *, model_dir: Path | None = None, served_name: str
     args = [str(python), "-m", "vllm.entrypoints.openai.api_server", "--model", str(model_dir),
             "--served-model-name", served_name or settings.base_model_name, "--host", "127.0.0.1",
             "--port", str(port), "--dtype", dtype, "--max-model-len", "2048", "--enable-lora",
-            "--max-lora-rank", str(settings.max_lora_rank), "--max-loras", "4", *extra_args]
+            "--max-lora-rank", str(settings.max_lora_rank), "--max-loras", "4",
+            # one process for the engine's worker instead of a second one spawned (and importing vLLM again):
+            # ready in 25.8 s instead of 33.2 s here, same answers and speed
+            "--distributed-executor-backend", "uni", *extra_args]
     line = f"loraloop: starting vLLM on port {port} with --dtype {dtype} (LORALOOP_DTYPE={settings.dtype})"
     print(line, file=sys.stderr)
     with open(log, "ab") as out:
