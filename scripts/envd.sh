@@ -9,7 +9,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 STATE=${LORALOOP_STATE_DIR:-$(pwd)/volumes/.run}/envd
-SOCK=unix://$STATE/envd.sock
+# a unix socket path may hold 107 bytes: a short one in /tmp, named after this checkout's state folder
+SOCK=unix:///tmp/loraloop-envd-$(printf %s "$STATE" | md5sum | cut -c1-12).sock
 IMG=$STATE/disk.img
 ROOT=$STATE/root
 read -r -a IMAGES <<<"${LORALOOP_ENVD_IMAGES:-loraloop/os-env:latest loraloop/os-env-packages:latest loraloop/os-env-ubuntu:latest}"
