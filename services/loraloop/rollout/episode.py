@@ -108,4 +108,4 @@ def run_episode(spec: EpisodeSpec, settings: Settings | None = None,
     if not stored:
         log.warning("a copy of this episode was stored first; this one is dropped")
     return {**session.summary(), "error": error, "reason": reason, "duplicate": not stored, "step_ms": step_ms,
-            "model_ms": model_ms, "store_wait_s": round(getattr(store, "waited_s", 0.0), 1)}
+            "model_ms": model_ms, "store_wait_s": round(store.waited_s, 1)}

@@ -54,10 +54,18 @@ def unplayable(summary: dict) -> bool:
     return summary.get("status") == "skipped"
 
 
-def waited_line(summary: dict) -> str | None:
-    """The line an episode that had to wait out a store outage leaves in its job's recent errors; None if it did not."""
-    waited = summary.get("store_wait_s") or 0.0
-    return f"{summary.get('task_id')}: stored after waiting {waited:.0f} s for the store" if waited else None
+def waited(summary: dict) -> bool:
+    """True for an episode whose trajectory was stored only after waiting out a store outage."""
+    return bool(summary.get("store_wait_s"))
+
+
+def notes(summary: dict) -> list[str]:
+    """The lines a finished episode leaves in its job's recent errors, oldest first: its error or why it was
+    unplayable, then how long it waited for the store."""
+    lines = [error_line(summary)] if failed(summary) or unplayable(summary) else []
+    if waited(summary):
+        lines.append(f"{summary.get('task_id')}: stored after waiting {summary['store_wait_s']:.0f} s for the store")
+    return lines
 
 
 def error_line(summary: dict) -> str:
@@ -100,7 +108,7 @@ def new_job(run_id: str, mode: str, request: JobRequest | None, keys: list[str],
     now = time.time()
     return {"run_id": run_id, "mode": mode, "request": request.model_dump_json() if request else "",
             "store_url": store_url, "total": len(keys), "skipped": skipped, "done": 0, "solved": 0, "failed": 0,
-            "unplayable": 0,
+            "unplayable": 0, "store_waits": 0,
             "submitted_at": now, "updated_at": now, "state": "queued" if keys else "done"}
 
 
@@ -167,12 +175,9 @@ class JobBook:
             pipe.hincrby(job, "failed", 1)
             pipe.hincrby(f"{NS}:metrics:failures", cause, 1)
         pipe.hincrby(job, "unplayable", int(unplayable(summary)))
-        notes = [error_line(summary)] if failed(summary) or unplayable(summary) else []
-        if waited_line(summary):
-            pipe.hincrby(job, "store_waits", 1)
-            notes.append(waited_line(summary))
-        if notes:
-            pipe.lpush(f"{job}:errors", *notes)
+        pipe.hincrby(job, "store_waits", int(waited(summary)))
+        if lines := notes(summary):
+            pipe.lpush(f"{job}:errors", *lines)
             pipe.ltrim(f"{job}:errors", 0, KEPT_ERRORS - 1)
         pipe.hset(job, "updated_at", time.time())
         pipe.hincrby(f"{NS}:metrics:episodes", cause, 1)
@@ -259,11 +264,8 @@ class MemoryBook:
             job["solved"] += int(bool(summary.get("success")))
             job["failed"] += int(failed(summary))
             job["unplayable"] += int(unplayable(summary))
-            notes = [error_line(summary)] if failed(summary) or unplayable(summary) else []
-            if waited_line(summary):
-                job["store_waits"] = job.get("store_waits", 0) + 1
-                notes.append(waited_line(summary))
-            job["errors"] = [*reversed(notes), *job["errors"]][:KEPT_ERRORS]
+            job["store_waits"] += int(waited(summary))
+            job["errors"] = [*reversed(notes(summary)), *job["errors"]][:KEPT_ERRORS]
             job["updated_at"] = time.time()
             return job["done"] == job["total"]
 

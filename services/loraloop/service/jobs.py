@@ -22,6 +22,7 @@ from loraloop.service.book import JobBook
 from loraloop.service.models import JobRequest, JobStatus
 from loraloop.settings import Settings
 from loraloop.store import open_store
+from loraloop.store.backends import Store
 from loraloop.store.integrity import record_plan
 from loraloop.store.trajectories import episode_key
 from loraloop.tasks.registry import load_registry
@@ -58,9 +59,8 @@ def spec_key(spec: EpisodeSpec) -> str:
     return episode_key(spec.mode, spec.run_id, spec.task_id, spec.attempt)
 
 
-def pending_specs(specs: list[EpisodeSpec], settings: Settings) -> list[EpisodeSpec]:
+def pending_specs(specs: list[EpisodeSpec], store: Store) -> list[EpisodeSpec]:
     """The episodes not yet in the store: resubmitting a run plays only what is missing."""
-    store = open_store(settings=settings)
     return [spec for spec in specs if not store.exists(spec_key(spec))]
 
 
@@ -74,9 +74,10 @@ def book_job(specs: list[EpisodeSpec], settings: Settings, book: Book,
     if len(runs) > 1:
         raise LoraloopError(f"a job is one run, these episodes belong to {len(runs)}: {', '.join(runs)}")
     run_id, mode = (specs[0].run_id, specs[0].mode) if specs else (new_run_id(), "empty")
+    store = open_store(settings=settings)
     if specs:
-        record_plan(open_store(settings=settings), mode, run_id, [spec_key(s) for s in specs])
-    todo = pending_specs(specs, settings)
+        record_plan(store, mode, run_id, [spec_key(s) for s in specs])
+    todo = pending_specs(specs, store)
     book.create(run_id, mode, request, [spec_key(s) for s in todo], skipped=len(specs) - len(todo),
                 store_url=settings.store_url)
     return run_id, todo

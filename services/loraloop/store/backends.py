@@ -35,6 +35,8 @@ class Store(Protocol):
 
     def checksum(self, key: str) -> str | None: ...
 
+    waited_s: float  # seconds spent waiting for an unreachable server (0 for a folder)
+
 
 CHECKSUM_XATTR = "user.loraloop.sha256"
 
@@ -50,6 +52,7 @@ class FileStore:
     def __init__(self, root: str | Path) -> None:
         self.root = Path(root).resolve()
         self._root = str(self.root)
+        self.waited_s = 0.0  # a folder never waits; the same field as S3Store's
         self.url = f"file://{self.root}"
 
     def _file(self, key: str) -> str:
@@ -107,9 +110,9 @@ class FileStore:
         """The SHA-256 written with the object; None when it has none (written before checksums, or no xattrs)."""
         try:
             return os.getxattr(self._file(key), CHECKSUM_XATTR).decode()
-        except OSError as exc:
-            if isinstance(exc, FileNotFoundError):
-                raise FileNotFoundError(f"{self.url}: no object {key}") from exc
+        except FileNotFoundError as exc:
+            raise FileNotFoundError(f"{self.url}: no object {key}") from exc
+        except OSError:  # no such attribute, or a filesystem without user xattrs
             return None
 
     def list(self, prefix: str = "") -> Iterator[str]:

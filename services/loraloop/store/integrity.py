@@ -78,8 +78,8 @@ def verify_run(store: Store, run_id: str, mode: str | None = None) -> RunCheck:
         expected = store.checksum(key)
         if expected is None:
             check.unverified += 1
-        elif expected != sha256(data):
-            check.corrupt[key] = f"bytes changed since written (sha256 {sha256(data)[:12]}…, written {expected[:12]}…)"
+        elif expected != (actual := sha256(data)):
+            check.corrupt[key] = f"bytes changed since written (sha256 {actual[:12]}…, written {expected[:12]}…)"
             continue
         try:
             episode = parse_episode(key, data)
