@@ -17,6 +17,11 @@ class ServiceUnavailable(LoraloopError):
     """A server the loop needs (vLLM, Redis, S3, Docker) did not answer."""
 
 
+class ModelTimeout(ServiceUnavailable):
+    """The model server took longer than LORALOOP_REQUEST_TIMEOUT_S on every try: it answers, but too slowly
+    (a long reply queued on a busy server), which is not the same as a server that is down."""
+
+
 class EnvironmentFailure(LoraloopError):
     """The environment itself failed (container, init script), not the agent."""
 

@@ -7,13 +7,15 @@
   naming the field, before they reach a store or a log line that would fail to encode them.
 - `install`: adds both, and answers validation errors with the field, the kind and the message only;
   FastAPI's default echoes the input, and an echoed NaN or surrogate is itself a 500.
+- `InFlightCap`: a dependency for slow routes (an episode's start and step): past its limit a call gets 429
+  at once, so slow calls never take every worker thread and health and other episodes stay answered.
 """
 from __future__ import annotations
 
 import math
 from typing import Any
 
-from fastapi import FastAPI, Request
+from fastapi import FastAPI, HTTPException, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, model_validator
@@ -116,6 +118,31 @@ async def validation_error(_request: Request, exc: RequestValidationError) -> JS
     """422 naming each field at fault (FastAPI's shape, less the echoed input)."""
     return JSONResponse({"detail": [{"type": error["type"], "loc": [printable(p) for p in error["loc"]],
                                      "msg": printable(error["msg"])} for error in exc.errors()]}, status_code=422)
+
+
+class InFlightCap:
+    """A route dependency: at most `limit` calls of the routes it guards run at once; past it, 429 at once.
+
+    It runs on the event loop (an async dependency), before the route takes a worker thread, so the count
+    needs no lock. Starlette gives sync routes a pool of 40 threads: a limit under that keeps threads free
+    for health checks and quick calls however many slow ones a client sends.
+    """
+
+    def __init__(self, limit: int, what: str) -> None:
+        self.limit = limit
+        self.what = what
+        self.running = 0
+
+    async def __call__(self):
+        if self.running >= self.limit:
+            raise HTTPException(429, f"{self.running} {self.what} already in flight, the most this server runs at "
+                                     "once (LORALOOP_API_MAX_IN_FLIGHT): try again shortly",
+                                headers={"Retry-After": "1"})
+        self.running += 1
+        try:
+            yield
+        finally:
+            self.running -= 1
 
 
 def install(app: FastAPI, max_body_bytes: int) -> None:

@@ -58,6 +58,8 @@ class Settings(BaseSettings):
     request_timeout_s: float = 120.0
     api_max_body_bytes: int = Field(1 << 20, ge=1024, description="largest request body the rollout API and the "
                                                                    "Task Server take (413 past it)")
+    api_max_in_flight: int = Field(32, ge=1, le=38, description="episode starts and steps the Task Server runs at "
+                                                               "once (429 past it; under Starlette's 40 threads)")
     max_tokens: int = 192
     prompt_char_budget: int = 4000
 
@@ -92,10 +94,15 @@ class Settings(BaseSettings):
     concurrency: int = Field(8, description="episodes in flight per process (embedded default)")
     model_concurrency: int = Field(32, description="model requests in flight per process")
     model_retries: int = Field(4, description="retries (exponential backoff) on 5xx, 429 and connection errors")
+    episode_retries: int = Field(2, ge=0, description="times an episode is played again from the start, unstored, "
+                                                      "when the model server failed it (down, 5xx, timeout)")
+    episode_retry_delay_s: float = Field(10.0, ge=0, description="wait before the first replay, doubled each time")
     visibility_timeout_s: int = Field(3600, description="seconds before a dead worker's episode is redelivered")
     # The rollout API (`loraloop serve rollout-api`): when api_url is set the CLI submits jobs there.
     api_url: str = ""
     api_token: str = ""
+    task_roots: str = Field("configs/tasks,volumes/tasks", description="folders (comma-separated; relative ones "
+                            "the checkout's) a task_registry sent to the rollout API must lie under (400 otherwise)")
     # Relative: the current folder's when it has it, else the checkout's (see loraloop.paths.locate).
     experiments_path: Path = Path(EXPERIMENTS)
 

@@ -1,6 +1,7 @@
 """The request guards both APIs share, the job book's resubmission rules and the Task Server's memory states,
 without a broker: what hostile input gets, and what stays behind."""
 import math
+import time
 
 import pytest
 from fastapi import FastAPI
@@ -83,11 +84,14 @@ def test_the_memory_book_refuses_a_running_run_and_keeps_an_ended_one():
     book.create("r", "teacher", None, ["k1", "k2"], skipped=0)
     with pytest.raises(JobRunning, match=r"job 'r' is still running \(0/2 done\)"):
         book.create("r", "teacher", None, ["k1", "k2"], skipped=0)
-    book.record("r", {"status": "completed", "success": True})
-    book.record("r", {"status": "completed", "success": False})
+    assert book.record("r", {"task_id": "t1", "attempt": 0, "status": "completed", "success": True}) is False
+    assert book.record("r", {"task_id": "t1", "attempt": 0, "status": "completed", "success": True}) is False
+    assert book.status("r").done == 1  # a redelivered episode is counted once
+    assert book.record("r", {"task_id": "t2", "attempt": 0, "status": "service_error", "error": "down"}) is True
+    assert book.status("r").failures == {"service_error": 1}
     ended = book.status("r")
     book.create("r", "teacher", None, [], skipped=2)  # nothing left to play: the book stays as it was
-    assert book.status("r") == ended and (ended.done, ended.total, ended.solved) == (2, 2, 1)
+    assert book.status("r") == ended and (ended.done, ended.total, ended.solved, ended.failed) == (2, 2, 1, 1)
     assert book.cancel("r") == [] and book.status("r").state == "done"
     book.create("s", "teacher", None, ["k"], skipped=0)
     assert book.cancel("s") == ["k"] and book.status("s").state == "cancelled"
@@ -96,8 +100,26 @@ def test_the_memory_book_refuses_a_running_run_and_keeps_an_ended_one():
 
 
 def test_calls_naming_unknown_episodes_leave_nothing_in_memory():
-    states = MemoryEpisodeStates(finished_ttl_s=60)
+    states = MemoryEpisodeStates()
     for n in range(1000):
         with states.lock(f"nobody-{n}"):
             assert states.get(f"nobody-{n}") is None
     assert states._locks == {}
+
+
+def test_ended_episodes_are_remembered_for_a_week_and_at_most_the_newest_n():
+    """A late step names the episode as ended (400) long after the idle timeout; memory mode keeps a bounded number."""
+    from loraloop.taskserver.states import FINISHED_TTL_S, EpisodeState
+
+    assert FINISHED_TTL_S >= 7 * 24 * 3600
+    states = MemoryEpisodeStates(finished_kept=3)
+    for n in range(5):
+        states.put(EpisodeState(episode_id=f"e{n}", sample_id=n, task_id=f"t{n}", attempt=0, session={}))
+        assert states.claim(f"e{n}") and not states.claim(f"e{n}")
+    assert [states.finished(f"e{n}") for n in range(5)] == [False, False, True, True, True]
+    expiring = MemoryEpisodeStates(finished_ttl_s=0.2)
+    expiring.put(EpisodeState(episode_id="old", sample_id=0, task_id="t", attempt=0, session={}))
+    expiring.claim("old")
+    assert expiring.finished("old")
+    time.sleep(0.25)
+    assert not expiring.finished("old")

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Protocol
 
-from loraloop.errors import ModelRequestError, ServiceUnavailable
+from loraloop.errors import ModelRequestError, ModelTimeout, ServiceUnavailable
 from loraloop.store.records import Adapter
 
 
@@ -77,10 +77,12 @@ class OpenAIPolicy:
         self.slots = request_slots(max_in_flight)
         self.tools = tools  # tool-call protocol: the reply's first tool call becomes the action text
         self.stop = stop
+        self.timeout, self.retries = timeout, retries
         self.client = OpenAI(base_url=base_url, api_key=api_key, timeout=timeout, max_retries=retries)
 
     def act(self, messages: list[dict[str, str]]) -> Reply:
-        """Ask the model for the next turn; connection failures become ServiceUnavailable."""
+        """Ask the model for the next turn; a server down or failing becomes ServiceUnavailable, one too slow
+        ModelTimeout, so the job counts them apart."""
         import openai
 
         started = time.perf_counter()
@@ -91,6 +93,10 @@ class OpenAIPolicy:
                     model=self.model, messages=messages, **self.sampling, **extra, logprobs=True,
                     extra_body={"return_token_ids": True},
                 )
+        except openai.APITimeoutError as exc:  # before its parent class, APIConnectionError
+            raise ModelTimeout(f"model server at {self.base_url} timed out: no reply within "
+                               f"{self.timeout:g} s (LORALOOP_REQUEST_TIMEOUT_S), {self.retries + 1} request"
+                               + "s" * (self.retries > 0)) from exc
         except openai.APIConnectionError as exc:
             raise ServiceUnavailable(f"model server unreachable at {self.base_url}") from exc
         except openai.NotFoundError as exc:

@@ -70,9 +70,12 @@ def run_job(request: JobRequest, config: Optional[Path], concurrency: Optional[i
                       f"{submitted.skipped} already stored")
     status = follow(lambda: jobs.status(submitted.run_id))
     console.print(f"[bold]{request.experiment}[/] run {status.run_id} {status.state}: {status.solved}/{status.done} "
-                  f"solved, {status.failed} ended in an error, "
+                  f"solved, {status.failed} ended in an error"
+                  + (f" ({', '.join(f'{n} {c}' for c, n in status.failures.items())})" if status.failures else "")
+                  + ", "
                   + (f"{status.unplayable} skipped (the policy cannot play them), " if status.unplayable else "")
                   + (f"{status.store_waits} stored after waiting out a store outage, " if status.store_waits else "")
+                  + (f"{status.retries} replays after a model server failure, " if status.retries else "")
                   + f"{status.skipped} already stored; "
                   f"{status.episodes_per_min} episodes/min; trajectories in "
                   f"{status.store_url or settings.store_url}/trajectories/{status.mode}/{status.run_id}/")

@@ -7,7 +7,7 @@ from typing import Callable
 from loraloop.agents.policy import OpenAIPolicy, Policy
 from loraloop.envs import env_kind
 from loraloop.envs.base import Env, EnvOptions
-from loraloop.errors import EnvironmentFailure, ModelRequestError, ServiceUnavailable, TaskSkipped
+from loraloop.errors import EnvironmentFailure, ModelRequestError, ModelTimeout, ServiceUnavailable, TaskSkipped
 from loraloop.logs import get_logger
 from loraloop.rollout.sampler import EpisodeSpec
 from loraloop.rollout.session import EpisodeSession
@@ -17,7 +17,11 @@ from loraloop.store.records import Adapter
 from loraloop.store.trajectories import episode_key, parse_episode
 from loraloop.tasks.registry import Registry, Task, load_registry
 
-FAILURES = ((EnvironmentFailure, "env_error"), (ServiceUnavailable, "service_error"), (ModelRequestError, "model_error"))
+# The episode's status for each failure that is not the agent's (the first class that matches; ModelTimeout is a
+# ServiceUnavailable, so it comes first).
+FAILURES = ((EnvironmentFailure, "env_error"), (ModelTimeout, "model_timeout"), (ServiceUnavailable, "service_error"),
+            (ModelRequestError, "model_error"))
+SERVER_FAILURES = ("service_error", "model_timeout")  # the model server's fault: worth playing the episode again
 
 
 @lru_cache(maxsize=16)
@@ -53,11 +57,13 @@ def stored_summary(store, key: str) -> dict | None:
 
 
 def run_episode(spec: EpisodeSpec, settings: Settings | None = None,
-                should_stop: Callable[[], bool] | None = None) -> dict:
+                should_stop: Callable[[], bool] | None = None, last_try: bool = True) -> dict:
     """Play one episode and store its trajectory; return a summary (success, steps, error, latencies).
 
     An episode whose key is already stored is not played again (a redelivered or resubmitted
     one); `should_stop` is asked before every step and ends the episode as cancelled, stored.
+    When the model server fails it and this is not the `last_try`, nothing is stored: the summary says
+    `retry`, and the caller plays the episode again from the start (its key stays free).
     """
     settings = settings or get_settings()
     log = get_logger("loraloop.rollout", run=spec.run_id, task=spec.task_id, attempt=spec.attempt)
@@ -104,6 +110,9 @@ def run_episode(spec: EpisodeSpec, settings: Settings | None = None,
         raise
     finally:
         env.close()
+    if status in SERVER_FAILURES and not last_try:
+        log.warning("the model server failed the episode; it will be played again", fields={"error": error})
+        return {"task_id": spec.task_id, "attempt": spec.attempt, "status": status, "error": error, "retry": True}
     stored = session.finish(status, error, reason)
     if not stored:
         log.warning("a copy of this episode was stored first; this one is dropped")

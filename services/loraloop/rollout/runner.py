@@ -5,6 +5,7 @@ keep (Redis or memory), so an episode runs the same code wherever it runs.
 """
 from __future__ import annotations
 
+import time
 from typing import Protocol
 
 from loraloop.logs import get_logger
@@ -22,6 +23,8 @@ class Tally(Protocol):
 
     def record(self, run_id: str, summary: dict) -> bool: ...  # True when that was the job's last episode
 
+    def retried(self, run_id: str, line: str) -> None: ...  # an episode will be played again: count it, say why
+
 
 def crash_summary(exc: BaseException, spec: EpisodeSpec | None = None) -> dict:
     """The summary of an episode whose code raised: failed, with the exception named."""
@@ -33,18 +36,34 @@ def play(spec: EpisodeSpec, settings: Settings, book: Tally) -> dict:
     """Play the episode (stored by run_episode, even when it fails), count it in the book, return its summary.
 
     A job cancelled before the episode starts counts it as `cancelled` without playing; one cancelled
-    while it runs stops it at its next step. An exception is counted as a crash, then raised again.
+    while it runs stops it at its next step. An exception is counted as a crash, then raised again. An
+    episode the model server failed (down, 5xx, timeout) is played again from the start, unstored, after
+    LORALOOP_EPISODE_RETRY_DELAY_S (doubling), up to LORALOOP_EPISODE_RETRIES times; the last try is stored
+    as it ends, so the job goes on and counts the cause.
     """
-    if book.cancelled(spec.run_id):
-        summary = {"task_id": spec.task_id, "attempt": spec.attempt, "success": False, "status": "cancelled",
-                   "error": None, "steps": 0}
-    else:
+    def stopped() -> bool:
+        return book.cancelled(spec.run_id)
+
+    tries = settings.episode_retries + 1
+    for tried in range(tries):
+        if stopped():
+            summary = {"task_id": spec.task_id, "attempt": spec.attempt, "success": False, "status": "cancelled",
+                       "error": None, "steps": 0}
+            break
         try:
-            summary = run_episode(spec, settings, should_stop=lambda: book.cancelled(spec.run_id))
+            summary = run_episode(spec, settings, should_stop=stopped, last_try=tried == tries - 1)
         except Exception as exc:
             if book.record(spec.run_id, crash_summary(exc, spec)):
                 index_run(spec, settings)
             raise
+        if not summary.get("retry"):
+            break
+        delay = settings.episode_retry_delay_s * 2 ** tried
+        book.retried(spec.run_id, f"{spec.task_id}: {summary['error']}; played again in {delay:g} s "
+                                  f"(try {tried + 2} of {tries}, LORALOOP_EPISODE_RETRIES)")
+        waited_until = time.monotonic() + delay
+        while time.monotonic() < waited_until and not stopped():
+            time.sleep(min(1.0, delay))
     if book.record(spec.run_id, summary):
         index_run(spec, settings)
     return summary

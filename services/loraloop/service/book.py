@@ -14,14 +14,25 @@ from typing import Any, Mapping
 from urllib.parse import urlsplit, urlunsplit
 
 import redis
+from redis.backoff import ExponentialBackoff
+from redis.retry import Retry
 
 from loraloop.errors import ConfigError, LoraloopError, ServiceUnavailable
 from loraloop.service.models import JobRequest, JobStatus
 
 NS = "loraloop"
 LATENCY_BUCKETS_S = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
-FAILURE_CAUSES = ("env_error", "service_error", "crash")
+FAILURE_CAUSES = ("env_error", "service_error", "model_timeout", "model_error", "crash")
 KEPT_ERRORS = 20
+BROKER_OUTAGE_S = 120  # how long workers retry the book (with backoff) while Redis restarts
+# Count an episode once: its id joins the job's counted set, and only then do the counters move, in one script,
+# so a redelivered episode (a worker killed after counting, an ack lost in a broker restart) or a command retried
+# after a dropped connection is not counted twice. Returns done and total, or -1s when it was counted already.
+RECORD_ONCE = """
+if redis.call('SADD', KEYS[2], ARGV[1]) == 0 then return {-1, -1} end
+for i = 2, #ARGV, 2 do redis.call('HINCRBY', KEYS[1], ARGV[i], ARGV[i + 1]) end
+return {tonumber(redis.call('HGET', KEYS[1], 'done')), tonumber(redis.call('HGET', KEYS[1], 'total') or -1)}
+"""
 
 
 class UnknownJob(LoraloopError):
@@ -82,6 +93,26 @@ def without_credentials(url: str) -> str:
     return urlunsplit(parts._replace(netloc=host + (f":{parts.port}" if parts.port else "")))
 
 
+def episode_id(summary: dict) -> str:
+    """Which planned episode a summary is of, for counting it once: its task and attempt."""
+    return f"{summary.get('task_id')}#{summary.get('attempt')}"
+
+
+def counts(summary: dict) -> dict[str, int]:
+    """What one finished episode adds to its job's counters, the same for both books."""
+    added = {"done": 1, "solved": int(bool(summary.get("success"))), "unplayable": int(unplayable(summary)),
+             "store_waits": int(waited(summary))}
+    if failed(summary):
+        added.update({"failed": 1, f"failed:{cause(summary)}": 1})
+    return added
+
+
+def cause(summary: dict) -> str:
+    """What a failed episode failed of: its status when it names a cause, else `error`."""
+    status = summary.get("status")
+    return status if status in FAILURE_CAUSES else "error"
+
+
 def job_status(run_id: str, fields: Mapping[str, Any], recent_errors: list[str]) -> JobStatus:
     """A job's status from its booked fields, the same arithmetic for both books."""
     total, done = int(fields["total"]), int(fields.get("done", 0))
@@ -95,7 +126,10 @@ def job_status(run_id: str, fields: Mapping[str, Any], recent_errors: list[str])
         request = json.loads(request) or None
     return JobStatus(run_id=run_id, mode=fields["mode"], state=state, total=total, done=done, solved=solved,
                      failed=int(fields.get("failed", 0)), skipped=int(fields.get("skipped", 0)),
+                     failures={key.removeprefix("failed:"): int(value) for key, value in sorted(fields.items())
+                               if key.startswith("failed:") and int(value)},
                      unplayable=int(fields.get("unplayable", 0)), store_waits=int(fields.get("store_waits", 0)),
+                     retries=int(fields.get("retries", 0)),
                      success_rate=round(solved / done, 4) if done else None,
                      episodes_per_min=round(done / elapsed * 60, 2) if done else 0.0,
                      submitted_at=float(fields["submitted_at"]), request=request,
@@ -108,24 +142,29 @@ def new_job(run_id: str, mode: str, request: JobRequest | None, keys: list[str],
     now = time.time()
     return {"run_id": run_id, "mode": mode, "request": request.model_dump_json() if request else "",
             "store_url": store_url, "total": len(keys), "skipped": skipped, "done": 0, "solved": 0, "failed": 0,
-            "unplayable": 0, "store_waits": 0,
+            "unplayable": 0, "store_waits": 0, "retries": 0,
             "submitted_at": now, "updated_at": now, "state": "queued" if keys else "done"}
 
 
 @lru_cache(maxsize=8)
 def job_book(url: str) -> "JobBook":
-    """This process's job book for a broker URL (one Redis connection pool, reused by every episode)."""
-    return JobBook(url)
+    """This process's job book for a broker URL (one Redis connection pool, reused by every episode). Workers and
+    clients following a job wait out a broker restart (BROKER_OUTAGE_S) instead of losing an episode's count."""
+    return JobBook(url, outage_s=BROKER_OUTAGE_S)
 
 
 class JobBook:
     """Jobs and their progress in Redis, shared by the API, the CLI and every worker."""
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, outage_s: float = 0) -> None:
+        """A book in the Redis at `url`. With `outage_s`, a command that finds the server gone is tried again with
+        backoff for about that long (redis-py's Retry); without, it fails at once (the API answers 503)."""
         if not url.startswith(("redis://", "rediss://")):
             raise ConfigError(f"jobs need a Redis broker (LORALOOP_BROKER_URL=redis://…), got {url!r}")
         self.url = url
-        self.redis = redis.Redis.from_url(url, socket_connect_timeout=3, decode_responses=True)
+        retry = Retry(ExponentialBackoff(cap=2.0, base=0.1), retries=int(outage_s / 2) + 4) if outage_s else None
+        self.redis = redis.Redis.from_url(url, socket_connect_timeout=3, decode_responses=True, retry=retry)
+        self._record_once = self.redis.register_script(RECORD_ONCE)
 
     def _job(self, run_id: str) -> str:
         return f"{NS}:job:{run_id}"
@@ -149,7 +188,7 @@ class JobBook:
                             if not keys:
                                 return
                         pipe.multi()
-                        pipe.delete(job, f"{job}:keys", f"{job}:errors")
+                        pipe.delete(job, f"{job}:keys", f"{job}:errors", f"{job}:counted")
                         pipe.hset(job, mapping=new_job(run_id, mode, request, keys, skipped, store_url))
                         if keys:
                             pipe.rpush(f"{job}:keys", *keys)
@@ -164,31 +203,37 @@ class JobBook:
 
     def record(self, run_id: str, summary: dict) -> bool:
         """Count one finished episode (called by the worker that ran it) and feed the metrics; True when it was
-        the job's last."""
-        cause = summary.get("status") or "error"
-        pipe = self.redis.pipeline()
+        the job's last. An episode counted before (redelivered) changes nothing."""
         job = self._job(run_id)
-        pipe.hincrby(job, "done", 1)
-        pipe.hget(job, "total")
-        pipe.hincrby(job, "solved", int(bool(summary.get("success"))))
+        added = [str(item) for pair in counts(summary).items() for item in pair]
+        done, total = self._record_once(keys=[job, f"{job}:counted"], args=[episode_id(summary), *added])
+        if done < 0:
+            return False
+        pipe = self.redis.pipeline()
         if failed(summary):
-            pipe.hincrby(job, "failed", 1)
-            pipe.hincrby(f"{NS}:metrics:failures", cause, 1)
-        pipe.hincrby(job, "unplayable", int(unplayable(summary)))
-        pipe.hincrby(job, "store_waits", int(waited(summary)))
+            pipe.hincrby(f"{NS}:metrics:failures", cause(summary), 1)
         if lines := notes(summary):
             pipe.lpush(f"{job}:errors", *lines)
             pipe.ltrim(f"{job}:errors", 0, KEPT_ERRORS - 1)
         pipe.hset(job, "updated_at", time.time())
-        pipe.hincrby(f"{NS}:metrics:episodes", cause, 1)
+        pipe.hincrby(f"{NS}:metrics:episodes", summary.get("status") or "error", 1)
         for name, values in (("step", summary.get("step_ms", [])), ("model", summary.get("model_ms", []))):
             for ms in values:
                 seconds = (ms or 0.0) / 1000
                 bucket = next((str(b) for b in LATENCY_BUCKETS_S if seconds <= b), "+Inf")
                 pipe.hincrby(f"{NS}:metrics:{name}_latency", bucket, 1)
                 pipe.hincrbyfloat(f"{NS}:metrics:{name}_latency", "sum", seconds)
-        done, total = pipe.execute()[:2]
-        return total is not None and done == int(total)
+        pipe.execute()
+        return done == total
+
+    def retried(self, run_id: str, line: str) -> None:
+        """Count an episode that will be played again (the model server failed it) and keep why."""
+        job = self._job(run_id)
+        pipe = self.redis.pipeline()
+        pipe.hincrby(job, "retries", 1)
+        pipe.lpush(f"{job}:errors", line)
+        pipe.ltrim(f"{job}:errors", 0, KEPT_ERRORS - 1)
+        pipe.execute()
 
     def cancelled(self, run_id: str) -> bool:
         """True once the job was cancelled: queued episodes are skipped, running ones stop."""
@@ -254,20 +299,27 @@ class MemoryBook:
                 if not keys:
                     return
             self._jobs[run_id] = {**new_job(run_id, mode, request, keys, skipped, store_url), "keys": list(keys),
-                                  "errors": []}
+                                  "errors": [], "counted": set()}
 
     def record(self, run_id: str, summary: dict) -> bool:
         """Count one finished episode; True when it was the job's last."""
         with self._lock:
             job = self._get(run_id)
-            job["done"] += 1
-            job["solved"] += int(bool(summary.get("success")))
-            job["failed"] += int(failed(summary))
-            job["unplayable"] += int(unplayable(summary))
-            job["store_waits"] += int(waited(summary))
+            if episode_id(summary) in job["counted"]:
+                return False
+            job["counted"].add(episode_id(summary))
+            for field, added in counts(summary).items():
+                job[field] = job.get(field, 0) + added
             job["errors"] = [*reversed(notes(summary)), *job["errors"]][:KEPT_ERRORS]
             job["updated_at"] = time.time()
             return job["done"] == job["total"]
+
+    def retried(self, run_id: str, line: str) -> None:
+        """Count an episode that will be played again (the model server failed it) and keep why."""
+        with self._lock:
+            job = self._get(run_id)
+            job["retries"] += 1
+            job["errors"] = [line, *job["errors"]][:KEPT_ERRORS]
 
     def cancelled(self, run_id: str) -> bool:
         """True once the job was cancelled."""

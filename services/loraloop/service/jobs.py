@@ -10,11 +10,13 @@ argument (`loraloop.service.queue.celery_for`), and the worker's task imports th
 """
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Protocol
 
 from celery import Celery
 
-from loraloop.errors import LoraloopError
+from loraloop.errors import ConfigError, LoraloopError
+from loraloop.paths import in_project
 from loraloop.rollout.experiments import get_experiment
 from loraloop.rollout.preflight import check_servers
 from loraloop.rollout.sampler import EpisodeSpec, new_run_id, plan_rollout
@@ -37,6 +39,21 @@ class Book(Protocol):
                store_url: str = "") -> None: ...
 
     def status(self, run_id: str) -> JobStatus: ...
+
+
+def check_task_root(task_registry: str, settings: Settings) -> None:
+    """Refuse (ConfigError, a 400) a registry path outside LORALOOP_TASK_ROOTS, before anything reads it.
+
+    The API plans a job from files on its own host, and a registry's errors quote what they read: without the
+    roots a caller could make it read and quote any file (`/etc`). The refusal names the roots, not the path.
+    """
+    roots = [root.strip() for root in settings.task_roots.split(",") if root.strip()]
+    given = Path(task_registry)
+    here = [given] if given.is_absolute() else [Path.cwd() / given, in_project(task_registry)]
+    path = next((p for p in here if p.exists()), here[-1]).resolve()
+    if not any(path.is_relative_to(in_project(root).resolve()) for root in roots):
+        raise ConfigError(f"task_registry must lie under one of this API's task roots ({', '.join(roots) or 'none'}; "
+                          "LORALOOP_TASK_ROOTS)")
 
 
 def plan_job(request: JobRequest, settings: Settings) -> list[EpisodeSpec]:

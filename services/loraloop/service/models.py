@@ -52,11 +52,16 @@ class JobStatus(BaseModel):
     total: int = Field(description="episodes queued (stored ones not counted)")
     done: int
     solved: int
-    failed: int = Field(description="episodes that ended in an environment, service or crash error")
+    failed: int = Field(description="episodes that ended in an error that is not the agent's (environment, model "
+                                    "server, crash); an episode the agent failed is done, not failed")
+    failures: dict[str, int] = Field(default_factory=dict, description="failed episodes by cause: env_error, "
+                                     "service_error (model server down or failing), model_timeout, model_error, crash")
     skipped: int = Field(description="episodes already stored when the job was submitted")
     unplayable: int = Field(0, description="episodes the policy could not play (a task without a teacher solution)")
     store_waits: int = Field(0, description="episodes whose trajectory was stored only after waiting out a store "
                                             "outage (LORALOOP_STORE_RETRY_S)")
+    retries: int = Field(0, description="episodes played again from the start, unstored, after the model server "
+                                        "failed them (LORALOOP_EPISODE_RETRIES)")
     success_rate: float | None = Field(description="solved / done so far; null before the first episode ends")
     episodes_per_min: float
     submitted_at: float = Field(description="Unix time")

@@ -19,7 +19,7 @@ import uuid
 from contextlib import asynccontextmanager
 from typing import Any, Literal
 
-from fastapi import FastAPI, HTTPException
+from fastapi import Depends, FastAPI, HTTPException
 from pydantic import BaseModel, Field, StrictInt, StrictStr
 
 from loraloop import http_guards
@@ -35,9 +35,11 @@ from loraloop.store import open_store
 from loraloop.store.trajectories import episode_key
 from loraloop.tasks.registry import Registry, Task
 
-ERRORS = {404: {"description": "unknown sample or episode"}, 400: {"description": "bad sample id, or a step after the end"},
+ERRORS = {404: {"description": "unknown sample or episode"},
+          400: {"description": "bad sample id, or a step or cancel after the end"},
           409: {"description": "the episode lives on another replica"},
           413: {"description": "the request body is over LORALOOP_API_MAX_BODY_BYTES"},
+          429: {"description": "LORALOOP_API_MAX_IN_FLIGHT starts and steps are running: try again (Retry-After)"},
           500: {"description": "the environment could not start (the message says how); a failure during an "
                                 "episode ends it instead: done, info.status env_error, info.error"}}
 MAX_ACTION_CHARS = 65536  # longer than any command or tool call an agent needs; more is refused (422)
@@ -115,18 +117,18 @@ class Cancelled(BaseModel):
     episode_id: str
 
 
-def open_states(settings: Settings, task_name: str, idle_timeout_s: float) -> EpisodeStates:
+def open_states(settings: Settings, task_name: str) -> EpisodeStates:
     """Redis-backed states when a broker URL is set (shared, restart-proof), else this process's memory."""
     lock_timeout = settings.command_timeout_s * 3 + 60
     if settings.broker_url.startswith(("redis://", "rediss://")):
-        return RedisEpisodeStates(settings.broker_url, task_name, idle_timeout_s, lock_timeout)
-    return MemoryEpisodeStates(idle_timeout_s)
+        return RedisEpisodeStates(settings.broker_url, task_name, lock_timeout)
+    return MemoryEpisodeStates()
 
 
 def create_app(registry: Registry, task_name: str, settings: Settings, idle_timeout_s: float = 300.0,
                run_id: str | None = None, states: EpisodeStates | None = None) -> FastAPI:
     """The Task Server API app for one registry; trajectories go to trajectories/<task_name>/<run_id>/."""
-    states = states or open_states(settings, task_name, idle_timeout_s)
+    states = states or open_states(settings, task_name)
     run_id = run_id or time.strftime("%Y%m%d", time.gmtime())
     store = open_store(settings=settings)
     replica = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
@@ -235,21 +237,23 @@ def create_app(registry: Registry, task_name: str, settings: Settings, idle_time
 
     app = FastAPI(title=f"loraloop task server: {task_name}", lifespan=lifespan)
     http_guards.install(app, settings.api_max_body_bytes)
+    slow = [Depends(http_guards.InFlightCap(settings.api_max_in_flight, "episode starts and steps"))]
 
     @app.get("/api/health", response_model=Health)
-    def health() -> Health:
-        """Liveness and how many episodes are open (across replicas when shared)."""
+    async def health() -> Health:
+        """Liveness and how many episodes are open (across replicas when shared). On the event loop: it needs
+        no worker thread, so it answers while slow steps hold them."""
         return Health(status="healthy", active_episodes=states.count(), task_name=task_name)
 
     @app.get("/api/task/info", response_model=TaskInfo)
-    def info() -> TaskInfo:
+    async def info() -> TaskInfo:
         """What this server serves: its tasks, the longest episode and the environment kinds."""
         return TaskInfo(name=task_name, num_samples=len(registry.tasks),
                         max_episode_length=max((env_kind(k).max_steps for k in kinds), default=0),
                         observation_type="text", action_type="text", env_kinds=kinds,
                         description="; ".join(env_kind(k).description for k in kinds) + f" (registry {registry.name})")
 
-    @app.post("/api/episode/start", response_model=EpisodeReply, responses=ERRORS)
+    @app.post("/api/episode/start", response_model=EpisodeReply, responses=ERRORS, dependencies=slow)
     def start(request: StartRequest) -> EpisodeReply:
         """Start an episode for a sample (its index string, or its position as an int)."""
         task = resolve(request.sample_id)
@@ -281,7 +285,7 @@ def create_app(registry: Registry, task_name: str, settings: Settings, idle_time
                             reward=0.0, done=False,
                             info={"max_turns": env.max_rounds, "sample_id": request.sample_id, "turn": 0})
 
-    @app.post("/api/episode/step", response_model=EpisodeReply, responses=ERRORS)
+    @app.post("/api/episode/step", response_model=EpisodeReply, responses=ERRORS, dependencies=slow)
     def step(request: StepRequest) -> EpisodeReply:
         """Apply one action; at the end the observation is null and the info carries the outcome."""
         episode_id = request.episode_id
@@ -289,7 +293,7 @@ def create_app(registry: Registry, task_name: str, settings: Settings, idle_time
             state = states.get(episode_id)
             if state is None:
                 if states.finished(episode_id):
-                    raise HTTPException(400, f"episode {episode_id} is done")
+                    raise HTTPException(400, f"episode {episode_id} has already ended (it is stored)")
                 raise HTTPException(404, f"unknown episode {episode_id!r}")
             task = registry.get(state.task_id)
             try:
@@ -317,10 +321,12 @@ def create_app(registry: Registry, task_name: str, settings: Settings, idle_time
         return EpisodeReply(episode_id=episode_id, observation=None, reward=result.reward, done=True,
                             info={k: result.info.get(k) for k in keep})
 
-    @app.post("/api/episode/cancel", response_model=Cancelled, responses={404: ERRORS[404]})
+    @app.post("/api/episode/cancel", response_model=Cancelled, responses={k: ERRORS[k] for k in (400, 404, 409)})
     def cancel(request: CancelRequest) -> Cancelled:
         """End an episode early, store its trajectory and release its environment."""
         if not stop(request.episode_id, "cancelled"):
+            if states.finished(request.episode_id):
+                raise HTTPException(400, f"episode {request.episode_id} has already ended (it is stored)")
             raise HTTPException(404, f"unknown episode {request.episode_id!r}")
         return Cancelled(status="cancelled", episode_id=request.episode_id)
 

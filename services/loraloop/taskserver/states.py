@@ -10,11 +10,17 @@ from __future__ import annotations
 import json
 import threading
 import time
+from collections import OrderedDict
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from typing import Any, Iterator, Protocol
 
 from loraloop.errors import EnvironmentFailure
+
+# How long an ended episode is remembered, so that a late step or cancel is told it ended (400) rather than that
+# the id is unknown (404): a week, past any client's retry. Memory mode keeps at most FINISHED_KEPT of them.
+FINISHED_TTL_S = 7 * 24 * 3600
+FINISHED_KEPT = 100_000
 
 
 @dataclass
@@ -68,13 +74,14 @@ class EpisodeStates(Protocol):
 class MemoryEpisodeStates:
     """One process's episodes (the embedded default: no Redis)."""
 
-    def __init__(self, finished_ttl_s: float) -> None:
+    def __init__(self, finished_ttl_s: float = FINISHED_TTL_S, finished_kept: int = FINISHED_KEPT) -> None:
         self._states: dict[str, tuple[str, float]] = {}
-        self._finished: dict[str, float] = {}
+        self._finished: OrderedDict[str, float] = OrderedDict()  # oldest first
         self._attempts: dict[str, int] = {}
         self._locks: dict[str, list] = {}  # episode id -> [its lock, holders and waiters]
         self._guard = threading.Lock()
         self._finished_ttl = finished_ttl_s
+        self._finished_kept = finished_kept
 
     def put(self, state: EpisodeState) -> None:
         """Save the state and mark the episode as just used."""
@@ -92,12 +99,14 @@ class MemoryEpisodeStates:
             if self._states.pop(episode_id, None) is None:
                 return False
             now = time.time()
-            self._finished = {k: v for k, v in self._finished.items() if now - v < self._finished_ttl}
             self._finished[episode_id] = now
+            while self._finished and (len(self._finished) > self._finished_kept
+                                      or now - next(iter(self._finished.values())) >= self._finished_ttl):
+                self._finished.popitem(last=False)
             return True
 
     def finished(self, episode_id: str) -> bool:
-        """True for an episode that ended recently (a late step gets 400, not 404)."""
+        """True for an episode that ended in the last FINISHED_TTL_S (a late step gets 400, not 404)."""
         ended = self._finished.get(episode_id)
         return ended is not None and time.time() - ended < self._finished_ttl
 
@@ -135,7 +144,7 @@ class MemoryEpisodeStates:
 class RedisEpisodeStates:
     """Episodes in Redis: shared by every replica and kept across restarts."""
 
-    def __init__(self, url: str, namespace: str, finished_ttl_s: float, lock_timeout_s: float) -> None:
+    def __init__(self, url: str, namespace: str, lock_timeout_s: float, finished_ttl_s: float = FINISHED_TTL_S) -> None:
         import redis
 
         self._redis = redis.Redis.from_url(url)
@@ -169,7 +178,7 @@ class RedisEpisodeStates:
         return True
 
     def finished(self, episode_id: str) -> bool:
-        """True for an episode that ended recently (a late step gets 400, not 404)."""
+        """True for an episode that ended in the last FINISHED_TTL_S (a late step gets 400, not 404)."""
         return bool(self._redis.exists(self._key("finished", episode_id)))
 
     def idle(self, seen_before: float) -> list[str]:

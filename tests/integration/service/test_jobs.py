@@ -111,7 +111,7 @@ class Service:
         self.store = tmp_path / "store"
         self.env = {"LORALOOP_BROKER_URL": redis_url.rsplit("/", 1)[0] + "/5",
                     "LORALOOP_STORE_URL": f"file://{self.store}", "LORALOOP_VISIBILITY_TIMEOUT_S": "6",
-                    "LORALOOP_API_TOKEN": "s3cret"}
+                    "LORALOOP_API_TOKEN": "s3cret", "LORALOOP_TASK_ROOTS": f"configs/tasks,{tmp_path}"}
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.procs = []
@@ -190,8 +190,8 @@ def test_api_rejects_bad_input_with_the_value(service):
     assert bad.status_code == 400 and "unknown experiment 'nope'" in bad.json()["detail"]
     bad = service.http("POST", "/api/jobs", json={"experiment": "teacher", "subset": "zzz"})
     assert bad.status_code == 400 and "subset 'zzz'" in bad.json()["detail"]
-    bad = service.http("POST", "/api/jobs", json={"experiment": "teacher", "task_registry": "configs/none"})
-    assert bad.status_code == 400 and "configs/none" in bad.json()["detail"]
+    bad = service.http("POST", "/api/jobs", json={"experiment": "teacher", "task_registry": "configs/tasks/none"})
+    assert bad.status_code == 400 and "configs/tasks/none does not exist" in bad.json()["detail"]
     typed = service.http("POST", "/api/jobs", json={"experiment": "teacher", "sample_size": "many"})
     assert typed.status_code == 422 and typed.json()["detail"][0]["loc"] == ["body", "sample_size"]
     assert service.http("GET", "/api/jobs/none").status_code == 404
@@ -218,6 +218,12 @@ def test_api_answers_hostile_input_with_a_4xx(service, tmp_path):
     binary.write_bytes(bytes(range(256)) * 4)
     bad = service.http("POST", "/api/jobs", json={"experiment": "teacher", "task_registry": str(binary)})
     assert bad.status_code == 400 and f"{binary}: not UTF-8 text" in bad.json()["detail"]
+    (tmp_path / "escape").symlink_to("/etc")
+    for outside in ("/etc", "configs/tasks/../../../../../../etc", str(tmp_path / "escape"), "/etc/passwd"):
+        refused = service.http("POST", "/api/jobs", json={"experiment": "teacher", "task_registry": outside})
+        detail = refused.json()["detail"]
+        assert refused.status_code == 400 and "must lie under one of this API's task roots" in detail, detail
+        assert "/etc" not in detail and "docker" not in detail and "root:" not in detail
     assert service.http("GET", "/api/jobs?limit=1e20").status_code == 422
     for header in ("Bearer t\u00f6k\u20ac".encode(), "Bearer t\xf6k".encode("latin-1")):
         denied = httpx.get(service.url + "/api/jobs", headers=[(b"Authorization", header)], timeout=30)
@@ -324,6 +330,43 @@ def test_a_killed_worker_loses_no_episode(service, tmp_path):
     assert all(parse_episode(p.name, p.read_bytes()).success for p in stored)
     leftovers = subprocess.run(["docker", "ps", "-aq", "--filter", owner], capture_output=True, text=True).stdout
     assert leftovers.strip() == ""
+
+
+def test_a_redis_restart_mid_job_loses_and_doubles_nothing(tmp_path):
+    """Redis (appendonly, as in compose.yaml) stopped and started again while episodes run: workers wait it out,
+    the job ends with every episode counted once and stored once."""
+    port = free_port()
+    server = ["redis-server", "--bind", "127.0.0.1", "--port", str(port), "--dir", str(tmp_path), "--save", "",
+              "--appendonly", "yes", "--appendfsync", "always"]
+    redis_proc = subprocess.Popen(server, stdout=subprocess.DEVNULL)
+    wait_port(port, 30)
+    service = Service(tmp_path, f"redis://127.0.0.1:{port}/0")
+    try:
+        service.add_worker(concurrency=3)
+        job = {"experiment": "teacher", "task_registry": slow_registry(tmp_path / "slow", n=6, seconds=3),
+               "run_id": "restart"}
+        assert service.http("POST", "/api/jobs", json=job).status_code == 201
+        deadline = time.monotonic() + 120
+        while not episodes(service.store, "teacher", "restart"):  # some stored, some running, some queued
+            assert time.monotonic() < deadline, "no episode was stored"
+            time.sleep(0.2)
+        redis_proc.terminate()
+        redis_proc.wait(timeout=30)
+        down = service.http("GET", "/api/jobs/restart")
+        assert down.status_code == 503 and "broker unreachable" in down.json()["detail"]
+        time.sleep(4)
+        redis_proc = subprocess.Popen(server, stdout=subprocess.DEVNULL)
+        wait_port(port, 30)
+        status = service.wait_done("restart", timeout=180)
+        assert (status["state"], status["done"], status["total"], status["solved"]) == ("done", 6, 6, 6), status
+        stored = episodes(service.store, "teacher", "restart")
+        assert len(stored) == 6 and all(parse_episode(p.name, p.read_bytes()).success for p in stored)
+        time.sleep(8)  # past the visibility timeout (6 s): a redelivered episode would show here
+        again = service.http("GET", "/api/jobs/restart").json()
+        assert (again["done"], again["solved"]) == (6, 6) and len(episodes(service.store, "teacher", "restart")) == 6
+    finally:
+        service.close()
+        redis_proc.kill()
 
 
 @pytest.mark.parametrize("where", ["embedded", "broker", "api"])

@@ -210,6 +210,42 @@ def test_idle_episodes_expire_and_are_stored(tmp_path):
         assert left.strip() == ""
         stored = list((tmp_path / "trajectories" / "os-idle" / "idle").glob("*.jsonl"))
         assert json.loads(stored[0].read_text().splitlines()[-1])["status"] == "expired"
+        time.sleep(2.5)  # past the idle timeout again: the ended marker used to expire with it (then 404)
+        late = call(base, "POST", "/api/episode/step", {"episode_id": episode, "action": {"content": "x"}})
+        assert late.status_code == 400 and "has already ended" in late.json()["detail"]
+        cancel = call(base, "POST", "/api/episode/cancel", {"episode_id": episode})
+        assert cancel.status_code == 400 and "has already ended" in cancel.json()["detail"]
+    finally:
+        stop(proc)
+
+
+def test_slow_steps_past_the_cap_get_429_and_health_stays_quick(tmp_path):
+    """45 slow steps at once on one episode held every worker thread, so /api/health waited its turn (13 s for 40
+    in the issue). Past LORALOOP_API_MAX_IN_FLIGHT a step is refused with 429 at once, health needs no thread."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "loraloop.cli", "serve", "task-server", "--task", "os-cap",
+                             "--port", str(port)], stderr=subprocess.DEVNULL,
+                            env={**os.environ, "LORALOOP_STORE_URL": f"file://{tmp_path}",
+                                 "LORALOOP_API_MAX_IN_FLIGHT": "3"})
+    try:
+        wait_port(port, 60)
+        base = f"http://127.0.0.1:{port}"
+        episode = call(base, "POST", "/api/episode/start", {"sample_id": "test-files-00000"}).json()["episode_id"]
+        slow = {"episode_id": episode, "action": {"content": bash("sleep 1.5; echo slept")}}
+        with ThreadPoolExecutor(48) as pool:
+            steps = [pool.submit(call, base, "POST", "/api/episode/step", slow) for _ in range(45)]
+            time.sleep(1.0)
+            health = []
+            for _ in range(5):
+                began = time.monotonic()
+                assert call(base, "GET", "/api/health").status_code == 200
+                health.append(time.monotonic() - began)
+            codes = sorted(step.result().status_code for step in steps)
+        assert codes == [200] * 3 + [429] * 42, codes
+        assert max(health) < 1.0, health
+        assert call(base, "POST", "/api/episode/cancel", {"episode_id": episode}).status_code == 200
     finally:
         stop(proc)
 
@@ -230,7 +266,7 @@ def test_web_tasks_are_served_too_and_stay_on_the_replica_that_started_them(site
     task = registry.get("loraloop.shop-6")
     settings = settings_for(sites_url=sites_url, broker_url=redis_url)
     apps = [create_app(registry, "web-test", settings, run_id="r1",
-                       states=open_states(settings, "web-test", 300.0)) for _ in range(2)]
+                       states=open_states(settings, "web-test")) for _ in range(2)]
     with TestClient(apps[0]) as first, TestClient(apps[1]) as second:
         info = first.get("/api/task/info").json()
         assert info["env_kinds"] == ["web"] and info["max_episode_length"] == 15

@@ -18,12 +18,14 @@ router = APIRouter(prefix="/api/jobs", tags=["jobs"], dependencies=[Depends(auth
 
 
 @router.post("", status_code=201, response_model=JobStatus,
-             responses={400: {"model": ErrorMessage, "description": "unknown experiment, registry or subset"},
+             responses={400: {"model": ErrorMessage, "description": "unknown experiment, registry or subset, or a "
+                                                                    "registry outside LORALOOP_TASK_ROOTS"},
                         409: {"model": ErrorMessage, "description": "this run id is still running"},
                         413: {"model": ErrorMessage, "description": "the body is over LORALOOP_API_MAX_BODY_BYTES"}})
 def submit_job(request: JobRequest, settings: SettingsDep, book: BookDep, queue: QueueDep) -> JobStatus:
     """Plan a rollout and queue its episodes; a run id that has ended resumes (stored ones skipped), one still
-    running is refused (409)."""
+    running is refused (409). The registry must lie under LORALOOP_TASK_ROOTS."""
+    jobs.check_task_root(request.task_registry, settings)
     return jobs.submit(request, settings, book, queue)
 
 
