@@ -132,6 +132,7 @@ jobs: ## list rollout jobs (LORALOOP_API_URL or LORALOOP_BROKER_URL)
 bench: ## run the benchmarks (bench/*.py), each against its baseline measured in the same run
 	$(VENV)/bin/python bench/shell_env.py
 	$(VENV)/bin/python bench/rollout.py
+	$(VENV)/bin/python bench/load.py
 	$(VENV)/bin/python bench/export.py
 	$(VENV)/bin/python bench/web_env.py
 	$(VENV)/bin/python bench/rl.py

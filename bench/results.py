@@ -1,10 +1,12 @@
-"""What every bench shares: the `--out [PATH]` flag, printing and saving its Markdown, nearest-rank
-percentiles, one call timed, a free loopback port.
+"""What every bench shares: the `--out [PATH]` flag, printing and saving its Markdown, the machine line under
+its title, nearest-rank percentiles, one call timed, a free loopback port.
 
 The benches run as scripts (`python bench/NAME.py`), so they import this module as `results`."""
 from __future__ import annotations
 
 import argparse
+import os
+import platform
 import socket
 import time
 from pathlib import Path
@@ -27,6 +29,12 @@ def report(markdown: str, out: Path | None) -> None:
     if out is not None:
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(markdown.rstrip("\n") + "\n")
+
+
+def machine() -> str:
+    """CPUs, platform, Python and the time now (UTC): where and when the figures below it were taken."""
+    return (f"{os.cpu_count()} CPUs, {platform.platform()}, Python {platform.python_version()}, "
+            f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}")
 
 
 def percentile(values: list[float], q: float) -> float:

@@ -18,14 +18,9 @@ same CPUs or Docker engine slow some rows more than others.
 from __future__ import annotations
 
 import argparse
-import math
 import os
-import platform
-import shutil
-import socket
 import subprocess
 import sys
-import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,18 +29,16 @@ from loraloop.envs.shell.teacher import ScriptedTeacher
 from loraloop.agents.prompts import build_messages
 from loraloop.envs.shell.env import ShellEnv
 from loraloop.errors import LoraloopError
-from loraloop.rollout.experiments import get_experiment
-from loraloop.rollout.sampler import EpisodeSpec, plan_rollout
+from loraloop.rollout.sampler import EpisodeSpec
 from loraloop.settings import Settings
 from loraloop.store import FileStore
 from loraloop.store.trajectories import iter_episodes
 from loraloop.tasks.registry import Registry, load_registry
 from loraloop.tasks.shell.format import ShellTask
-from results import add_out, free_port, report
+from results import add_out, machine, report
+from service import EXPERIMENT, LORALOOP, REGISTRY, SUBSET, job, private_service, start_workers, stop
 
 ROOT = Path(__file__).resolve().parents[1]
-LORALOOP = [sys.executable, "-m", "loraloop.cli"]
-REGISTRY, SUBSET, EXPERIMENT, SEED, TASK_SEED = "configs/tasks/os", "train", "teacher", 42, 123
 SERVICE_CONFIGS = [(1, 1), (2, 1), (2, 2)]  # (worker processes, threads per worker)
 
 Outcomes = dict[tuple[str, int], bool]  # (task_id, attempt) -> solved
@@ -74,21 +67,6 @@ class Row:
         return 60.0 * self.episodes / self.wall_s
 
 
-def job(registry: Registry, episodes: int) -> tuple[list[EpisodeSpec], list[str]]:
-    """The fixed job as planned specs plus the `loraloop rollout` flags that plan the same episodes.
-
-    N episodes = min(N, train tasks) tasks x enough attempts each (rounded up to whole attempts).
-    """
-    sample = min(episodes, len(registry.select(SUBSET)))
-    attempts = math.ceil(episodes / sample)
-    specs = plan_rollout(registry, REGISTRY, get_experiment(Settings().experiments_path, EXPERIMENT), run_id="direct",
-                         subset=SUBSET, sample_size=sample, rollouts_per_task=attempts, seed=SEED,
-                         task_seed=TASK_SEED, temperature=None)
-    flags = ["--experiment", EXPERIMENT, "--task_registry", REGISTRY, "--subset", SUBSET, "--sample_size",
-             str(sample), "--rollouts_per_task", str(attempts), "--seed", str(SEED), "--task_seed", str(TASK_SEED)]
-    return specs, flags
-
-
 def play_direct(task: ShellTask, max_steps: int, settings: Settings) -> bool:
     """Play one episode with the env and the teacher only (no Celery, no store); True when solved."""
     policy = ScriptedTeacher(task)
@@ -111,53 +89,6 @@ def run_direct(registry: Registry, specs: list[EpisodeSpec]) -> tuple[Row, Outco
     outcomes = {(s.task_id, s.attempt): play_direct(registry.get(s.task_id), s.max_steps, settings) for s in specs}
     wall = time.perf_counter() - started
     return Row("direct (ShellEnv, no Celery, no store)", 1, 1, len(specs), None, sum(outcomes.values()), wall), outcomes
-
-
-def start_redis(port: int) -> subprocess.Popen:
-    """A throwaway redis-server on 127.0.0.1 (no persistence); returns once it accepts connections."""
-    server = shutil.which("redis-server")
-    if server is None:
-        raise LoraloopError("redis-server not found: install it (e.g. 'apt-get install -y redis-server')")
-    proc = subprocess.Popen([server, "--bind", "127.0.0.1", "--port", str(port), "--save", "", "--appendonly", "no"],
-                            stdout=subprocess.DEVNULL)
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        with socket.socket() as sock:
-            if sock.connect_ex(("127.0.0.1", port)) == 0:
-                return proc
-        time.sleep(0.1)
-    proc.terminate()
-    raise LoraloopError(f"redis-server did not listen on 127.0.0.1:{port} within 30 s")
-
-
-def start_workers(processes: int, threads: int, env: dict[str, str], logs: Path,
-                  workers: list[subprocess.Popen]) -> None:
-    """Start `loraloop worker` processes into `workers` (so the caller can stop even a partial start)
-    and wait until each logs that it is ready; the wait is not part of the measured time."""
-    for i in range(processes):
-        log = logs / f"worker-{processes}x{threads}-{i}.log"
-        with open(log, "wb") as handle:
-            workers.append(subprocess.Popen(LORALOOP + ["worker", "--concurrency", str(threads), "--loglevel", "info"],
-                                            env=env, stdout=handle, stderr=subprocess.STDOUT))
-        deadline = time.monotonic() + 60
-        while " ready." not in log.read_text(errors="replace"):
-            if workers[-1].poll() is not None or time.monotonic() > deadline:
-                tail = log.read_text(errors="replace")[-1500:]
-                raise LoraloopError(f"worker {i} of {processes}x{threads} did not start (log {log}):\n{tail}")
-            time.sleep(0.2)
-
-
-def stop(procs: list[subprocess.Popen]) -> None:
-    """Terminate the processes this script started, killing any that ignore it for 30 s."""
-    for proc in procs:
-        if proc.poll() is None:
-            proc.terminate()
-    for proc in procs:
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
 
 
 def stored_outcomes(store: Path, run_id: str) -> tuple[int, Outcomes, list[str]]:
@@ -204,8 +135,7 @@ def markdown(rows: list[Row], episodes: int) -> str:
     direct, one = rows[0], rows[1]
     lines = [f"## Rollout benchmark: `{EXPERIMENT}`, {SUBSET} split of {REGISTRY}, {episodes} episodes",
              "",
-             f"{os.cpu_count()} CPUs, {platform.platform()}, Python {platform.python_version()}, "
-             f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}.",
+             f"{machine()}.",
              "",
              "| configuration | processes x threads | stored | solved | wall s | s / episode | episodes / min |",
              "|---|---|---|---|---|---|---|"]
@@ -238,22 +168,10 @@ def main(argv: list[str] | None = None) -> int:
     print(f"direct: {len(specs)} episodes ...", file=sys.stderr)
     direct, expected = run_direct(registry, specs)
     rows, problems = [direct], []
-    tmp = Path(tempfile.mkdtemp(prefix="loraloop-bench-"))
-    redis = None
-    try:
-        port = free_port()
-        redis = start_redis(port)
-        store = tmp / "store"
-        # No API URL: `loraloop rollout` must submit straight to this broker.
-        env = {**os.environ, "LORALOOP_BROKER_URL": f"redis://127.0.0.1:{port}/0",
-               "LORALOOP_STORE_URL": f"file://{store}", "LORALOOP_API_URL": ""}
+    with private_service() as (env, store):
         for processes, threads in SERVICE_CONFIGS:
             print(f"service: {processes} worker(s) x {threads} thread(s) ...", file=sys.stderr)
             rows.append(run_service(processes, threads, flags, env, store, expected, problems))
-    finally:
-        if redis is not None:
-            stop([redis])
-        shutil.rmtree(tmp, ignore_errors=True)
     report(markdown(rows, len(specs)), out)
     for problem in problems:
         print(f"FAILED: {problem}", file=sys.stderr)

@@ -27,11 +27,8 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import platform
 import statistics
 import sys
-import time
 import uuid
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -55,7 +52,7 @@ from loraloop.envs.web.evaluate import grade
 from loraloop.settings import Settings
 from loraloop.tasks.web.format import WebTask
 from loraloop.tasks.registry import load_registry
-from results import add_out, percentile, report, timed
+from results import add_out, machine, percentile, report, timed
 
 ROOT = Path(__file__).resolve().parents[1]
 REGISTRY = ROOT / "configs" / "tasks" / "web"
@@ -247,8 +244,7 @@ def markdown(episodes: dict[str, list[Episode]], mismatched: list[str], slow_mo:
     steps = {side: [s for e in eps for s in e.steps_s] for side, eps in episodes.items()}
     lines = [f"## Web environment benchmark: {len(episodes[OURS])} scripted episodes of {REGISTRY.relative_to(ROOT)}",
              "",
-             f"{os.cpu_count()} CPUs, {platform.platform()}, Python {platform.python_version()}, "
-             f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; BrowserGym task slow_mo {slow_mo} ms.",
+             f"{machine()}; BrowserGym task slow_mo {slow_mo} ms.",
              "",
              "| side | resets | reset p50 ms | reset p95 ms | steps | step p50 ms | step p95 ms | solved |",
              "|---|---:|---:|---:|---:|---:|---:|---:|"]
