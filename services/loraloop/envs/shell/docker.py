@@ -112,21 +112,23 @@ def _alive(pid: int) -> bool:
 
 
 def reap(owner: str | None = None) -> int:
-    """Remove environment containers whose owner process on this host is gone (or those of `owner`).
+    """Remove environment containers whose owner process on this host is gone (or those of `owner`), and this
+    host's containers that stopped (an environment container runs until removed: one that stopped was killed,
+    or its engine restarted, and serves nobody).
 
-    Containers of live processes, and of other hosts sharing the engine, are left alone.
+    Running containers of live processes, and containers of other hosts sharing the engine, are left alone.
     """
     proc = _docker("ps", "-a", "--filter", f"label={LABEL}", "--format",
-                   f'{{{{.ID}}}} {{{{.Label "{OWNER_LABEL}"}}}}')
+                   f'{{{{.ID}}}} {{{{.State}}}} {{{{.Label "{OWNER_LABEL}"}}}}')
     host = socket.gethostname()
     doomed = []
     for line in proc.stdout.splitlines():
-        cid, _, who = line.partition(" ")
+        cid, state, who = (line.split(" ", 2) + ["", ""])[:3]
         who_host, _, pid = who.rpartition(":")
         if owner is not None:
             if who == owner:
                 doomed.append(cid)
-        elif who_host == host and pid.isdigit() and not _alive(int(pid)):
+        elif who_host == host and (state in ("exited", "dead") or pid.isdigit() and not _alive(int(pid))):
             doomed.append(cid)
     if doomed:
         _docker("rm", "-f", *doomed, timeout=120)

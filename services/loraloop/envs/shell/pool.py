@@ -39,10 +39,19 @@ class ContainerPool:
             raise
 
     def acquire(self, image: str, limits: docker.Limits, labels: dict[str, str]) -> tuple[str, ShellSession]:
-        """A fresh container and its open shell: from the pool when one is ready, else started now."""
+        """A fresh container and its open shell: from the pool when one is ready, else started now.
+
+        A spare whose shell has died (the engine restarted, the container was killed) is removed, not handed
+        out: after an engine restart the pool is rebuilt by the next episodes instead of failing them.
+        """
         key = (image, limits)
-        with self._lock:
-            entry = self._ready[key].pop() if self._ready[key] else None
+        while True:
+            with self._lock:
+                entry = self._ready[key].pop() if self._ready[key] else None
+            if entry is None or entry[1].alive:
+                break
+            log.warning("spare container lost its shell; removed", fields={"container": entry[0][:12]})
+            self._discard(entry)
         if self.size > 0:
             self._refill(key)
         return entry if entry is not None else self._start(image, limits, labels)
