@@ -127,7 +127,7 @@ class EpisodeSession:
         """Record episode_end and write the episode; False when a copy was stored first (this one is dropped).
 
         `status` overrides the outcome for an episode that did not end by itself (cancelled,
-        expired, env_error, model_error, crash, skipped); `error` says what failed, `reason` why a
+        expired, interrupted, env_error, model_error, model_timeout, crash, skipped); `error` says what failed, `reason` why a
         skipped episode was not played.
         """
         if status is not None:

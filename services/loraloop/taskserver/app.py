@@ -7,7 +7,8 @@ to (the shell: its container, with the shell's state saved after each command) l
 any replica, or a restarted one; a kind whose environment lives in one process (the web: a browser
 context) is served by the replica that started the episode, and a call reaching another replica
 is a 409 that says so. Every episode served is written to the trajectory store when it ends:
-completed, cancelled, expired or failed at start. Errors follow FastAPI's {"detail": …} convention.
+completed, cancelled, expired, failed at start, or interrupted (open when this process stopped, in
+memory mode or a browser episode). Errors follow FastAPI's {"detail": …} convention.
 """
 from __future__ import annotations
 
@@ -194,7 +195,7 @@ def create_app(registry: Registry, task_name: str, settings: Settings, idle_time
                                           "success": session.outcome["success"]})
 
     def stop(episode_id: str, status: str) -> bool:
-        """End an open episode as `status` (cancelled, expired); False when it is unknown or already over.
+        """End an open episode as `status` (cancelled, expired, interrupted); False when it is unknown or already over.
 
         An episode bound to another replica's process is left to that replica (409 for a cancel).
         """
@@ -231,9 +232,22 @@ def create_app(registry: Registry, task_name: str, settings: Settings, idle_time
         thread.start()
         yield
         done.set()
-        for episode_id in list(local):
+        interrupt()
+        for episode_id in list(local):  # those left are shareable: they stay for a replica, or this one restarted
+            drop_local(episode_id, close=False)
+
+    def interrupt() -> None:
+        """At shutdown, end and store every open episode no other process can go on with: all of them in memory
+        mode, and this replica's own browser episodes in Redis mode (shell episodes stay for a replica)."""
+        shared = not isinstance(states, MemoryEpisodeStates)
+        for episode_id in states.idle(time.time() + 1):
             state = states.get(episode_id)
-            drop_local(episode_id, close=state is None or state.handle is None)  # shareable ones stay for a replica
+            if state is None or (shared and (state.handle is not None or state.owner != replica)):
+                continue
+            try:
+                stop(episode_id, "interrupted")
+            except Exception as exc:  # one episode's failure must not keep the others from being stored
+                log.warning("episode not stored at shutdown", fields={"episode": episode_id, "error": exc})
 
     app = FastAPI(title=f"loraloop task server: {task_name}", lifespan=lifespan)
     http_guards.install(app, settings.api_max_body_bytes)

@@ -219,6 +219,29 @@ def test_idle_episodes_expire_and_are_stored(tmp_path):
         stop(proc)
 
 
+def test_a_stopped_memory_mode_server_stores_its_open_episodes(tmp_path):
+    """Without Redis no other process can go on with an episode: stopping the server ends and stores each open
+    one as `interrupted` and removes its container (it used to leave both behind)."""
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "loraloop.cli", "serve", "task-server", "--task", "os-stop",
+                             "--port", str(port), "--run_id", "stop"], stderr=subprocess.DEVNULL,
+                            env={**os.environ, "LORALOOP_STORE_URL": f"file://{tmp_path}"})
+    try:
+        wait_port(port, 60)
+        base = f"http://127.0.0.1:{port}"
+        episode = call(base, "POST", "/api/episode/start", {"sample_id": "test-files-00000"}).json()["episode_id"]
+        step = call(base, "POST", "/api/episode/step", {"episode_id": episode, "action": {"content": bash("ls /")}})
+        assert step.json()["done"] is False
+    finally:
+        stop(proc)
+    stored = list((tmp_path / "trajectories" / "os-stop" / "stop").glob("*.jsonl"))
+    lines = [json.loads(line) for line in stored[0].read_text().splitlines()]
+    assert [r["type"] for r in lines] == ["episode_start", "step", "episode_end"] and lines[-1]["status"] == "interrupted"
+    left = subprocess.run(["docker", "ps", "-aq", "--filter", f"label=loraloop.episode={episode}"],
+                          capture_output=True, text=True).stdout
+    assert left.strip() == ""
+
+
 def test_slow_steps_past_the_cap_get_429_and_health_stays_quick(tmp_path):
     """45 slow steps at once on one episode held every worker thread, so /api/health waited its turn (13 s for 40
     in the issue). Past LORALOOP_API_MAX_IN_FLIGHT a step is refused with 429 at once, health needs no thread."""
