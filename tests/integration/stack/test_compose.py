@@ -16,13 +16,16 @@ from loraloop.store import open_store
 from tests.helpers import image_tag, smollm_adapter
 
 FILES = [["compose.yaml"], ["compose.yaml", "compose.cpu.yaml"],
-         ["compose.yaml", "compose.cpu.yaml", "compose.ci.yaml"], ["compose.train.yaml"]]
+         ["compose.yaml", "compose.cpu.yaml", "compose.ci.yaml"], ["compose.train.yaml"],
+         ["compose.yaml", "compose.host-engine.yaml"]]
 PROFILES = ["", "lora", "monitor", "*"]
 ENV_FILE = Path(tempfile.mkdtemp(prefix="loraloop-env-")) / "test.env"  # `make env`'s output: .env.example + a password
 subprocess.run(["bash", "scripts/env.sh", "new", str(ENV_FILE)], check=True, capture_output=True)
 CI = {"PROJECT": "loraloop-citest", "COMPOSE_FILES": "-f compose.yaml -f compose.cpu.yaml -f compose.ci.yaml",
       "ENV_FILE": str(ENV_FILE)}
 CI_PORTS = {"vllm": 28000, "s3": 28333}  # compose.ci.yaml's defaults
+HOST_SOCKET = "/var/run/docker.sock"
+ENVD_SOCKET = "unix:///run/envd/docker.sock"
 
 
 def compose(files, *args, env_file=str(ENV_FILE)):
@@ -95,6 +98,52 @@ def test_adapter_sync_serves_the_stores_adapters_to_vllm(files):
     theirs = {v["target"]: v["source"] for v in vllm["volumes"]}
     assert ours[env["LORALOOP_ADAPTERS_DIR"]] == theirs["/adapters"]
     assert "/tmp/adapter-sync.ok" in sync["healthcheck"]["test"][-1]
+
+
+def socket_mounts(services: dict) -> list[str]:
+    """The services that mount the host's Docker socket."""
+    return sorted(name for name, svc in services.items()
+                  if any(v.get("source") == HOST_SOCKET for v in svc.get("volumes", [])))
+
+
+@pytest.mark.parametrize("files", FILES[:3], ids=["+".join(f) for f in FILES[:3]])
+def test_no_service_mounts_the_host_socket_environment_containers_run_in_envd(files):
+    """The workers and the task server reach envd through its socket volume once it is healthy; envd is
+    not privileged and publishes nothing. WORKER_DOCKER_HOST still points them at another engine."""
+    services = config(files)
+    assert socket_mounts(services) == []
+    envd = services["envd"]
+    assert not envd.get("privileged") and not envd.get("ports") and "/dev/loop-control" in str(envd["devices"])
+    assert {v["source"]: v["target"] for v in envd["volumes"] if v["type"] == "volume"}["envd-socket"] == "/run/envd"
+    for name in ("rollout-worker", "task-server"):
+        svc = services[name]
+        assert svc["environment"]["DOCKER_HOST"] == ENVD_SOCKET, name
+        assert [(v["source"], v["target"]) for v in svc["volumes"]] == [("envd-socket", "/run/envd")], name
+        assert svc["depends_on"]["envd"]["condition"] == "service_healthy", name
+
+
+def test_worker_docker_host_and_the_host_engine_override(tmp_path):
+    """WORKER_DOCKER_HOST moves the workers and the task server to another engine; compose.host-engine.yaml
+    gives them the host's socket (the old way, opt-in) and leaves envd out."""
+    env_file = tmp_path / "remote.env"
+    env_file.write_text(ENV_FILE.read_text() + "WORKER_DOCKER_HOST=tcp://127.0.0.1:2376\n")
+    proc = compose(["compose.yaml"], "config", "--format", "json", env_file=str(env_file))
+    assert proc.returncode == 0, proc.stderr
+    remote = json.loads(proc.stdout)["services"]
+    assert {remote[n]["environment"]["DOCKER_HOST"] for n in ("rollout-worker", "task-server")} == {
+        "tcp://127.0.0.1:2376"}
+    host = json.loads(compose(["compose.yaml", "compose.host-engine.yaml"], "config", "--format", "json").stdout)
+    assert "envd" not in host["services"] and socket_mounts(host["services"]) == ["rollout-worker", "task-server"]
+    assert all("envd" not in host["services"][n]["depends_on"] for n in ("rollout-worker", "task-server"))
+
+
+def test_make_up_refuses_an_env_file_that_points_workers_at_the_host_socket(tmp_path):
+    """An .env from before envd names the host's socket, which no service mounts now: `make up` says so."""
+    env_file = tmp_path / "old.env"
+    env_file.write_text(ENV_FILE.read_text() + f"WORKER_DOCKER_HOST=unix://{HOST_SOCKET}\n")
+    proc = subprocess.run(["make", "up", f"ENV_FILE={env_file}", "PROJECT=loraloop-refused"], capture_output=True,
+                          text=True, timeout=60)
+    assert proc.returncode != 0 and "compose.host-engine.yaml" in proc.stderr and "docker compose" not in proc.stdout
 
 
 def gpu_services(services: dict) -> list[str]:
