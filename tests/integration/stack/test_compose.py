@@ -1,4 +1,5 @@
 """The Compose stack: every file and profile validates, and the CI-sized stack runs for real."""
+import contextlib
 import json
 import os
 import shutil
@@ -231,6 +232,55 @@ def leftovers():
     return found
 
 
+def stack(*args) -> subprocess.CompletedProcess:
+    """`docker compose ARGS` on the running CI stack (its files, env file and project)."""
+    return compose(CI["COMPOSE_FILES"].split()[1::2], "-p", CI["PROJECT"], *args)
+
+
+def host_containers() -> set[str]:
+    """The ids of every container on the host's engine."""
+    return set(subprocess.run(["docker", "ps", "-aq", "--no-trunc"], capture_output=True, text=True,
+                              check=True).stdout.split())
+
+
+def only_envd_is_reachable() -> None:
+    """In the running stack the workers and the task server have no host socket and DOCKER_HOST is envd's:
+    `docker ps` there lists none of the host's containers (the stack's redis among them), and a container
+    started from a worker exists in envd, not on the host."""
+    host, redis = host_containers(), stack("ps", "-q", "redis").stdout.strip()
+    assert redis in host
+    for service in ("rollout-worker", "task-server"):
+        seen = stack("exec", "-T", service, "sh", "-c",
+                     f'test ! -e {HOST_SOCKET} && echo "$DOCKER_HOST" && docker ps -aq --no-trunc')
+        assert seen.returncode == 0, f"{service}: {HOST_SOCKET} is there, or no engine: {seen.stdout}{seen.stderr}"
+        docker_host, *ids = seen.stdout.split()
+        assert docker_host == ENVD_SOCKET and not host & set(ids), (service, docker_host, host & set(ids))
+    started = stack("exec", "-T", "rollout-worker", "docker", "run", "-d", "--network", "none",
+                    "loraloop/os-env:latest", "sleep", "60")
+    assert started.returncode == 0, started.stderr
+    container = started.stdout.strip()
+    assert container not in host_containers()
+    assert stack("exec", "-T", "envd", "docker", "rm", "-f", container).returncode == 0
+
+
+@contextlib.contextmanager
+def environment_containers_created():
+    """While the block runs, the ids of the CI project's environment containers created in envd and on the
+    host's engine, as two lists filled when it ends (`docker events`, streamed, so none is missed)."""
+    events = ["docker", "events", "--filter", "type=container", "--filter", "event=create", "--filter",
+              f"label=loraloop.project={CI['PROJECT']}", "--format", "{{.Actor.ID}}"]
+    compose_cmd = ["docker", "compose", "--env-file", str(ENV_FILE), *CI["COMPOSE_FILES"].split(), "-p",
+                   CI["PROJECT"], "exec", "-T", "envd"]
+    streams = [subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True) for cmd in (compose_cmd + events, events)]
+    found: tuple[list[str], list[str]] = ([], [])
+    try:
+        yield found
+    finally:
+        for stream, ids in zip(streams, found):
+            stream.terminate()
+            ids.extend(stream.communicate(timeout=30)[0].split())
+
+
 def built_images():
     """`image: size in MB` of every image the CI stack builds."""
     services = config(CI["COMPOSE_FILES"].split()[1::2])
@@ -281,40 +331,46 @@ def stack_syncs_a_published_adapter(tmp_path) -> float:
 @pytest.mark.timeout(1800)  # cold image builds (vLLM CPU, Chromium) take most of it
 @pytest.mark.usefixtures("docker_ready")
 def test_ci_stack_rolls_out_into_the_store_and_goes_away_cleanly(capsys, tmp_path):
-    """Build from local bases, start vLLM (CPU) + redis + S3 + sites + rollout-api + 2 workers +
+    """Build from local bases, start vLLM (CPU) + redis + S3 + sites + envd + rollout-api + 2 workers +
     task-server, `make rollout` with the shell teacher, the web teacher (Chromium in the workers,
     the task sites as a service) and SmolLM2 through the stack, an adapter published to the store that
-    adapter-sync makes vLLM serve (and serve again after vLLM lost it), then `make down`."""
+    adapter-sync makes vLLM serve (and serve again after vLLM lost it), then `make down`. The workers and
+    the task server reach envd only: every shell episode's container is created there, none on the host."""
     started = time.monotonic()
     try:
         make("up", WORKERS=2, timeout=1500)
         up_s = time.monotonic() - started
+        only_envd_is_reachable()
         api = "http://127.0.0.1:28081"
-        proc = make("rollout", EXPERIMENT="teacher", SUBSET="test", SAMPLE_SIZE=6, ROLLOUTS_PER_TASK=2,
-                    LORALOOP_API_URL=api)
-        summary = " ".join(proc.stderr.split())
-        assert "12/12 solved" in summary and "s3://loraloop/trajectories/teacher/" in summary
-        run_id = summary.split("teacher run ")[1].split()[0]
-        store = open_store("s3://loraloop", Settings(s3_endpoint_url=f"http://127.0.0.1:{CI_PORTS['s3']}",
-                                                     s3_access_key="x", s3_secret_key="x"))
-        keys = list(store.list(f"trajectories/teacher/{run_id}/"))
-        assert len(keys) == 12
-        workers = {json.loads(store.get_bytes(k).splitlines()[0])["run_id"] for k in keys}
-        assert workers == {run_id}
-        jobs = httpx.get(f"{api}/api/jobs/{run_id}", timeout=30).json()
-        assert jobs["done"] == 12 and jobs["state"] == "done"
-        tasks = "http://127.0.0.1:25000/api"
-        episode = httpx.post(f"{tasks}/episode/start", json={"sample_id": "test-files-00000"}, timeout=120).json()
-        assert episode["observation"]["type"] == "messages"
-        assert httpx.post(f"{tasks}/episode/cancel", json={"episode_id": episode["episode_id"]},
-                          timeout=60).json()["status"] == "cancelled"
-        assert len(list(store.list("trajectories/os-ci/"))) == 1
-        model = make("rollout", EXPERIMENT="smollm_zero", SUBSET="test", SAMPLE_SIZE=2, LORALOOP_API_URL=api)
-        model_run = " ".join(model.stderr.split()).split("smollm_zero run ")[1].split()[0]
-        steps = [json.loads(line) for key in store.list(f"trajectories/smollm_zero/{model_run}/")
-                 for line in store.get_bytes(key).splitlines()]
-        assert len({s["task_id"] for s in steps if s["type"] == "episode_start"}) == 2
-        assert {s["model"] for s in steps if s["type"] == "step"} == {"SmolLM2-135M-Instruct"}  # vLLM in the stack
+        with environment_containers_created() as (in_envd, on_host):
+            proc = make("rollout", EXPERIMENT="teacher", SUBSET="test", SAMPLE_SIZE=6, ROLLOUTS_PER_TASK=2,
+                        LORALOOP_API_URL=api)
+            summary = " ".join(proc.stderr.split())
+            assert "12/12 solved" in summary and "s3://loraloop/trajectories/teacher/" in summary
+            run_id = summary.split("teacher run ")[1].split()[0]
+            store = open_store("s3://loraloop", Settings(s3_endpoint_url=f"http://127.0.0.1:{CI_PORTS['s3']}",
+                                                         s3_access_key="x", s3_secret_key="x"))
+            keys = list(store.list(f"trajectories/teacher/{run_id}/"))
+            assert len(keys) == 12
+            workers = {json.loads(store.get_bytes(k).splitlines()[0])["run_id"] for k in keys}
+            assert workers == {run_id}
+            jobs = httpx.get(f"{api}/api/jobs/{run_id}", timeout=30).json()
+            assert jobs["done"] == 12 and jobs["state"] == "done"
+            tasks = "http://127.0.0.1:25000/api"
+            episode = httpx.post(f"{tasks}/episode/start", json={"sample_id": "test-files-00000"}, timeout=120).json()
+            assert episode["observation"]["type"] == "messages"
+            assert httpx.post(f"{tasks}/episode/cancel", json={"episode_id": episode["episode_id"]},
+                              timeout=60).json()["status"] == "cancelled"
+            assert len(list(store.list("trajectories/os-ci/"))) == 1
+            model = make("rollout", EXPERIMENT="smollm_zero", SUBSET="test", SAMPLE_SIZE=2, LORALOOP_API_URL=api)
+            model_run = " ".join(model.stderr.split()).split("smollm_zero run ")[1].split()[0]
+            steps = [json.loads(line) for key in store.list(f"trajectories/smollm_zero/{model_run}/")
+                     for line in store.get_bytes(key).splitlines()]
+            assert len({s["task_id"] for s in steps if s["type"] == "episode_start"}) == 2
+            assert {s["model"] for s in steps if s["type"] == "step"} == {"SmolLM2-135M-Instruct"}  # vLLM in the stack
+        assert len(in_envd) >= 12 + 1 + 2 and on_host == [], (in_envd, on_host)  # each episode starts one at least
+        root = stack("exec", "-T", "envd", "sh", "-c", "docker info -f '{{.Driver}}' && stat -f -c %T /var/lib/docker")
+        assert root.stdout.split() == ["overlay2", "ext2/ext3"], root.stdout + root.stderr  # ENVD_FS=ext4, bounded
         web = make("rollout", EXPERIMENT="web_teacher", TASK_REGISTRY="configs/tasks/web", SUBSET="test",
                    SAMPLE_SIZE=4, LORALOOP_API_URL=api)
         web_summary = " ".join(web.stderr.split())
