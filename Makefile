@@ -52,7 +52,7 @@ PORT ?=
 STAGE ?=
 opt = $(if $(2),$(1) $(2),)
 
-.PHONY: help env envd setup lock docker images model vllm-up vllm-down demo loop rl test test-unit test-integration rollout worker rollout-api task-server serve-api jobs \
+.PHONY: help env envd envd-images setup lock docker images model vllm-up vllm-down demo loop rl test test-unit test-integration rollout worker rollout-api task-server serve-api jobs \
         bench clean up up-lora down logs ps export train publish eval tunnel cpu-wheels sites
 
 help: ## list the targets
@@ -69,6 +69,9 @@ docker: ## make sure a Docker engine answers (starts a private dockerd if needed
 
 envd: images ## an engine for environment containers with a real disk quota each (btrfs); prints its DOCKER_HOST
 	bash scripts/envd.sh start
+
+envd-images: ## the shell images for the stack's envd service: volumes/envd-images (written again when an id changed)
+	bash scripts/envd.sh export volumes/envd-images
 
 images: docker ## build the local base image and the shell environment images (no pull)
 	bash images/base/build.sh
@@ -146,6 +149,7 @@ env: ## write .env from .env.example with a random MinIO password (an existing .
 up: ## build and start the stack, WORKERS rollout workers (COMPOSE_FILES="-f compose.yaml -f compose.cpu.yaml")
 	@bash scripts/env.sh check $(ENV_FILE)
 	$(if $(findstring compose.cpu.yaml,$(COMPOSE_FILES)),$(MAKE) --no-print-directory cpu-wheels)
+	@$(MAKE) --no-print-directory envd-images
 	$(DC) up -d --build --wait --scale rollout-worker=$(WORKERS)
 
 cpu-wheels: setup ## torch's CPU wheel for images/vllm-cpu (pip's own choice: the local CPU build where there is one)
@@ -154,6 +158,7 @@ cpu-wheels: setup ## torch's CPU wheel for images/vllm-cpu (pip's own choice: th
 
 up-lora: ## start the stack with adapter-sync (profile lora): vllm keeps serving the store's adapters
 	@bash scripts/env.sh check $(ENV_FILE)
+	@$(MAKE) --no-print-directory envd-images
 	$(DC) --profile lora up -d --build --wait --scale rollout-worker=$(WORKERS)
 
 down: ## stop the stack; removes its containers, environment containers, networks and volumes

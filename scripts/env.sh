@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The stack's env file: `env.sh new FILE` writes FILE from .env.example with a random MinIO password (kept if FILE
-# exists); `env.sh check FILE` refuses an env file whose MinIO password is missing, empty, short or the example's.
+# exists); `env.sh check FILE` refuses an env file whose MinIO password is missing, empty, short or the example's,
+# and one that still points the workers at the host's socket, which no service mounts since envd.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 action=${1:?usage: env.sh new|check FILE}
@@ -25,6 +26,11 @@ case "$action" in
     esac
     if [ ${#pw} -lt 8 ]; then
       echo "$file: MINIO_ROOT_PASSWORD has ${#pw} characters; MinIO needs 8 or more" >&2; exit 1
+    fi
+    if grep -qE '^WORKER_DOCKER_HOST=(unix://)?/var/run/docker.sock$' "$file"; then
+      echo "$file: WORKER_DOCKER_HOST is the host's socket, which no service mounts now: empty it (the stack's envd" \
+           "runs environment containers; for the host's engine add -f compose.host-engine.yaml to COMPOSE_FILES)" >&2
+      exit 1
     fi;;
   *) echo "usage: env.sh new|check FILE" >&2; exit 2;;
 esac

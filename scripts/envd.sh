@@ -4,8 +4,10 @@
 # `docker run --storage-opt size=` (LORALOOP_CONTAINER_DISK) caps everything a container writes. The default
 # engine's overlay2 on ext4 cannot: a per-file limit does not bound the total. The shell images
 # (LORALOOP_ENVD_IMAGES, default the three os-env images) are copied into it from the default engine.
-# Point workers at it with DOCKER_HOST (`envd.sh socket` prints it).
-#   scripts/envd.sh start|stop|status|socket
+# Point workers at it with DOCKER_HOST (`envd.sh socket` prints it). `export DIR` writes those images for the
+# Compose stack's envd service instead (images/envd/envd.sh loads them): DIR/images.tar and DIR/images.ids,
+# a `name id` line each, rewritten only when an id changed.
+#   scripts/envd.sh start|stop|status|socket|export DIR
 set -euo pipefail
 cd "$(dirname "$0")/.."
 STATE=${LORALOOP_STATE_DIR:-$(pwd)/volumes/.run}/envd
@@ -57,5 +59,21 @@ stop)
   ;;
 status) envd info --format '{{.ServerVersion}} {{.Driver}}' ;;
 socket) echo "$SOCK" ;;
-*) echo "usage: $0 start|stop|status|socket" >&2; exit 2 ;;
+export)
+  out=${2:?usage: $0 export DIR}
+  ids=""
+  for image in "${IMAGES[@]}"; do
+    id=$(docker image inspect -f '{{.Id}}' "$image" 2>/dev/null) || {
+      echo "envd: image $image (LORALOOP_ENVD_IMAGES) is missing on this engine; run 'make images'" >&2; exit 1; }
+    ids+="$image $id"$'\n'
+  done
+  if [ "$ids" != "$(cat "$out/images.ids" 2>/dev/null)"$'\n' ]; then
+    mkdir -p "$out"
+    echo "envd: saving ${IMAGES[*]} to $out/images.tar"
+    docker save -o "$out/images.tar.new" "${IMAGES[@]}"
+    mv "$out/images.tar.new" "$out/images.tar"  # the tar first: an envd that sees the new ids finds it
+    printf %s "$ids" >"$out/images.ids.new" && mv "$out/images.ids.new" "$out/images.ids"
+  fi
+  ;;
+*) echo "usage: $0 start|stop|status|socket|export DIR" >&2; exit 2 ;;
 esac

@@ -1,4 +1,5 @@
 """The Compose stack: every file and profile validates, and the CI-sized stack runs for real."""
+import contextlib
 import json
 import os
 import shutil
@@ -16,13 +17,16 @@ from loraloop.store import open_store
 from tests.helpers import image_tag, smollm_adapter
 
 FILES = [["compose.yaml"], ["compose.yaml", "compose.cpu.yaml"],
-         ["compose.yaml", "compose.cpu.yaml", "compose.ci.yaml"], ["compose.train.yaml"]]
+         ["compose.yaml", "compose.cpu.yaml", "compose.ci.yaml"], ["compose.train.yaml"],
+         ["compose.yaml", "compose.host-engine.yaml"]]
 PROFILES = ["", "lora", "monitor", "*"]
 ENV_FILE = Path(tempfile.mkdtemp(prefix="loraloop-env-")) / "test.env"  # `make env`'s output: .env.example + a password
 subprocess.run(["bash", "scripts/env.sh", "new", str(ENV_FILE)], check=True, capture_output=True)
 CI = {"PROJECT": "loraloop-citest", "COMPOSE_FILES": "-f compose.yaml -f compose.cpu.yaml -f compose.ci.yaml",
       "ENV_FILE": str(ENV_FILE)}
 CI_PORTS = {"vllm": 28000, "s3": 28333}  # compose.ci.yaml's defaults
+HOST_SOCKET = "/var/run/docker.sock"
+ENVD_SOCKET = "unix:///run/envd/docker.sock"
 
 
 def compose(files, *args, env_file=str(ENV_FILE)):
@@ -95,6 +99,52 @@ def test_adapter_sync_serves_the_stores_adapters_to_vllm(files):
     theirs = {v["target"]: v["source"] for v in vllm["volumes"]}
     assert ours[env["LORALOOP_ADAPTERS_DIR"]] == theirs["/adapters"]
     assert "/tmp/adapter-sync.ok" in sync["healthcheck"]["test"][-1]
+
+
+def socket_mounts(services: dict) -> list[str]:
+    """The services that mount the host's Docker socket."""
+    return sorted(name for name, svc in services.items()
+                  if any(v.get("source") == HOST_SOCKET for v in svc.get("volumes", [])))
+
+
+@pytest.mark.parametrize("files", FILES[:3], ids=["+".join(f) for f in FILES[:3]])
+def test_no_service_mounts_the_host_socket_environment_containers_run_in_envd(files):
+    """The workers and the task server reach envd through its socket volume once it is healthy; envd is
+    not privileged and publishes nothing. WORKER_DOCKER_HOST still points them at another engine."""
+    services = config(files)
+    assert socket_mounts(services) == []
+    envd = services["envd"]
+    assert not envd.get("privileged") and not envd.get("ports") and "/dev/loop-control" in str(envd["devices"])
+    assert {v["source"]: v["target"] for v in envd["volumes"] if v["type"] == "volume"}["envd-socket"] == "/run/envd"
+    for name in ("rollout-worker", "task-server"):
+        svc = services[name]
+        assert svc["environment"]["DOCKER_HOST"] == ENVD_SOCKET, name
+        assert [(v["source"], v["target"]) for v in svc["volumes"]] == [("envd-socket", "/run/envd")], name
+        assert svc["depends_on"]["envd"]["condition"] == "service_healthy", name
+
+
+def test_worker_docker_host_and_the_host_engine_override(tmp_path):
+    """WORKER_DOCKER_HOST moves the workers and the task server to another engine; compose.host-engine.yaml
+    gives them the host's socket (the old way, opt-in) and leaves envd out."""
+    env_file = tmp_path / "remote.env"
+    env_file.write_text(ENV_FILE.read_text() + "WORKER_DOCKER_HOST=tcp://127.0.0.1:2376\n")
+    proc = compose(["compose.yaml"], "config", "--format", "json", env_file=str(env_file))
+    assert proc.returncode == 0, proc.stderr
+    remote = json.loads(proc.stdout)["services"]
+    assert {remote[n]["environment"]["DOCKER_HOST"] for n in ("rollout-worker", "task-server")} == {
+        "tcp://127.0.0.1:2376"}
+    host = json.loads(compose(["compose.yaml", "compose.host-engine.yaml"], "config", "--format", "json").stdout)
+    assert "envd" not in host["services"] and socket_mounts(host["services"]) == ["rollout-worker", "task-server"]
+    assert all("envd" not in host["services"][n]["depends_on"] for n in ("rollout-worker", "task-server"))
+
+
+def test_make_up_refuses_an_env_file_that_points_workers_at_the_host_socket(tmp_path):
+    """An .env from before envd names the host's socket, which no service mounts now: `make up` says so."""
+    env_file = tmp_path / "old.env"
+    env_file.write_text(ENV_FILE.read_text() + f"WORKER_DOCKER_HOST=unix://{HOST_SOCKET}\n")
+    proc = subprocess.run(["make", "up", f"ENV_FILE={env_file}", "PROJECT=loraloop-refused"], capture_output=True,
+                          text=True, timeout=60)
+    assert proc.returncode != 0 and "compose.host-engine.yaml" in proc.stderr and "docker compose" not in proc.stdout
 
 
 def gpu_services(services: dict) -> list[str]:
@@ -182,6 +232,55 @@ def leftovers():
     return found
 
 
+def stack(*args) -> subprocess.CompletedProcess:
+    """`docker compose ARGS` on the running CI stack (its files, env file and project)."""
+    return compose(CI["COMPOSE_FILES"].split()[1::2], "-p", CI["PROJECT"], *args)
+
+
+def host_containers() -> set[str]:
+    """The ids of every container on the host's engine."""
+    return set(subprocess.run(["docker", "ps", "-aq", "--no-trunc"], capture_output=True, text=True,
+                              check=True).stdout.split())
+
+
+def only_envd_is_reachable() -> None:
+    """In the running stack the workers and the task server have no host socket and DOCKER_HOST is envd's:
+    `docker ps` there lists none of the host's containers (the stack's redis among them), and a container
+    started from a worker exists in envd, not on the host."""
+    host, redis = host_containers(), stack("ps", "-q", "redis").stdout.strip()
+    assert redis in host
+    for service in ("rollout-worker", "task-server"):
+        seen = stack("exec", "-T", service, "sh", "-c",
+                     f'test ! -e {HOST_SOCKET} && echo "$DOCKER_HOST" && docker ps -aq --no-trunc')
+        assert seen.returncode == 0, f"{service}: {HOST_SOCKET} is there, or no engine: {seen.stdout}{seen.stderr}"
+        docker_host, *ids = seen.stdout.split()
+        assert docker_host == ENVD_SOCKET and not host & set(ids), (service, docker_host, host & set(ids))
+    started = stack("exec", "-T", "rollout-worker", "docker", "run", "-d", "--network", "none",
+                    "loraloop/os-env:latest", "sleep", "60")
+    assert started.returncode == 0, started.stderr
+    container = started.stdout.strip()
+    assert container not in host_containers()
+    assert stack("exec", "-T", "envd", "docker", "rm", "-f", container).returncode == 0
+
+
+@contextlib.contextmanager
+def environment_containers_created():
+    """While the block runs, the ids of the CI project's environment containers created in envd and on the
+    host's engine, as two lists filled when it ends (`docker events`, streamed, so none is missed)."""
+    events = ["docker", "events", "--filter", "type=container", "--filter", "event=create", "--filter",
+              f"label=loraloop.project={CI['PROJECT']}", "--format", "{{.Actor.ID}}"]
+    compose_cmd = ["docker", "compose", "--env-file", str(ENV_FILE), *CI["COMPOSE_FILES"].split(), "-p",
+                   CI["PROJECT"], "exec", "-T", "envd"]
+    streams = [subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True) for cmd in (compose_cmd + events, events)]
+    found: tuple[list[str], list[str]] = ([], [])
+    try:
+        yield found
+    finally:
+        for stream, ids in zip(streams, found):
+            stream.terminate()
+            ids.extend(stream.communicate(timeout=30)[0].split())
+
+
 def built_images():
     """`image: size in MB` of every image the CI stack builds."""
     services = config(CI["COMPOSE_FILES"].split()[1::2])
@@ -232,40 +331,46 @@ def stack_syncs_a_published_adapter(tmp_path) -> float:
 @pytest.mark.timeout(1800)  # cold image builds (vLLM CPU, Chromium) take most of it
 @pytest.mark.usefixtures("docker_ready")
 def test_ci_stack_rolls_out_into_the_store_and_goes_away_cleanly(capsys, tmp_path):
-    """Build from local bases, start vLLM (CPU) + redis + S3 + sites + rollout-api + 2 workers +
+    """Build from local bases, start vLLM (CPU) + redis + S3 + sites + envd + rollout-api + 2 workers +
     task-server, `make rollout` with the shell teacher, the web teacher (Chromium in the workers,
     the task sites as a service) and SmolLM2 through the stack, an adapter published to the store that
-    adapter-sync makes vLLM serve (and serve again after vLLM lost it), then `make down`."""
+    adapter-sync makes vLLM serve (and serve again after vLLM lost it), then `make down`. The workers and
+    the task server reach envd only: every shell episode's container is created there, none on the host."""
     started = time.monotonic()
     try:
         make("up", WORKERS=2, timeout=1500)
         up_s = time.monotonic() - started
+        only_envd_is_reachable()
         api = "http://127.0.0.1:28081"
-        proc = make("rollout", EXPERIMENT="teacher", SUBSET="test", SAMPLE_SIZE=6, ROLLOUTS_PER_TASK=2,
-                    LORALOOP_API_URL=api)
-        summary = " ".join(proc.stderr.split())
-        assert "12/12 solved" in summary and "s3://loraloop/trajectories/teacher/" in summary
-        run_id = summary.split("teacher run ")[1].split()[0]
-        store = open_store("s3://loraloop", Settings(s3_endpoint_url=f"http://127.0.0.1:{CI_PORTS['s3']}",
-                                                     s3_access_key="x", s3_secret_key="x"))
-        keys = list(store.list(f"trajectories/teacher/{run_id}/"))
-        assert len(keys) == 12
-        workers = {json.loads(store.get_bytes(k).splitlines()[0])["run_id"] for k in keys}
-        assert workers == {run_id}
-        jobs = httpx.get(f"{api}/api/jobs/{run_id}", timeout=30).json()
-        assert jobs["done"] == 12 and jobs["state"] == "done"
-        tasks = "http://127.0.0.1:25000/api"
-        episode = httpx.post(f"{tasks}/episode/start", json={"sample_id": "test-files-00000"}, timeout=120).json()
-        assert episode["observation"]["type"] == "messages"
-        assert httpx.post(f"{tasks}/episode/cancel", json={"episode_id": episode["episode_id"]},
-                          timeout=60).json()["status"] == "cancelled"
-        assert len(list(store.list("trajectories/os-ci/"))) == 1
-        model = make("rollout", EXPERIMENT="smollm_zero", SUBSET="test", SAMPLE_SIZE=2, LORALOOP_API_URL=api)
-        model_run = " ".join(model.stderr.split()).split("smollm_zero run ")[1].split()[0]
-        steps = [json.loads(line) for key in store.list(f"trajectories/smollm_zero/{model_run}/")
-                 for line in store.get_bytes(key).splitlines()]
-        assert len({s["task_id"] for s in steps if s["type"] == "episode_start"}) == 2
-        assert {s["model"] for s in steps if s["type"] == "step"} == {"SmolLM2-135M-Instruct"}  # vLLM in the stack
+        with environment_containers_created() as (in_envd, on_host):
+            proc = make("rollout", EXPERIMENT="teacher", SUBSET="test", SAMPLE_SIZE=6, ROLLOUTS_PER_TASK=2,
+                        LORALOOP_API_URL=api)
+            summary = " ".join(proc.stderr.split())
+            assert "12/12 solved" in summary and "s3://loraloop/trajectories/teacher/" in summary
+            run_id = summary.split("teacher run ")[1].split()[0]
+            store = open_store("s3://loraloop", Settings(s3_endpoint_url=f"http://127.0.0.1:{CI_PORTS['s3']}",
+                                                         s3_access_key="x", s3_secret_key="x"))
+            keys = list(store.list(f"trajectories/teacher/{run_id}/"))
+            assert len(keys) == 12
+            workers = {json.loads(store.get_bytes(k).splitlines()[0])["run_id"] for k in keys}
+            assert workers == {run_id}
+            jobs = httpx.get(f"{api}/api/jobs/{run_id}", timeout=30).json()
+            assert jobs["done"] == 12 and jobs["state"] == "done"
+            tasks = "http://127.0.0.1:25000/api"
+            episode = httpx.post(f"{tasks}/episode/start", json={"sample_id": "test-files-00000"}, timeout=120).json()
+            assert episode["observation"]["type"] == "messages"
+            assert httpx.post(f"{tasks}/episode/cancel", json={"episode_id": episode["episode_id"]},
+                              timeout=60).json()["status"] == "cancelled"
+            assert len(list(store.list("trajectories/os-ci/"))) == 1
+            model = make("rollout", EXPERIMENT="smollm_zero", SUBSET="test", SAMPLE_SIZE=2, LORALOOP_API_URL=api)
+            model_run = " ".join(model.stderr.split()).split("smollm_zero run ")[1].split()[0]
+            steps = [json.loads(line) for key in store.list(f"trajectories/smollm_zero/{model_run}/")
+                     for line in store.get_bytes(key).splitlines()]
+            assert len({s["task_id"] for s in steps if s["type"] == "episode_start"}) == 2
+            assert {s["model"] for s in steps if s["type"] == "step"} == {"SmolLM2-135M-Instruct"}  # vLLM in the stack
+        assert len(in_envd) >= 12 + 1 + 2 and on_host == [], (in_envd, on_host)  # each episode starts one at least
+        root = stack("exec", "-T", "envd", "sh", "-c", "docker info -f '{{.Driver}}' && stat -f -c %T /var/lib/docker")
+        assert root.stdout.split() == ["overlay2", "ext2/ext3"], root.stdout + root.stderr  # ENVD_FS=ext4, bounded
         web = make("rollout", EXPERIMENT="web_teacher", TASK_REGISTRY="configs/tasks/web", SUBSET="test",
                    SAMPLE_SIZE=4, LORALOOP_API_URL=api)
         web_summary = " ".join(web.stderr.split())
