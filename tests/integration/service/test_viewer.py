@@ -70,7 +70,7 @@ def viewer(tmp_path, redis_url):
 
 
 def test_bad_keys_missing_runs_and_the_token(viewer):
-    url, _ = viewer
+    url, store = viewer
     auth = {"Authorization": f"Bearer {TOKEN}"}
     with httpx.Client(base_url=url, timeout=30) as client:
         first = client.get("/ui", follow_redirects=False)
@@ -83,7 +83,11 @@ def test_bad_keys_missing_runs_and_the_token(viewer):
             assert response.status_code == 404, key
             assert "root:" not in response.text
         assert client.get("/ui/file", params={"key": "trajectories/../secret.png"}, headers=auth).status_code == 404
-        assert client.get("/ui/runs/smollm_bc/no-such-run", headers=auth).status_code == 404
+        for path in ("/ui/runs/smollm_bc/no-such-run", "/ui/runs/%2E%2E/etc", "/ui/runs/smollm_bc/%2E%2E",
+                     "/ui/runs/smollm_bc/..%5C.."):  # unknown, or no name a run is stored under: 404
+            response = client.get(path, headers=auth)
+            assert response.status_code == 404 and str(store.root) not in response.text, path
+        assert not any(store.list("indexes/"))  # and nothing written for them
         assert client.get("/ui/compare", params={"key": "trajectories/a.jsonl"}, headers=auth).status_code == 400
         corrupt = client.get("/ui/episode", headers=auth,
                              params={"key": "trajectories/smollm_bc/run-b/test-broken-00000__attempt_0.jsonl"})
@@ -131,6 +135,10 @@ def test_pages_in_chromium(viewer, chromium):
         page.goto(f"{url}/ui")
         assert page.locator("#runs tr").count() == 3
         page.screenshot(path=str(SHOTS / "runs.png"), full_page=True)
+        page.select_option("select[name=mode]", "smollm_zero")
+        page.click("form.filters button")
+        assert page.locator("#runs tr").count() == 2 and "1 of mode smollm_zero" in page.content()
+        page.goto(f"{url}/ui")
         page.click("text=run-b")
         page.select_option("select[name=model]", "smollm_bc-v2")
         page.click("form.filters button")
