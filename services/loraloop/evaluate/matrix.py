@@ -38,7 +38,8 @@ def save_results(store: Store, eval_id: str, rows: list, runs: list[tuple[str, s
     results = [{"experiment": r.experiment, "model": r.model, "run": f"{m}/{run}", "tasks": r.tasks,
                 "episodes": r.episodes, "solved": r.solved, "success_rate": r.success_rate,
                 "ci95": list(r.interval), "k": r.k, "pass_at_k": r.pass_at_k, "pass_hat_k": r.pass_hat_k,
-                "median_steps": r.median_steps, "mean_reward": r.mean_reward, "errors": r.errors}
+                "median_steps": r.median_steps, "mean_reward": r.mean_reward, "errors": r.errors,
+                "corrupt": r.corrupt}
                for r, (m, run) in zip(rows, runs)]
     store.put_bytes(key, json.dumps(results, indent=2).encode())
     return key

@@ -32,6 +32,7 @@ class Row:
     mean_reward: float = 0.0
     tasks: int = 0
     run_id: str = ""  # the run the episodes are from (the viewer's page of them)
+    corrupt: int = 0  # episode objects that cannot be read: left out of every figure, counted here
     k: int = 1  # attempts per task (the fewest any task has): pass@k and pass^k are over this many
     pass_at_k: float | None = None  # None when k is 1
     pass_hat_k: float | None = None
@@ -53,7 +54,7 @@ class Row:
 def summary_row(label: str, entries: list[EpisodeEntry], run_id: str = "") -> Row:
     """The figures of some episodes (a run's, or one model's in a run) as a row labelled `label`: success with
     its interval, pass@k and pass^k over a task's attempts, median steps, mean reward, errors apart from agent
-    failures, and per task family. Corrupt entries are left out."""
+    failures, and per task family. Corrupt entries are left out of them, and counted."""
     episodes = [e for e in entries if not e.corrupt]
     steps = [e.steps for e in episodes]
     by_task: dict[str, list[bool]] = defaultdict(list)
@@ -67,7 +68,8 @@ def summary_row(label: str, entries: list[EpisodeEntry], run_id: str = "") -> Ro
     row = Row(label, episodes[0].model or "" if episodes else "", len(episodes), sum(e.success for e in episodes),
               statistics.median(steps) if steps else 0.0, sum(1 for e in episodes if e.error),
               mean_reward=statistics.fmean(e.reward for e in episodes) if episodes else 0.0,
-              tasks=len(by_task), k=k, run_id=run_id, outcomes={(e.task_id, e.attempt): e.success for e in episodes},
+              tasks=len(by_task), k=k, run_id=run_id, corrupt=len(entries) - len(episodes),
+              outcomes={(e.task_id, e.attempt): e.success for e in episodes},
               families={f: (v[0], v[1]) for f, v in sorted(families.items())}, steps=steps)
     if k > 1:
         row.pass_at_k = statistics.fmean(pass_at_k(len(v), sum(v), k) for v in by_task.values())
@@ -105,14 +107,15 @@ def episodes_url(viewer_url: str, mode: str, run_id: str, outcome: str = "", mod
 def figure_cells(r: Row, link: Callable[[str], str] | None = None) -> str:
     """A row's figures as the Markdown cells under FIGURES: success with its 95% interval, pass@k and pass^k
     (k attempts per task), median steps, mean reward, and errors of the environment or service counted
-    apart. With `link` (an outcome, '' for all, to a viewer URL) the episode, solved and error counts link
-    to the episodes behind them."""
+    apart; corrupt episodes, left out of these, beside the episode count. With `link` (an outcome, '' for all,
+    to a viewer URL) the episode, solved, error and corrupt counts link to the episodes behind them."""
     def count(n: int, outcome: str) -> str:
         return f"[{n}]({link(outcome)})" if link and n else str(n)
 
     low, high = r.interval
     k = f" (k={r.k})" if r.k > 1 else ""
-    return (f" {r.tasks} | {count(r.episodes, '')} | {r.success_rate:.1%} ({count(r.solved, 'solved')}/"
+    corrupt = f" (+{count(r.corrupt, 'corrupt')} corrupt)" if r.corrupt else ""
+    return (f" {r.tasks} | {count(r.episodes, '')}{corrupt} | {r.success_rate:.1%} ({count(r.solved, 'solved')}/"
             f"{r.episodes}; {low:.0%}–{high:.0%}) | {_rate(r.pass_at_k)}{k} | {_rate(r.pass_hat_k)}{k} | "
             f"{r.median_steps:g} | {r.mean_reward:.3f} | {count(r.errors, 'error')} |")
 
@@ -146,7 +149,7 @@ def paired_table(rows: list[Row]) -> str:
 
 
 CSV_COLUMNS = ("experiment", "model", "tasks", "episodes", "solved", "success_rate", "ci_low", "ci_high", "k",
-               "pass_at_k", "pass_hat_k", "median_steps", "mean_reward", "errors")
+               "pass_at_k", "pass_hat_k", "median_steps", "mean_reward", "errors", "corrupt")
 
 
 def write_csv(rows: list[Row], path: Path, leading: Sequence[dict] = ()) -> None:

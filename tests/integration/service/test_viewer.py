@@ -2,6 +2,7 @@
 of episodes, and driven in headless Chromium with Playwright: login with the API's token, runs, a run's
 episodes and its filters, an episode's steps with its screenshot, two episodes side by side, a corrupt
 episode. Every page is screenshotted into volumes/reports/viewer-test/."""
+import re
 import threading
 import time
 from pathlib import Path
@@ -9,6 +10,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from loraloop.evaluate.report import markdown_table, summarise
 from loraloop.settings import Settings
 from loraloop.store.backends import FileStore
 from loraloop.store.browse import index_key, run_index
@@ -96,6 +98,21 @@ def test_bad_keys_missing_runs_and_the_token(viewer):
                           params={"key": "trajectories/smollm_bc/run-b/test-count-ext-00001__attempt_0.jsonl"})
         assert "&lt;script&gt;alert(0)&lt;/script&gt;" in page.text and "<script>alert" not in page.text
         assert TOKEN not in page.text and TOKEN not in client.get("/ui/login").text
+
+
+def test_eval_table_counts_link_to_the_episodes_behind_them(viewer):
+    """Each count of an eval table (episodes, solved, errors) opens a viewer page listing that many episodes."""
+    url, store = viewer
+    table = markdown_table(summarise(store, [("smollm_zero", "run-a"), ("smollm_bc", "run-b")]), url)
+    # run-a: 60 episodes, 20 solved, no error; run-b: 4 episodes (+1 corrupt, left out of the figures), 2 solved,
+    # 1 error
+    links = re.findall(r"\[(\d+)\]\((http[^)]+)\)", table)
+    assert [int(n) for n, _ in links] == [60, 20, 4, 1, 2, 1] and "[4](" in table and "(+[1](" in table
+    with httpx.Client(timeout=30, headers={"Authorization": f"Bearer {TOKEN}"}) as client:
+        for count, link in links:
+            listed = int(count) + (1 if link.endswith("/run-b") else 0)  # the run's page lists the corrupt one too
+            page = client.get(link)
+            assert page.status_code == 200 and f"<p class=\"muted\">{listed} of " in page.text, link
 
 
 def test_the_run_index_is_written_once_and_rebuilt_when_the_run_grows(viewer):
