@@ -136,6 +136,7 @@ bench: ## run the benchmarks (bench/*.py), each against its baseline measured in
 	$(VENV)/bin/python bench/rollout.py
 	$(VENV)/bin/python bench/load.py
 	$(VENV)/bin/python bench/export.py
+	$(VENV)/bin/python bench/report.py
 	$(VENV)/bin/python bench/web_env.py
 	$(VENV)/bin/python bench/rl.py
 
