@@ -89,7 +89,8 @@ def test_report_files(store, tmp_path):
 
 
 def test_an_eval_id_keeps_its_tasks(tmp_path):
-    """The same id with the same plan goes on; with another plan (other tasks) it is refused, naming the flag."""
+    """The same id with the same plan goes on; with another plan (other tasks) it is refused, naming the flag; so is
+    the id of a run no evaluation planned."""
     from loraloop.errors import ConfigError
     from loraloop.evaluate.matrix import claim
 
@@ -102,3 +103,7 @@ def test_an_eval_id_keeps_its_tasks(tmp_path):
         claim(store, "ev1", {**plan, "sample_size": 8})
     with pytest.raises(ConfigError, match="escapes the store root"):
         claim(store, "..", plan)
+    episode(store, "teacher", "t1", 0, True, 1, "files")  # a rollout's run `ev` (not an evaluation's)
+    with pytest.raises(ConfigError, match=r"--eval_id ev is the id of runs no evaluation planned \(teacher\)"):
+        claim(store, "ev", plan)
+    assert not store.exists("evals/ev/plan.json")
