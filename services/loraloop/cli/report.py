@@ -21,14 +21,15 @@ def report(
     `loraloop train rl` stored: a Markdown table with 95% intervals whose rows link to the episodes behind
     them in the viewer, a CSV and two charts under OUT."""
     from loraloop.evaluate.iterations import select_runs, write_iteration_report
-    from loraloop.evaluate.report import viewer_url
+    from loraloop.evaluate.report import viewer_address
     from loraloop.store import open_store
 
     settings = get_settings()
     store = open_store(store_url, settings)
     chosen = select_runs(store, runs)
+    title = f"Success across loop iterations: {', '.join(runs)}"
     md, measured = write_iteration_report(store, track(chosen, "reading runs", console=console, transient=True), out,
-                                          f"Success across loop iterations: {', '.join(runs)}", viewer_url(settings))
+                                          title, viewer_address(settings))
     typer.echo(md.read_text())
     console.print(f"{len(measured)} measurements from {len(chosen)} runs; report: {md}  csv: {md.with_suffix('.csv')}"
                   f"  charts: {out}/success_by_iteration.png, {out}/success_by_algorithm.png")

@@ -107,7 +107,7 @@ def eval_cmd(
     paired test, a CSV and charts under OUT/<eval_id>/, and the figures in the store (evals/<eval_id>/)."""
     from loraloop.errors import ConfigError
     from loraloop.evaluate.matrix import claim, save_results
-    from loraloop.evaluate.report import viewer_url, write_report
+    from loraloop.evaluate.report import viewer_address, write_report
     from loraloop.rollout.sampler import new_run_id
     from loraloop.store import open_store
 
@@ -120,7 +120,7 @@ def eval_cmd(
     runs = [(name, run_job(job_request(name, subset, options, run_id=eval_id), options["config"], None))
             for name in experiment]
     md, rows = write_report(store, runs, out / eval_id, f"Evaluation {eval_id} on {subset or 'all'}",
-                            viewer_url=viewer_url(get_settings()))
+                            viewer_url=viewer_address(get_settings()))
     key = save_results(store, eval_id, rows, runs)
     typer.echo(md.read_text())
     console.print(f"report: {md}  csv: {md.with_suffix('.csv')}  charts: {out / eval_id}/*.png  store: {key}")

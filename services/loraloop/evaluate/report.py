@@ -91,7 +91,7 @@ FIGURES = ("| Tasks | Episodes | Success rate (95% CI) | pass@k | pass^k | Media
            "| Env/service errors |", "---:|" * 8)  # the header and alignment of `figure_cells`
 
 
-def viewer_url(settings: Settings) -> str:
+def viewer_address(settings: Settings) -> str:
     """The trajectory viewer the reports link to: the rollout API the CLI submits jobs to (LORALOOP_API_URL),
     else that API's default address on this machine."""
     return settings.api_url or f"http://127.0.0.1:{ROLLOUT_API_PORT}"
