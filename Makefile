@@ -35,6 +35,8 @@ TRAIN_EPOCHS ?=
 LR ?=
 BETA ?=
 EXPERIMENTS ?= smollm_zero smollm_bc
+RUNS ?=
+REPORT_DIR ?=
 GPU_HOST ?= $(error set GPU_HOST=user@host)
 TUNNEL_PORTS ?= 8000 9000 8080
 TRAIN_SUBSET ?= train+family:count-ext
@@ -53,7 +55,7 @@ STAGE ?=
 opt = $(if $(2),$(1) $(2),)
 
 .PHONY: help env envd envd-images setup lock docker images model vllm-up vllm-down demo loop rl test test-unit test-integration rollout worker rollout-api task-server serve-api jobs \
-        bench clean up up-lora down logs ps export train publish eval tunnel cpu-wheels sites
+        bench clean up up-lora down logs ps export train publish eval report tunnel cpu-wheels sites
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
@@ -137,6 +139,7 @@ bench: ## run the benchmarks (bench/*.py), each against its baseline measured in
 	$(VENV)/bin/python bench/rollout.py
 	$(VENV)/bin/python bench/load.py
 	$(VENV)/bin/python bench/export.py
+	$(VENV)/bin/python bench/report.py
 	$(VENV)/bin/python bench/web_env.py
 	$(VENV)/bin/python bench/rl.py
 
@@ -186,6 +189,10 @@ eval: ## compare experiments on the same tasks: make eval EXPERIMENTS="smollm_ze
 	$(LORALOOP) eval $(foreach e,$(EXPERIMENTS),--experiment $(e)) $(call opt,--task_registry,$(TASK_REGISTRY)) \
 	  --subset $(or $(SUBSET),test) --rollouts_per_task $(ROLLOUTS_PER_TASK) $(call opt,--sample_size,$(SAMPLE_SIZE)) \
 	  $(call opt,--seed,$(SEED)) $(call opt,--task_seed,$(TASK_SEED)) $(call opt,--eval_id,$(EVAL_ID))
+
+report: ## success by loop iteration and algorithm over stored runs: make report RUNS="smollm_rl-* 20250101-120000-ab12"
+	$(if $(strip $(RUNS)),,$(error set RUNS to run ids or patterns, e.g. RUNS="$(RL_NAME)-*"))
+	$(LORALOOP) report $(foreach r,$(RUNS),--runs '$(r)') $(call opt,--out,$(REPORT_DIR))
 
 tunnel: ## split setup: forward the GPU host's vLLM and MinIO to 127.0.0.1 (make tunnel GPU_HOST=user@host)
 	bash scripts/tunnel.sh $(GPU_HOST) "$(TUNNEL_PORTS)"

@@ -17,7 +17,7 @@ from loraloop.datasets.export import export
 from loraloop.defaults import SEED, TASK_REGISTRY, TASK_SEED
 from loraloop.envs import env_kind
 from loraloop.errors import ConfigError
-from loraloop.evaluate.report import write_learning_report, write_report
+from loraloop.evaluate.report import viewer_address, write_learning_report, write_report
 from loraloop.models.prepare import prepare
 from loraloop.rollout.experiments import get_experiment
 from loraloop.rollout.sampler import new_run_id, plan_rollout
@@ -163,7 +163,8 @@ def run_turn(settings: Settings, out: Path, plan: LoopPlan, seed: int, server: E
         rollout(plan.base, plan.test_subset, plan.eval_rollouts, plan.eval_temperature, None)
         rollout(plan.tuned, plan.test_subset, plan.eval_rollouts, plan.eval_temperature, plan.adapter)
         md, rows = write_report(store, [(plan.base, run), (plan.tuned, run)], out,
-                                f"{plan.base} vs {plan.tuned} (BC LoRA) on {plan.test_subset} (seed {seed})")
+                                f"{plan.base} vs {plan.tuned} (BC LoRA) on {plan.test_subset} (seed {seed})",
+                                viewer_address(settings))
     summary = {"run_id": run, "plan": asdict(plan), "seed": seed, "stages_s": stages,
                "total_s": round(sum(stages.values()), 1),
                "dataset": {k: manifest[k] for k in ("episodes", "rows")}, "training": metrics,

@@ -75,7 +75,10 @@ def test_report_files(store, tmp_path):
                             viewer_url="http://127.0.0.1:8080")
     text = md.read_text()
     assert "[failed](http://127.0.0.1:8080/ui/runs/tuned/ev?outcome=failed)" in text  # the episodes behind a number
-    assert "| `base` | base-model | 2 | 6 | 16.7% (1/6; 3%–56%) | 50.0% (k=3) | 0.0% (k=3) | 6 | 0.167 | 1 |" in text
+    runs = "http://127.0.0.1:8080/ui/runs"  # every count links to the episodes behind it, a zero to none
+    assert (f"| `base` | base-model | 2 | [6]({runs}/base/ev) | 16.7% ([1]({runs}/base/ev?outcome=solved)/6; 3%–56%) "
+            f"| 50.0% (k=3) | 0.0% (k=3) | 6 | 0.167 | [1]({runs}/base/ev?outcome=error) |") in text
+    assert f"| 83.3% ([5]({runs}/tuned/ev?outcome=solved)/6; 44%–97%) |" in text and "| 2 | 0.833 | 0 |" in text
     # paired: only the tuned model solved 4 (t1 attempts 1 and 2, t2 attempts 0 and 1), only base none
     assert "| `tuned` | 6 | 0 | 4 | 0.125 | not significant |" in text
     with (tmp_path / "report" / "report.csv").open() as handle:
@@ -86,7 +89,8 @@ def test_report_files(store, tmp_path):
 
 
 def test_an_eval_id_keeps_its_tasks(tmp_path):
-    """The same id with the same plan goes on; with another plan (other tasks) it is refused, naming the flag."""
+    """The same id with the same plan goes on; with another plan (other tasks) it is refused, naming the flag; so is
+    the id of a run no evaluation planned."""
     from loraloop.errors import ConfigError
     from loraloop.evaluate.matrix import claim
 
@@ -99,3 +103,7 @@ def test_an_eval_id_keeps_its_tasks(tmp_path):
         claim(store, "ev1", {**plan, "sample_size": 8})
     with pytest.raises(ConfigError, match="escapes the store root"):
         claim(store, "..", plan)
+    episode(store, "teacher", "t1", 0, True, 1, "files")  # a rollout's run `ev` (not an evaluation's)
+    with pytest.raises(ConfigError, match=r"--eval_id ev is the id of runs no evaluation planned \(teacher\)"):
+        claim(store, "ev", plan)
+    assert not store.exists("evals/ev/plan.json")

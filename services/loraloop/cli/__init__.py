@@ -9,7 +9,7 @@ import sys
 
 import typer
 
-from loraloop.cli import adapters, jobs, loop, models, rollout, serve, store, tasks, train
+from loraloop.cli import adapters, jobs, loop, models, report, rollout, serve, store, tasks, train
 from loraloop.cli.common import console
 from loraloop.errors import LoraloopError
 
@@ -24,6 +24,7 @@ app.command("train")(train.train)
 app.command("publish")(adapters.publish)
 app.add_typer(adapters.app, name="adapters")
 app.command("eval")(rollout.eval_cmd)
+app.command("report")(report.report)
 app.add_typer(serve.app, name="serve")
 app.add_typer(jobs.app, name="jobs")
 app.add_typer(store.app, name="store")

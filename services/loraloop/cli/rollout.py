@@ -11,11 +11,8 @@ import typer
 from rich.console import Console
 
 from loraloop.cli.common import EXPERIMENTS, REGISTRY, SEED, TASK_SEED, console
-from loraloop.defaults import ROLLOUT_API_PORT
 from loraloop.service.models import RUN_ID, JobRequest
 from loraloop.settings import get_settings
-
-VIEWER_URL = f"http://127.0.0.1:{ROLLOUT_API_PORT}"  # the rollout API's default address, for report links
 
 # The flags of every command that plans a job, declared once: (name, type, typer option).
 JOB_OPTIONS = [
@@ -110,7 +107,7 @@ def eval_cmd(
     paired test, a CSV and charts under OUT/<eval_id>/, and the figures in the store (evals/<eval_id>/)."""
     from loraloop.errors import ConfigError
     from loraloop.evaluate.matrix import claim, save_results
-    from loraloop.evaluate.report import write_report
+    from loraloop.evaluate.report import viewer_address, write_report
     from loraloop.rollout.sampler import new_run_id
     from loraloop.store import open_store
 
@@ -123,7 +120,7 @@ def eval_cmd(
     runs = [(name, run_job(job_request(name, subset, options, run_id=eval_id), options["config"], None))
             for name in experiment]
     md, rows = write_report(store, runs, out / eval_id, f"Evaluation {eval_id} on {subset or 'all'}",
-                            viewer_url=get_settings().api_url or VIEWER_URL)
+                            viewer_url=viewer_address(get_settings()))
     key = save_results(store, eval_id, rows, runs)
     typer.echo(md.read_text())
     console.print(f"report: {md}  csv: {md.with_suffix('.csv')}  charts: {out / eval_id}/*.png  store: {key}")

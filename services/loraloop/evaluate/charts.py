@@ -1,5 +1,5 @@
 """The PNG charts the reports link: success per experiment (with intervals) and per task family, steps per
-episode, success over training seeds, a loss curve, the RL curve."""
+episode, success over training seeds and by loop iteration, a loss curve, the RL curve."""
 from __future__ import annotations
 
 import textwrap
@@ -64,6 +64,25 @@ def steps_chart(rows: Sequence[Any], path: Path, title: str) -> None:
         ax.hist([r.steps for r in rows], bins=range(0, longest + 2), label=[r.experiment for r in rows],
                 align="left")
         ax.set_xlabel("steps")
+        ax.legend(fontsize=8)
+
+
+def iteration_chart(series: dict[str, list[tuple[int, Any]]], path: Path, title: str) -> None:
+    """Success rate with its 95% interval by loop iteration, a line per series (rows of evaluate.report.Row at
+    each iteration), the series set a little apart so that their intervals do not hide each other."""
+    from matplotlib.ticker import MaxNLocator
+
+    with chart(path, title, "success rate (%, 95% CI)", size=(7, 4)) as ax:
+        for n, (label, points) in enumerate(series.items()):
+            shift = 0.06 * (n - (len(series) - 1) / 2)
+            rows = [r for _, r in points]
+            ax.errorbar([i + shift for i, _ in points], [100 * r.success_rate for r in rows],
+                        yerr=[[100 * (r.success_rate - r.interval[0]) for r in rows],
+                              [100 * (r.interval[1] - r.success_rate) for r in rows]],
+                        marker="o", capsize=4, label=label)
+        ax.set_xlabel("loop iteration (adapter version; 0: base model)")
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        ax.set_ylim(0, 105)
         ax.legend(fontsize=8)
 
 

@@ -7,6 +7,7 @@ import json
 
 from loraloop.errors import ConfigError
 from loraloop.store.backends import Store
+from loraloop.store.integrity import modes_of
 
 PLAN_FIELDS = ("task_registry", "subset", "sample_size", "rollouts_per_task", "seed", "task_seed", "temperature")
 
@@ -19,8 +20,14 @@ def plan_key(eval_id: str) -> str:
 def claim(store: Store, eval_id: str, plan: dict) -> bool:
     """Record the plan (which tasks, how many attempts, which seeds) under the id, written once; True when the
     id is new. The same id with another plan fails naming the differing field, since its episodes would be
-    of other tasks than the ones stored under it."""
+    of other tasks than the ones stored under it; so does an id that runs not planned by an evaluation
+    (`loraloop rollout --run_id`) already have."""
     wanted = {name: plan.get(name) for name in PLAN_FIELDS}
+    if not store.exists(plan_key(eval_id)):
+        taken = modes_of(store, eval_id)
+        if taken:
+            raise ConfigError(f"--eval_id {eval_id} is the id of runs no evaluation planned ({', '.join(taken)}): "
+                              "their tasks may be others; give a new --eval_id")
     if store.put_new(plan_key(eval_id), json.dumps(wanted, indent=2).encode()):
         return True
     stored = json.loads(store.get_bytes(plan_key(eval_id)))
@@ -38,7 +45,8 @@ def save_results(store: Store, eval_id: str, rows: list, runs: list[tuple[str, s
     results = [{"experiment": r.experiment, "model": r.model, "run": f"{m}/{run}", "tasks": r.tasks,
                 "episodes": r.episodes, "solved": r.solved, "success_rate": r.success_rate,
                 "ci95": list(r.interval), "k": r.k, "pass_at_k": r.pass_at_k, "pass_hat_k": r.pass_hat_k,
-                "median_steps": r.median_steps, "mean_reward": r.mean_reward, "errors": r.errors}
+                "median_steps": r.median_steps, "mean_reward": r.mean_reward, "errors": r.errors,
+                "corrupt": r.corrupt}
                for r, (m, run) in zip(rows, runs)]
     store.put_bytes(key, json.dumps(results, indent=2).encode())
     return key

@@ -5,13 +5,18 @@ from __future__ import annotations
 import csv
 import statistics
 from collections import defaultdict
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
+from urllib.parse import urlencode
 
+from loraloop.defaults import ROLLOUT_API_PORT
 from loraloop.evaluate.charts import family_chart, learning_chart, steps_chart, success_chart
 from loraloop.evaluate.stats import mcnemar, pass_at_k, pass_hat_k, wilson
+from loraloop.settings import Settings
 from loraloop.store.backends import Store
-from loraloop.store.browse import run_index
+from loraloop.store.browse import EpisodeEntry, run_index
 
 
 @dataclass
@@ -26,6 +31,8 @@ class Row:
     errors: int  # episodes that ended in an environment or service error, not an agent failure
     mean_reward: float = 0.0
     tasks: int = 0
+    run_id: str = ""  # the run the episodes are from (the viewer's page of them)
+    corrupt: int = 0  # episode objects that cannot be read: left out of every figure, counted here
     k: int = 1  # attempts per task (the fewest any task has): pass@k and pass^k are over this many
     pass_at_k: float | None = None  # None when k is 1
     pass_hat_k: float | None = None
@@ -44,51 +51,82 @@ class Row:
         return wilson(self.solved, self.episodes)
 
 
+def summary_row(label: str, entries: list[EpisodeEntry], run_id: str = "") -> Row:
+    """The figures of some episodes (a run's, or one model's in a run) as a row labelled `label`: success with
+    its interval, pass@k and pass^k over a task's attempts, median steps, mean reward, errors apart from agent
+    failures, and per task family. Corrupt entries are left out of them, and counted."""
+    episodes = [e for e in entries if not e.corrupt]
+    steps = [e.steps for e in episodes]
+    by_task: dict[str, list[bool]] = defaultdict(list)
+    families: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+    for e in episodes:
+        by_task[e.task_id].append(e.success)
+        family = families[e.category or "(none)"]
+        family[0] += e.success
+        family[1] += 1
+    k = min((len(v) for v in by_task.values()), default=1)
+    row = Row(label, episodes[0].model or "" if episodes else "", len(episodes), sum(e.success for e in episodes),
+              statistics.median(steps) if steps else 0.0, sum(1 for e in episodes if e.error),
+              mean_reward=statistics.fmean(e.reward for e in episodes) if episodes else 0.0,
+              tasks=len(by_task), k=k, run_id=run_id, corrupt=len(entries) - len(episodes),
+              outcomes={(e.task_id, e.attempt): e.success for e in episodes},
+              families={f: (v[0], v[1]) for f, v in sorted(families.items())}, steps=steps)
+    if k > 1:
+        row.pass_at_k = statistics.fmean(pass_at_k(len(v), sum(v), k) for v in by_task.values())
+        row.pass_hat_k = statistics.fmean(pass_hat_k(len(v), sum(v), k) for v in by_task.values())
+    return row
+
+
 def summarise(store: Store, runs: list[tuple[str, str]]) -> list[Row]:
-    """A row per (mode, run_id): success with its interval, pass@k and pass^k over a task's attempts, median
-    steps, mean reward, errors apart from agent failures, and per task family. Read from each run's index
-    object (store/browse.py: written when its job ended), so a report over 10,000 episodes reads one object
-    a run; corrupt episodes are left out of the figures."""
-    rows = []
-    for mode, run_id in runs:
-        episodes = [e for e in run_index(store, mode, run_id) if not e.corrupt]
-        steps = [e.steps for e in episodes]
-        by_task: dict[str, list[bool]] = defaultdict(list)
-        families: dict[str, list[int]] = defaultdict(lambda: [0, 0])
-        for e in episodes:
-            by_task[e.task_id].append(e.success)
-            family = families[e.category or "(none)"]
-            family[0] += e.success
-            family[1] += 1
-        k = min((len(v) for v in by_task.values()), default=1)
-        row = Row(mode, episodes[0].model or "" if episodes else "", len(episodes), sum(e.success for e in episodes),
-                  statistics.median(steps) if steps else 0.0, sum(1 for e in episodes if e.error),
-                  mean_reward=statistics.fmean(e.reward for e in episodes) if episodes else 0.0,
-                  tasks=len(by_task), k=k, outcomes={(e.task_id, e.attempt): e.success for e in episodes},
-                  families={f: (v[0], v[1]) for f, v in sorted(families.items())}, steps=steps)
-        if k > 1:
-            row.pass_at_k = statistics.fmean(pass_at_k(len(v), sum(v), k) for v in by_task.values())
-            row.pass_hat_k = statistics.fmean(pass_hat_k(len(v), sum(v), k) for v in by_task.values())
-        rows.append(row)
-    return rows
+    """A row per (mode, run_id) (see `summary_row`), read from each run's index object (store/browse.py: written
+    when its job ended), so a report over 10,000 episodes reads one object a run."""
+    return [summary_row(mode, run_index(store, mode, run_id), run_id) for mode, run_id in runs]
 
 
 def _rate(value: float | None) -> str:
     return "–" if value is None else f"{value:.1%}"
 
 
-def markdown_table(rows: list[Row]) -> str:
-    """The results as a Markdown table: success with its 95% interval, pass@k and pass^k (k attempts per
-    task), median steps, mean reward, and errors of the environment or service counted apart."""
-    lines = ["| Experiment | Model | Tasks | Episodes | Success rate (95% CI) | pass@k | pass^k | Median steps "
-             "| Mean reward | Env/service errors |",
-             "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+FIGURES = ("| Tasks | Episodes | Success rate (95% CI) | pass@k | pass^k | Median steps | Mean reward "
+           "| Env/service errors |", "---:|" * 8)  # the header and alignment of `figure_cells`
+
+
+def viewer_address(settings: Settings) -> str:
+    """The trajectory viewer the reports link to: the rollout API the CLI submits jobs to (LORALOOP_API_URL),
+    else that API's default address on this machine."""
+    return settings.api_url or f"http://127.0.0.1:{ROLLOUT_API_PORT}"
+
+
+def episodes_url(viewer_url: str, mode: str, run_id: str, outcome: str = "", model: str = "") -> str:
+    """The trajectory viewer's page of a run's episodes, of one outcome and one model where given: the
+    episodes behind a number of a report."""
+    query = urlencode({name: value for name, value in (("outcome", outcome), ("model", model)) if value})
+    return f"{viewer_url.rstrip('/')}/ui/runs/{mode}/{run_id}" + (f"?{query}" if query else "")
+
+
+def figure_cells(r: Row, link: Callable[[str], str] | None = None) -> str:
+    """A row's figures as the Markdown cells under FIGURES: success with its 95% interval, pass@k and pass^k
+    (k attempts per task), median steps, mean reward, and errors of the environment or service counted
+    apart; corrupt episodes, left out of these, beside the episode count. With `link` (an outcome, '' for all,
+    to a viewer URL) the episode, solved, error and corrupt counts link to the episodes behind them."""
+    def count(n: int, outcome: str) -> str:
+        return f"[{n}]({link(outcome)})" if link and n else str(n)
+
+    low, high = r.interval
+    k = f" (k={r.k})" if r.k > 1 else ""
+    corrupt = f" (+{count(r.corrupt, 'corrupt')} corrupt)" if r.corrupt else ""
+    return (f" {r.tasks} | {count(r.episodes, '')}{corrupt} | {r.success_rate:.1%} ({count(r.solved, 'solved')}/"
+            f"{r.episodes}; {low:.0%}–{high:.0%}) | {_rate(r.pass_at_k)}{k} | {_rate(r.pass_hat_k)}{k} | "
+            f"{r.median_steps:g} | {r.mean_reward:.3f} | {count(r.errors, 'error')} |")
+
+
+def markdown_table(rows: list[Row], viewer_url: str = "") -> str:
+    """The results as a Markdown table, a line per experiment (see `figure_cells`); with `viewer_url` (the
+    rollout API) its counts link to the episodes behind them in the trajectory viewer."""
+    lines = ["| Experiment | Model " + FIGURES[0], "|---|---|" + FIGURES[1]]
     for r in rows:
-        low, high = r.interval
-        k = f" (k={r.k})" if r.k > 1 else ""
-        lines.append(f"| `{r.experiment}` | {r.model} | {r.tasks} | {r.episodes} | {r.success_rate:.1%} "
-                     f"({r.solved}/{r.episodes}; {low:.0%}–{high:.0%}) | {_rate(r.pass_at_k)}{k} | "
-                     f"{_rate(r.pass_hat_k)}{k} | {r.median_steps:g} | {r.mean_reward:.3f} | {r.errors} |")
+        link = partial(episodes_url, viewer_url, r.experiment, r.run_id) if viewer_url and r.run_id else None
+        lines.append(f"| `{r.experiment}` | {r.model} |" + figure_cells(r, link))
     return "\n".join(lines) + "\n"
 
 
@@ -111,37 +149,40 @@ def paired_table(rows: list[Row]) -> str:
 
 
 CSV_COLUMNS = ("experiment", "model", "tasks", "episodes", "solved", "success_rate", "ci_low", "ci_high", "k",
-               "pass_at_k", "pass_hat_k", "median_steps", "mean_reward", "errors")
+               "pass_at_k", "pass_hat_k", "median_steps", "mean_reward", "errors", "corrupt")
 
 
-def write_csv(rows: list[Row], path: Path) -> None:
-    """One line per experiment with every figure of the table, for a spreadsheet or pandas."""
+def write_csv(rows: list[Row], path: Path, leading: Sequence[dict] = ()) -> None:
+    """One line per row with every figure of the table, for a spreadsheet or pandas; `leading` (a dict per
+    row, the same keys in each) puts columns of the caller's before them."""
+    first = list(leading[0]) if leading else []
     with path.open("w", newline="") as handle:
         writer = csv.writer(handle)
-        writer.writerow(CSV_COLUMNS)
-        for r in rows:
+        writer.writerow(first + list(CSV_COLUMNS))
+        for n, r in enumerate(rows):
             values = {**{c: getattr(r, c, None) for c in CSV_COLUMNS}, "success_rate": r.success_rate,
                       "ci_low": r.interval[0], "ci_high": r.interval[1]}
-            writer.writerow(["" if values[c] is None else values[c] for c in CSV_COLUMNS])
+            writer.writerow([leading[n][c] if leading else None for c in first]
+                            + ["" if values[c] is None else values[c] for c in CSV_COLUMNS])
 
 
 def viewer_links(viewer_url: str, mode: str, run_id: str) -> str:
-    """Links to the episodes behind a row's numbers in the trajectory viewer: all, solved, failed, errors."""
-    base = f"{viewer_url.rstrip('/')}/ui/runs/{mode}/{run_id}"
-    return ", ".join([f"[episodes]({base})"] + [f"[{label}]({base}?outcome={outcome})" for label, outcome in
-                                                (("solved", "solved"), ("failed", "failed"), ("errors", "error"))])
+    """Links to a run's episodes in the trajectory viewer: all, solved, failed, errors."""
+    return ", ".join([f"[episodes]({episodes_url(viewer_url, mode, run_id)})"]
+                     + [f"[{label}]({episodes_url(viewer_url, mode, run_id, outcome)})" for label, outcome in
+                        (("solved", "solved"), ("failed", "failed"), ("errors", "error"))])
 
 
 def write_report(store: Store, runs: list[tuple[str, str]], out_dir: Path, title: str,
                  viewer_url: str = "") -> tuple[Path, list[Row]]:
     """Write report.md, report.csv and the charts (success.png with intervals, success_by_family.png,
     steps.png) under out_dir; return the Markdown path and the rows. With `viewer_url` (the rollout API),
-    each run links to its episodes in the trajectory viewer."""
+    the table's counts and each run link to their episodes in the trajectory viewer."""
     out_dir.mkdir(parents=True, exist_ok=True)
     rows = summarise(store, runs)
     md = out_dir / "report.md"
     paired = paired_table(rows)
-    md.write_text(f"# {title}\n\n{markdown_table(rows)}\n"
+    md.write_text(f"# {title}\n\n{markdown_table(rows, viewer_url)}\n"
                   + (f"## Paired comparison (same tasks and attempts)\n\n{paired}\n" if paired else "")
                   + "![success rate](success.png) ![success by family](success_by_family.png) ![steps](steps.png)\n\n"
                   + "".join(f"- `{m}`: run `{r}`" + (f": {viewer_links(viewer_url, m, r)}" if viewer_url else "") + "\n"

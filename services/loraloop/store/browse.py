@@ -11,7 +11,7 @@ from loraloop.store.backends import Store
 from loraloop.store.trajectories import (PREFIX, Episode, MalformedTrajectory, parse_episode, run_prefix,
                                          task_and_attempt)
 
-INDEX_VERSION = 1
+INDEX_VERSION = 2  # 2: entries hold the policy and the task's split
 
 
 @dataclass(frozen=True)
@@ -37,6 +37,8 @@ class EpisodeEntry:
     error: str | None = None
     model: str | None = None  # the served name that sampled it (`<adapter>-v<k>` or the base model)
     category: str = ""  # the task's family
+    split: str = ""  # the task's split (train, test…)
+    policy: str = ""  # openai (a served model) or scripted (a teacher)
     corrupt: str | None = None
 
     @property
@@ -76,7 +78,8 @@ def describe(key: str, data: bytes) -> tuple[EpisodeEntry, Episode | None]:
     models = [s.model for s in episode.steps if s.model]
     return EpisodeEntry(key, episode.start.task_id, episode.start.attempt_idx, episode.success, episode.end.reward,
                         episode.end.total_steps or len(episode.steps), episode.end.status, episode.end.error,
-                        models[0] if models else episode.start.worker_model, episode.start.category), episode
+                        models[0] if models else episode.start.worker_model, episode.start.category,
+                        episode.start.split, episode.start.policy), episode
 
 
 def entry(store: Store, key: str) -> EpisodeEntry:
@@ -91,8 +94,11 @@ def index_key(mode: str, run_id: str) -> str:
 
 def run_index(store: Store, mode: str, run_id: str) -> list[EpisodeEntry]:
     """A run's episodes as entries, from its index object when that covers every episode stored now, else read
-    again and the index rewritten (a run still being played gains episodes)."""
+    again and the index rewritten (a run still being played gains episodes). A run without episodes gets no
+    index (a viewer asked for an unknown run writes nothing)."""
     keys = episode_keys(store, run_prefix(mode, run_id))
+    if not keys:
+        return []
     key = index_key(mode, run_id)
     if store.exists(key):
         stored = json.loads(store.get_bytes(key))

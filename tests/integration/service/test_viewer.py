@@ -2,6 +2,7 @@
 of episodes, and driven in headless Chromium with Playwright: login with the API's token, runs, a run's
 episodes and its filters, an episode's steps with its screenshot, two episodes side by side, a corrupt
 episode. Every page is screenshotted into volumes/reports/viewer-test/."""
+import re
 import threading
 import time
 from pathlib import Path
@@ -9,6 +10,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from loraloop.evaluate.report import markdown_table, summarise
 from loraloop.settings import Settings
 from loraloop.store.backends import FileStore
 from loraloop.store.browse import index_key, run_index
@@ -70,7 +72,7 @@ def viewer(tmp_path, redis_url):
 
 
 def test_bad_keys_missing_runs_and_the_token(viewer):
-    url, _ = viewer
+    url, store = viewer
     auth = {"Authorization": f"Bearer {TOKEN}"}
     with httpx.Client(base_url=url, timeout=30) as client:
         first = client.get("/ui", follow_redirects=False)
@@ -83,7 +85,11 @@ def test_bad_keys_missing_runs_and_the_token(viewer):
             assert response.status_code == 404, key
             assert "root:" not in response.text
         assert client.get("/ui/file", params={"key": "trajectories/../secret.png"}, headers=auth).status_code == 404
-        assert client.get("/ui/runs/smollm_bc/no-such-run", headers=auth).status_code == 404
+        for path in ("/ui/runs/smollm_bc/no-such-run", "/ui/runs/%2E%2E/etc", "/ui/runs/smollm_bc/%2E%2E",
+                     "/ui/runs/smollm_bc/..%5C.."):  # unknown, or no name a run is stored under: 404
+            response = client.get(path, headers=auth)
+            assert response.status_code == 404 and str(store.root) not in response.text, path
+        assert not any(store.list("indexes/"))  # and nothing written for them
         assert client.get("/ui/compare", params={"key": "trajectories/a.jsonl"}, headers=auth).status_code == 400
         corrupt = client.get("/ui/episode", headers=auth,
                              params={"key": "trajectories/smollm_bc/run-b/test-broken-00000__attempt_0.jsonl"})
@@ -92,6 +98,21 @@ def test_bad_keys_missing_runs_and_the_token(viewer):
                           params={"key": "trajectories/smollm_bc/run-b/test-count-ext-00001__attempt_0.jsonl"})
         assert "&lt;script&gt;alert(0)&lt;/script&gt;" in page.text and "<script>alert" not in page.text
         assert TOKEN not in page.text and TOKEN not in client.get("/ui/login").text
+
+
+def test_eval_table_counts_link_to_the_episodes_behind_them(viewer):
+    """Each count of an eval table (episodes, solved, errors) opens a viewer page listing that many episodes."""
+    url, store = viewer
+    table = markdown_table(summarise(store, [("smollm_zero", "run-a"), ("smollm_bc", "run-b")]), url)
+    # run-a: 60 episodes, 20 solved, no error; run-b: 4 episodes (+1 corrupt, left out of the figures), 2 solved,
+    # 1 error
+    links = re.findall(r"\[(\d+)\]\((http[^)]+)\)", table)
+    assert [int(n) for n, _ in links] == [60, 20, 4, 1, 2, 1] and "[4](" in table and "(+[1](" in table
+    with httpx.Client(timeout=30, headers={"Authorization": f"Bearer {TOKEN}"}) as client:
+        for count, link in links:
+            listed = int(count) + (1 if link.endswith("/run-b") else 0)  # the run's page lists the corrupt one too
+            page = client.get(link)
+            assert page.status_code == 200 and f"<p class=\"muted\">{listed} of " in page.text, link
 
 
 def test_the_run_index_is_written_once_and_rebuilt_when_the_run_grows(viewer):
@@ -131,6 +152,10 @@ def test_pages_in_chromium(viewer, chromium):
         page.goto(f"{url}/ui")
         assert page.locator("#runs tr").count() == 3
         page.screenshot(path=str(SHOTS / "runs.png"), full_page=True)
+        page.select_option("select[name=mode]", "smollm_zero")
+        page.click("form.filters button")
+        assert page.locator("#runs tr").count() == 2 and "1 of mode smollm_zero" in page.content()
+        page.goto(f"{url}/ui")
         page.click("text=run-b")
         page.select_option("select[name=model]", "smollm_bc-v2")
         page.click("form.filters button")

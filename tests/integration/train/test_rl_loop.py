@@ -18,6 +18,7 @@ import pytest
 
 from loraloop.agents.prompts import build_messages
 from loraloop.envs.shell.env import PROTOCOLS
+from loraloop.evaluate.iterations import measure, select_runs
 from loraloop.envs.shell.protocol import task_prompt
 from loraloop.store import adapters, open_store
 from loraloop.tasks.registry import load_registry
@@ -114,3 +115,11 @@ def test_rl_runs_trains_publishes_versions_and_survives_kill_9(vllm_url, tmp_pat
     assert history[2]["version"] == f"{name}-v3" and history[2]["held_out"] is not None
     assert (out / "rl_curve.png").stat().st_size > 1000 and "| iteration |" in (out / "rl_report.md").read_text()
     assert list((out / "tensorboard").glob("events.out.tfevents.*"))
+
+    # `loraloop report --runs '<name>-*'` over what the run stored: each version measured, with what trained it
+    measured, _ = measure(store, select_runs(store, [f"{name}-*"]))
+    assert [(m.series, m.version.iteration, m.version.trained_by, m.run_id, m.row.episodes) for m in measured] == [
+        ("rl_test · test", 1, "bc", f"{name}-eval-v1", 1),
+        ("rl_test · test", 3, "rl (RL iteration 2)", f"{name}-eval-v3", 1),
+        ("rl_test · train", 1, "bc", f"{name}-it0000", 8),
+        ("rl_test · train", 2, "rl (RL iteration 1)", f"{name}-it0001", 8)]

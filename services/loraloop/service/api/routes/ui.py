@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+import re
 import secrets
 from pathlib import Path
 from typing import Annotated
@@ -26,6 +27,7 @@ from loraloop.store.trajectories import PREFIX
 
 PAGE = 50
 COOKIE = "loraloop_ui"
+RUN_NAME = re.compile(r"^(?!\.{1,2}$)[A-Za-z0-9._-]{1,128}$")  # what a mode or run id is stored under
 templates = Environment(loader=FileSystemLoader(Path(__file__).resolve().parent.parent / "templates"),
                         autoescape=select_autoescape(["html"]))  # observations hold web pages' HTML: escaped
 
@@ -96,18 +98,22 @@ class EpisodeView:
 
 
 @pages.get("", response_class=HTMLResponse)
-def runs_page(store: StoreDep, page: Annotated[int, Query(ge=1)] = 1) -> HTMLResponse:
-    """Every run in the store, newest first."""
+def runs_page(store: StoreDep, mode: str = "", page: Annotated[int, Query(ge=1)] = 1) -> HTMLResponse:
+    """Every run in the store, newest first; with `mode`, that experiment's only."""
     runs = browse.runs(store)
-    shown, count = paged(runs, page)
-    return html("runs.html", title="Runs", runs=shown, total=len(runs), page=page, pages=count,
-                store_url=store.url)
+    chosen = [r for r in runs if not mode or r.mode == mode]
+    shown, count = paged(chosen, page)
+    return html("runs.html", title="Runs", runs=shown, total=len(runs), shown=len(chosen), page=page, pages=count,
+                store_url=store.url, mode=mode, modes=sorted({r.mode for r in runs}), query=urlencode({"mode": mode}))
 
 
 @pages.get("/runs/{mode}/{run_id}", response_class=HTMLResponse)
 def run_page(mode: str, run_id: str, store: StoreDep, task: str = "", outcome: str = "", model: str = "",
              page: Annotated[int, Query(ge=1)] = 1) -> HTMLResponse:
-    """A run's episodes, filtered by task (part of its id), outcome and model, 50 a page."""
+    """A run's episodes, filtered by task (part of its id), outcome and model, 50 a page. A mode or run id that
+    no run could be stored under (`..`, a slash…) is a 404 like an unknown run, and nothing is read for it."""
+    if not (RUN_NAME.match(mode) and RUN_NAME.match(run_id)):
+        raise HTTPException(404, f"no run {mode!r}/{run_id!r} in the store")
     entries = browse.run_index(store, mode, run_id)
     if not entries:
         raise HTTPException(404, f"no run {mode}/{run_id} in the store")
