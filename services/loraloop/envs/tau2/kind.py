@@ -45,13 +45,16 @@ def canonical_action(text: str) -> str | None:
 
 
 def preflight(tasks: list[Tau2Task], settings) -> None:
-    """Check the user simulator's server answers when a task needs one, for the embedded default (workers may
-    reach it at an address this host does not)."""
+    """Check a user simulator of its own (LORALOOP_TAU2_USER_LLM_BASE_URL) answers when a task needs one, for the
+    embedded default (workers may reach it at an address this host does not). The default user, the stack's vLLM,
+    is left to whoever starts that server (the loop starts it after this check)."""
     if settings.broker_url or all(task.solo for task in tasks):
         return
     from loraloop.envs.tau2.user import UserLLM
 
     url = UserLLM.resolve(settings, {}).base_url
+    if url == settings.vllm_url:
+        return
     try:
         httpx.get(f"{url.rstrip('/')}/models", timeout=5).raise_for_status()
     except httpx.HTTPError as exc:
