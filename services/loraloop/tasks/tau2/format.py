@@ -102,8 +102,11 @@ def parse_tau2_task(raw: Any, *, file: str, number: int, domain: str, split: str
     if not isinstance(raw.get("user_scenario"), dict):
         raise TaskFormatError(f"{where}: field 'user_scenario' must be an object")
     criteria = raw.get("evaluation_criteria")
-    if criteria is not None and (not isinstance(criteria, dict) or not isinstance(criteria.get("actions") or [], list)):
-        raise TaskFormatError(f"{where}: field 'evaluation_criteria' must be an object whose 'actions' is a list")
+    if criteria is not None and not isinstance(criteria, dict):
+        raise TaskFormatError(f"{where}: field 'evaluation_criteria' must be an object")
+    actions = (criteria or {}).get("actions") or []
+    if not isinstance(actions, list) or not all(isinstance(a, dict) and isinstance(a.get("name"), str) for a in actions):
+        raise TaskFormatError(f"{where}: field 'evaluation_criteria.actions' must be a list of objects with a 'name'")
     if solo and not raw.get("ticket"):
         raise TaskFormatError(f"{where}: field 'ticket' is required in solo mode (the agent works from it)")
     return Tau2Task(index=f"{domain}.{raw['id']}", id=raw["id"], domain=domain, raw=raw, split=split, solo=solo,
