@@ -107,7 +107,7 @@ def main(argv: list[str] | None = None) -> int:
     overhead_mean, overhead_p50 = mean[OURS] / mean[TAU2] - 1, p50[OURS] / p50[TAU2] - 1
     rows = "\n".join(f"| {name} | {len(times[name])} | {mean[name]:.2f} | {p50[name]:.2f} | "
                      f"{percentile(times[name], 90):.2f} |" for name in (OURS, TAU2))
-    report(f"""## tau2 environment: per-step time, ours against tau2's gym ({args.domain}, {args.episodes} episodes a side)
+    report(f"""## tau2 environment: per-step time, ours against tau2's gym ({args.domain}, {args.episodes} a side)
 
 {machine()}
 

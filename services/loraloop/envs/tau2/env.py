@@ -62,7 +62,8 @@ class TaskGymEnv(AgentGymEnv):
             user_tools = self._get_environment().get_user_tools()
         except ValueError:  # a domain without user tools
             user_tools = None
-        return RecordedUser(self.user_llm, self.user_turns, tools=user_tools, instructions=self.task.tau2_task.user_scenario)
+        return RecordedUser(self.user_llm, self.user_turns, tools=user_tools,
+                            instructions=self.task.tau2_task.user_scenario)
 
     def _run_orchestrator(self) -> None:
         try:
@@ -176,7 +177,7 @@ class Tau2Env:
         return events
 
     def _raise_failure(self) -> None:
-        """Raise what ended tau2's simulation thread, if anything did: the user simulator's server (named), else tau2."""
+        """Raise what ended tau2's simulation thread, if anything did: the user simulator (named), else tau2."""
         failure = self.gym.failure
         if isinstance(failure, LoraloopError):
             raise failure

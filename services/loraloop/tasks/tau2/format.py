@@ -105,7 +105,8 @@ def parse_tau2_task(raw: Any, *, file: str, number: int, domain: str, split: str
     if criteria is not None and not isinstance(criteria, dict):
         raise TaskFormatError(f"{where}: field 'evaluation_criteria' must be an object")
     actions = (criteria or {}).get("actions") or []
-    if not isinstance(actions, list) or not all(isinstance(a, dict) and isinstance(a.get("name"), str) for a in actions):
+    named = isinstance(actions, list) and all(isinstance(a, dict) and isinstance(a.get("name"), str) for a in actions)
+    if not named:
         raise TaskFormatError(f"{where}: field 'evaluation_criteria.actions' must be a list of objects with a 'name'")
     if solo and not raw.get("ticket"):
         raise TaskFormatError(f"{where}: field 'ticket' is required in solo mode (the agent works from it)")

@@ -61,7 +61,7 @@ def write_snapshot(domain: str, split: str, out: Path, solo: bool = False) -> di
 
 
 def snapshot_registry(path: Path) -> Registry | None:
-    """A tau2 snapshot file written by `loraloop tasks snapshot --source tau2` as a registry; None for any other path."""
+    """A snapshot written by `loraloop tasks snapshot --source tau2` as a registry; None for any other path."""
     doc = snapshot_document(path, (SOURCE,))
     if doc is None:
         return None
