@@ -112,3 +112,16 @@ def test_smollm2_as_agent_and_user_on_a_mock_task(settings_for, vllm_url):
     assert summary["status"] in ("completed", "round_limit") and episode.steps[-1].model == settings.base_model_name
     evaluation = episode.steps[-1].events[-1]  # tau2's evaluator graded the episode, however it ended
     assert evaluation["type"] == "evaluation" and evaluation["reward"] == summary["reward"]
+
+
+def test_an_evaluator_that_raises_on_what_the_agent_left_grades_the_episode_0(settings_for):
+    task = load_registry(MOCK).get("create_task_1_with_env_assertions")  # asserts on a task the agent never made
+    with scripted_user([ASK]) as (url, _):
+        env = env_kind("tau2").make_env(task, settings_for(tau2_user_llm_base_url=url), EnvOptions(max_steps=4))
+        try:
+            env.reset()
+            end = env.step('{"name": "done", "arguments": {}}')
+        finally:
+            env.close()
+    assert (end.done, end.reward, end.info["status"]) == (True, 0.0, "completed")
+    assert end.info["events"][-1]["error"] == "ValueError: Task task_2 not found"

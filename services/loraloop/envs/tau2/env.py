@@ -132,8 +132,13 @@ class Tau2Env:
             info["action"] = turn.canonical()
             try:
                 observation, reward, terminated, _, step_info = self.gym.step(turn.action())
-            except Exception as exc:  # tau2's own failure (its evaluator, its threads), not the agent's
-                raise EnvironmentFailure(f"task {self.task.index}: tau2 failed the step: {exc}") from exc
+            except Exception as exc:
+                if self.gym._simulation_run is None:  # tau2's own failure (its threads), not the agent's
+                    raise EnvironmentFailure(f"task {self.task.index}: tau2 failed the step: {exc}") from exc
+                # the episode ended and tau2's evaluator raised on what it found (an env assertion about a task the
+                # agent never made): graded 0, the error kept in the evaluation event
+                observation, reward, terminated = None, 0.0, True
+                step_info = {"reward_info": json.dumps({"reward": 0.0, "error": f"{type(exc).__name__}: {exc}"})}
             self._raise_failure()
             info["events"] = self._events()
             errors = [e["content"] for e in info["events"] if e["type"] == "tool_result" and e["error"]]
