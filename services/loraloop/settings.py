@@ -90,6 +90,12 @@ class Settings(BaseSettings):
     judge_model: str = Field("SmolLM2-135M-Instruct", description="the judge's served model name")
     judge_api_key: str = "EMPTY"
 
+    # tau2 environment: the user simulator (AReaL's econfig.user_llm / econfig.user_llm_base_url); empty: the
+    # stack's vLLM (vllm_url) serving the base model (base_model_name), never an adapter being trained.
+    tau2_user_llm: str = Field("", description="the user simulator's served model name")
+    tau2_user_llm_base_url: str = Field("", description="the user simulator's OpenAI-compatible URL")
+    tau2_user_llm_api_key: str = Field("", description="its API key (empty: vllm_api_key)")
+
     # Rollouts.
     concurrency: int = Field(8, description="episodes in flight per process (embedded default)")
     model_concurrency: int = Field(32, description="model requests in flight per process")

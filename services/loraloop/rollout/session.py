@@ -67,6 +67,7 @@ class EpisodeSession:
         self.observation = self.first
         self.expected = info.get("expected")
         start.first_observation, start.expected = self.first, self.expected
+        start.events = info.get("events")
         return self.first
 
     def _record_start(self) -> EpisodeStart:
@@ -99,7 +100,7 @@ class EpisodeSession:
             model_latency_ms=None if latency_ms is None else round(latency_ms, 1),
             elapsed_ms=round((time.perf_counter() - started) * 1000, 1), completion_tokens=completion_tokens,
             url=info.get("url"), screenshot=self._save_screenshot(shown), next_observation=result.observation,
-            **sample))
+            events=info.get("events"), **sample))
         if result.done:
             self.steps += 1
             self.done = True

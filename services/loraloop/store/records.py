@@ -18,6 +18,8 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 from loraloop.envs import DEFAULT_KIND
 
 SCHEMA_VERSION = 2
+# `events` of a start or step record: what an environment did beyond its observation, one object each with a
+# `type` (tau2: `tool_result`, `user_turn` (a user simulator's model call, apart from the agent's), `evaluation`).
 LEGACY_SCHEMA_VERSION = 1  # untyped episodes, written before schema_version existed
 
 
@@ -68,6 +70,7 @@ class EpisodeStart(Record):
     goal: str = ""
     adapter: Adapter | None = None
     sampling: dict[str, Any] | None = None
+    events: list[dict[str, Any]] | None = None  # what the env did at reset besides the observation (note above)
 
 
 class Step(Record):
@@ -94,6 +97,7 @@ class Step(Record):
     url: str | None = None
     screenshot: str | None = None
     next_observation: str | None = None
+    events: list[dict[str, Any]] | None = None  # what the env did in the step besides the observation (note above)
     prompt_token_ids: list[int] | None = None
     completion_token_ids: list[int] | None = None
     logprobs: list[float] | None = None

@@ -159,6 +159,25 @@ def read_task_file(path: Path) -> list:
     return data if isinstance(data, list) else [data]
 
 
+def write_document(doc: dict, out: Path) -> None:
+    """Write a registry document (a snapshot) to `out` as indented JSON, atomically: a reader never sees half."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_suffix(out.suffix + ".tmp")
+    tmp.write_text(json.dumps(doc, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    tmp.replace(out)
+
+
+def snapshot_document(path: Path, sources: tuple[str, ...], unnamed: str = "") -> dict | None:
+    """The document of a snapshot file (one JSON object with `tasks`) whose `source` is one of `sources` (`unnamed`
+    stands for a document that names none); None for any other path, so that each kind claims only its own."""
+    if not (path.is_file() and path.suffix == ".json"):
+        return None
+    doc = read_task_file(path)
+    if len(doc) != 1 or not isinstance(doc[0], dict) or "tasks" not in doc[0]:
+        return None
+    return doc[0] if doc[0].get("source", unnamed) in sources else None
+
+
 def parse_any(raw: Any, ctx: TaskContext, env: str = "") -> Task:
     """Parse one raw task with the kind `env` names, else with the first kind that owns it (shell last)."""
     from loraloop.envs import env_kind, kind_of_raw

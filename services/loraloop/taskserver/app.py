@@ -51,7 +51,9 @@ class StartRequest(RequestBody):
     """POST /api/episode/start."""
 
     sample_id: StrictInt | StrictStr = Field(description="a task's index string, or its position as an int")
-    config: dict = Field(default_factory=dict, description="protocol: text | tools; the rest is kept with the episode")
+    config: dict = Field(default_factory=dict, description="protocol: text | tools; the kind's own settings (tau2: "
+                                                           "econfig.user_llm, econfig.user_llm_base_url, "
+                                                           "econfig.solo_mode); kept with the episode")
 
 
 class Action(RequestBody):
@@ -279,7 +281,8 @@ def create_app(registry: Registry, task_name: str, settings: Settings, idle_time
         episode_id = str(uuid.uuid4())
         attempt = next_attempt(task.index)
         shared = kind.attach is not None
-        env = kind.make_env(task, settings, EnvOptions(protocol=protocol, episode_id=episode_id, shared=shared))
+        env = kind.make_env(task, settings, EnvOptions(protocol=protocol, episode_id=episode_id, shared=shared,
+                                                       config=request.config))
         session = EpisodeSession(store, env, task, mode=task_name, run_id=run_id, attempt=attempt,
                                  char_budget=settings.prompt_char_budget, policy="task-server", protocol=protocol,
                                  max_steps=env.max_rounds, sample_id=request.sample_id, episode_id=episode_id,
@@ -295,9 +298,12 @@ def create_app(registry: Registry, task_name: str, settings: Settings, idle_time
                                 owner=replica, protocol=protocol))
         with local_guard:
             local[episode_id] = (env, 0)
+        info = {"max_turns": env.max_rounds, "sample_id": request.sample_id, "turn": 0}
+        tools = kind.tools(protocol, task)
+        if tools:  # a client speaking native tool calls sends these with its model requests
+            info["tools"] = tools
         return EpisodeReply(episode_id=episode_id, observation=Observation(type="messages", content=session.prompt()),
-                            reward=0.0, done=False,
-                            info={"max_turns": env.max_rounds, "sample_id": request.sample_id, "turn": 0})
+                            reward=0.0, done=False, info=info)
 
     @app.post("/api/episode/step", response_model=EpisodeReply, responses=ERRORS, dependencies=slow)
     def step(request: StepRequest) -> EpisodeReply:

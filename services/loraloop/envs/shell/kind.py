@@ -104,7 +104,7 @@ def worker_stop() -> None:
 KIND = EnvKind(
     name="shell", parse_task=parse_task, owns=owns, make_env=make_env, teacher=teacher,
     canonical_action=canonical_action, prompt_style="chat", layout=agentbench_registry,
-    missing_files=missing_scripts, tools=lambda protocol: TOOLS if protocol == "tools" else None,
+    missing_files=missing_scripts, tools=lambda protocol, _task: TOOLS if protocol == "tools" else None,
     attach=attach, release=release, preflight=preflight, protocols=("text", "tools"), max_steps=ROUND_LIMIT,
     description="AgentBench OS-interaction tasks in a Docker container",
     worker_start=worker_start, worker_stop=worker_stop,

@@ -10,7 +10,7 @@ from importlib import metadata
 from pathlib import Path
 
 from loraloop.errors import ConfigError, TaskFormatError
-from loraloop.tasks.base import Registry, read_task_file
+from loraloop.tasks.base import Registry, snapshot_document, write_document
 from loraloop.tasks.web.format import parse_web_task
 
 SOURCES = ("real",)
@@ -53,21 +53,15 @@ def snapshot(source: str, version: str) -> dict:
 def write_snapshot(source: str, version: str, out: Path) -> dict:
     """Write the snapshot to `out` (atomically) and return it."""
     doc = snapshot(source, version)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_suffix(out.suffix + ".tmp")
-    tmp.write_text(json.dumps(doc, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
-    tmp.replace(out)
+    write_document(doc, out)
     return doc
 
 
 def snapshot_registry(path: Path) -> Registry | None:
     """A snapshot file written by `loraloop tasks snapshot` as a registry; None for any other path."""
-    if not (path.is_file() and path.suffix == ".json"):
+    doc = snapshot_document(path, SOURCES, unnamed=SOURCES[0])
+    if doc is None:
         return None
-    doc = read_task_file(path)
-    if len(doc) != 1 or not isinstance(doc[0], dict) or "tasks" not in doc[0]:
-        return None
-    doc = doc[0]
     if not isinstance(doc["tasks"], list) or not isinstance(doc.get("eval_scripts", {}), dict):
         raise TaskFormatError(f"{path}: field 'tasks' must be a list and 'eval_scripts' an object")
     name = f"{doc.get('source', 'real')}-{doc.get('version', '')}".rstrip("-")

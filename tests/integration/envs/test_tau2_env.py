@@ -1,0 +1,127 @@
+"""tau2 episodes end to end: tau2's own gym, domains, user simulator and evaluator; loraloop's rollout path, store,
+exports and Task Server. The user is a scripted OpenAI-compatible server (tests/helpers.scripted_user) or SmolLM2."""
+from __future__ import annotations
+
+import json
+
+import pytest
+from loraloop.datasets.export import export
+from loraloop.envs import env_kind
+from loraloop.envs.base import EnvOptions
+from loraloop.rollout.episode import run_episode
+from loraloop.rollout.sampler import EpisodeSpec
+from loraloop.service.local import LocalJobs
+from loraloop.service.models import JobRequest
+from loraloop.service.progress import follow
+from loraloop.store import open_store
+from loraloop.store.trajectories import iter_episodes, parse_episode
+from loraloop.tasks.registry import load_registry
+from loraloop.tasks.tau2.snapshot import write_snapshot
+from tests.helpers import free_port, scripted_user
+
+MOCK = "configs/tasks/tau2/mock_base.json"
+ASK = "Hi. Please create a task called 'Important Meeting' for user_1."
+
+
+def spec(registry: str, task_id: str, policy: str = "scripted", model: str | None = None, max_steps: int = 8,
+         run_id: str = "r") -> EpisodeSpec:
+    return EpisodeSpec(mode="tau2", run_id=run_id, task_registry=registry, task_id=task_id, task_index=0, attempt=0,
+                       seed=1, task_seed=1, temperature=0.0, policy=policy, model=model, max_steps=max_steps)
+
+
+def stored(settings, summary: dict):
+    return parse_episode(summary["key"], open_store(settings=settings).get_bytes(summary["key"]))
+
+
+def test_the_teacher_solves_mock_tasks_through_the_rollout_service_and_exports_read_them(settings_for, tmp_path):
+    with scripted_user([ASK]) as (url, requests):
+        settings = settings_for(tau2_user_llm_base_url=url, tau2_user_llm="scripted-user")
+        jobs = LocalJobs(settings, concurrency=2)
+        jobs.submit(JobRequest(experiment="teacher", task_registry=MOCK, run_id="teach"))
+        status = follow(lambda: jobs.status("teach"), quiet=True)
+    assert (status.state, status.done, status.failed) == ("done", 9, 0), status
+    episodes = {e.start.task_id: e for e in iter_episodes(open_store(settings=settings), "trajectories/teacher/teach/")}
+    solved = episodes["mock.create_task_1"]
+    assert (solved.end.status, solved.end.reward, solved.end.success) == ("completed", 1.0, True)
+    assert solved.start.env == "tau2" and "create_task" in solved.start.system_prompt  # the schemas, in the prompt
+    assert solved.start.first_observation == f"user: {ASK}"
+    user = solved.start.events[0]  # the user simulator's call, recorded apart from the agent's
+    assert (user["type"], user["content"], user["model"], user["url"]) == ("user_turn", ASK, "scripted-user", url)
+    call, stop = solved.steps
+    assert json.loads(call.raw_output) == {"name": "create_task",
+                                           "arguments": {"user_id": "user_1", "title": "Important Meeting"}}
+    assert call.events[0]["type"] == "tool_result" and '"title": "Important Meeting"' in call.events[0]["content"]
+    assert call.next_observation.startswith("tool: {") and stop.action_text == "tau2: done({})"
+    assert stop.events[-1]["type"] == "evaluation" and stop.events[-1]["reward_breakdown"] == {"DB": 1.0,
+                                                                                              "COMMUNICATE": 1.0}
+    assert requests and "Important Meeting" in requests[0]["messages"][0]["content"]  # the scenario, to the user
+    manifest = export(open_store(settings=settings), "trajectories/teacher/teach/", tmp_path / "data", ["bc"])
+    rows = [json.loads(line) for line in (tmp_path / "data" / "bc.jsonl").read_text().splitlines()]
+    assert manifest["rows"]["bc"] == len(rows) > 0
+    assert any(json.loads(row["completion"][0]["content"])["name"] == "create_task" for row in rows)
+
+
+def test_a_wrong_agent_gets_0_and_a_call_to_an_unknown_tool_is_an_error_observation(settings_for):
+    task = load_registry(MOCK).get("create_task_1")
+    with scripted_user([ASK]) as (url, _):
+        env = env_kind("tau2").make_env(task, settings_for(tau2_user_llm_base_url=url), EnvOptions(max_steps=6))
+        try:
+            env.reset()
+            unknown = env.step('{"name": "delete_task", "arguments": {"task_id": "task_1"}}')
+            assert unknown.observation.startswith("error: unknown tool 'delete_task' (tools: create_task, done,")
+            assert not unknown.done and unknown.info["action_kind"] == "invalid"
+            env.step('{"name": "create_task", "arguments": {"user_id": "user_1", "title": "Unimportant"}}')
+            end = env.step('{"name": "done", "arguments": {}}')
+        finally:
+            env.close()
+    assert (end.done, end.reward, end.info["success"]) == (True, 0.0, False)
+    assert end.info["events"][-1]["db_check"]["db_match"] is False  # tau2's evaluator compared the databases
+
+
+def test_an_airline_episode_with_a_scripted_user(settings_for, tmp_path):
+    registry = tmp_path / "airline_train.json"
+    write_snapshot("airline", "train", registry)
+    lines = ["Hi, I need to change my reservation.", "Thank you, that is all. ###STOP###"]
+    with scripted_user(lines) as (url, requests):
+        settings = settings_for(tau2_user_llm_base_url=url, tau2_user_llm="scripted-user")
+        summary = run_episode(spec(str(registry), "7", max_steps=12), settings)  # 5 calls, a message, done
+    episode = stored(settings, summary)
+    assert (summary["status"], summary["reward"], summary["success"]) == ("completed", 1.0, True)
+    assert [s.action for s in episode.steps] == ["tool"] * 5 + ["message"]  # the user stopped after the message
+    said = episode.steps[-1]
+    assert [e["content"] for e in said.events if e["type"] == "user_turn"] == [lines[1]] and len(requests) == 2
+    assert said.events[-1]["termination_reason"] == "user_stop"
+
+
+def test_an_unreachable_user_simulator_ends_the_episode_as_a_service_error_and_it_is_stored(settings_for):
+    down = f"http://127.0.0.1:{free_port()}/v1"  # nothing listens there
+    settings = settings_for(tau2_user_llm_base_url=down, model_retries=0)
+    summary = run_episode(spec(MOCK, "create_task_1"), settings, last_try=True)
+    assert summary["status"] == "service_error" and f"tau2 user simulator unreachable at {down}" in summary["error"]
+    assert stored(settings, summary).end.status == "service_error"
+    replay = run_episode(spec(MOCK, "create_task_1", run_id="again"), settings, last_try=False)
+    assert replay.get("retry") is True  # a server's fault: the runner plays it again, unstored
+
+
+def test_smollm2_as_agent_and_user_on_a_mock_task(settings_for, vllm_url):
+    settings = settings_for(vllm_url=vllm_url, max_tokens=24)  # the default user: the stack's vLLM, the base model
+    summary = run_episode(spec(MOCK, "create_task_1", policy="openai", max_steps=2), settings)
+    episode = stored(settings, summary)
+    user = episode.start.events[0]
+    assert (user["type"], user["model"], user["url"]) == ("user_turn", settings.base_model_name, vllm_url)
+    assert summary["status"] in ("completed", "round_limit") and episode.steps[-1].model == settings.base_model_name
+    evaluation = episode.steps[-1].events[-1]  # tau2's evaluator graded the episode, however it ended
+    assert evaluation["type"] == "evaluation" and evaluation["reward"] == summary["reward"]
+
+
+def test_an_evaluator_that_raises_on_what_the_agent_left_grades_the_episode_0(settings_for):
+    task = load_registry(MOCK).get("create_task_1_with_env_assertions")  # asserts on a task the agent never made
+    with scripted_user([ASK]) as (url, _):
+        env = env_kind("tau2").make_env(task, settings_for(tau2_user_llm_base_url=url), EnvOptions(max_steps=4))
+        try:
+            env.reset()
+            end = env.step('{"name": "done", "arguments": {}}')
+        finally:
+            env.close()
+    assert (end.done, end.reward, end.info["status"]) == (True, 0.0, "completed")
+    assert end.info["events"][-1]["error"] == "ValueError: Task task_2 not found"
