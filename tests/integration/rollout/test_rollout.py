@@ -75,7 +75,7 @@ def test_teacher_skips_a_task_without_example_and_the_summary_names_a_crashed_ta
                    {"LORALOOP_STORE_URL": f"file://{tmp_path / 'store'}", "COLUMNS": "2000"})
     assert proc.returncode == 0, proc.stderr
     summary = " ".join(proc.stderr.split())
-    assert "1/3 solved, 1 ended in an error, 1 skipped (the policy cannot play them)" in summary
+    assert "1/3 solved, 1 ended in an error (1 crash), 1 skipped (the policy cannot play them)" in summary
     assert "skipped t-set-00000: task t-set-00000 has no example solution: the scripted teacher cannot play it" in summary
     assert "t-set-00001: TaskFormatError: script file" in summary and "None:" not in summary
     ends = {f.parent.name + "/" + f.name: json.loads(f.read_text().splitlines()[-1])
