@@ -26,6 +26,16 @@ def in_project(relative: str) -> Path:
     return root / relative if root is not None else Path(relative)
 
 
+def places(path: str | Path) -> list[Path]:
+    """Where a path may lead, in the order `locate` looks: itself when absolute, else from the current folder,
+    then under the checkout."""
+    path = Path(path)
+    if path.is_absolute():
+        return [path]
+    root = project_root()
+    return [Path.cwd() / path] + ([root / path] if root is not None else [])
+
+
 def locate(path: str | Path, what: str, error: type[LoraloopError] = ConfigError) -> Path:
     """An existing file or folder: as given from the current folder, else under the checkout.
 
@@ -34,8 +44,8 @@ def locate(path: str | Path, what: str, error: type[LoraloopError] = ConfigError
     path = Path(path)
     if path.is_absolute() or path.exists():
         return path
-    root = project_root()
-    if root is not None and (root / path).exists():
-        return root / path
-    tried = [Path.cwd() / path] + ([root / path] if root is not None else [])
+    tried = places(path)
+    found = next((place for place in tried[1:] if place.exists()), None)
+    if found is not None:
+        return found
     raise error(f"{what} {path} does not exist (looked in {' and '.join(map(str, tried))})")

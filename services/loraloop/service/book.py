@@ -213,8 +213,7 @@ class JobBook:
         if failed(summary):
             pipe.hincrby(f"{NS}:metrics:failures", cause(summary), 1)
         if lines := notes(summary):
-            pipe.lpush(f"{job}:errors", *lines)
-            pipe.ltrim(f"{job}:errors", 0, KEPT_ERRORS - 1)
+            self._keep_errors(pipe, job, lines)
         pipe.hset(job, "updated_at", time.time())
         pipe.hincrby(f"{NS}:metrics:episodes", summary.get("status") or "error", 1)
         for name, values in (("step", summary.get("step_ms", [])), ("model", summary.get("model_ms", []))):
@@ -231,9 +230,14 @@ class JobBook:
         job = self._job(run_id)
         pipe = self.redis.pipeline()
         pipe.hincrby(job, "retries", 1)
-        pipe.lpush(f"{job}:errors", line)
-        pipe.ltrim(f"{job}:errors", 0, KEPT_ERRORS - 1)
+        self._keep_errors(pipe, job, [line])
         pipe.execute()
+
+    @staticmethod
+    def _keep_errors(pipe, job: str, lines: list[str]) -> None:
+        """Add lines to the job's recent errors (newest first), keeping the last KEPT_ERRORS."""
+        pipe.lpush(f"{job}:errors", *lines)
+        pipe.ltrim(f"{job}:errors", 0, KEPT_ERRORS - 1)
 
     def cancelled(self, run_id: str) -> bool:
         """True once the job was cancelled: queued episodes are skipped, running ones stop."""

@@ -10,13 +10,12 @@ argument (`loraloop.service.queue.celery_for`), and the worker's task imports th
 """
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Protocol
 
 from celery import Celery
 
 from loraloop.errors import ConfigError, LoraloopError
-from loraloop.paths import in_project
+from loraloop.paths import in_project, places
 from loraloop.rollout.experiments import get_experiment
 from loraloop.rollout.preflight import check_servers
 from loraloop.rollout.sampler import EpisodeSpec, new_run_id, plan_rollout
@@ -48,8 +47,7 @@ def check_task_root(task_registry: str, settings: Settings) -> None:
     roots a caller could make it read and quote any file (`/etc`). The refusal names the roots, not the path.
     """
     roots = [root.strip() for root in settings.task_roots.split(",") if root.strip()]
-    given = Path(task_registry)
-    here = [given] if given.is_absolute() else [Path.cwd() / given, in_project(task_registry)]
+    here = places(task_registry)
     path = next((p for p in here if p.exists()), here[-1]).resolve()
     if not any(path.is_relative_to(in_project(root).resolve()) for root in roots):
         raise ConfigError(f"task_registry must lie under one of this API's task roots ({', '.join(roots) or 'none'}; "

@@ -234,22 +234,23 @@ def create_app(registry: Registry, task_name: str, settings: Settings, idle_time
         thread.start()
         yield
         done.set()
-        interrupt()
-        for episode_id in list(local):  # those left are shareable: they stay for a replica, or this one restarted
-            drop_local(episode_id, close=False)
-
-    def interrupt() -> None:
-        """At shutdown, end and store every open episode no other process can go on with: all of them in memory
-        mode, and this replica's own browser episodes in Redis mode (shell episodes stay for a replica)."""
         shared = not isinstance(states, MemoryEpisodeStates)
-        for episode_id in states.idle(time.time() + 1):
+        for episode_id in list(local):
             state = states.get(episode_id)
-            if state is None or (shared and (state.handle is not None or state.owner != replica)):
-                continue
-            try:
-                stop(episode_id, "interrupted")
-            except Exception as exc:  # one episode's failure must not keep the others from being stored
-                log.warning("episode not stored at shutdown", fields={"episode": episode_id, "error": exc})
+            if state is None:  # over already: nothing to store
+                drop_local(episode_id, close=True)
+            elif not shared or state.handle is None:
+                interrupt(episode_id)
+            else:  # shareable: it stays for a replica, or for this one restarted
+                drop_local(episode_id, close=False)
+
+    def interrupt(episode_id: str) -> None:
+        """At shutdown, end and store an open episode of this process that no other process can go on with (every
+        one in memory mode, a browser episode in Redis mode); a failure is logged, the others still stored."""
+        try:
+            stop(episode_id, "interrupted")
+        except Exception as exc:  # one episode's failure must not keep the others from being stored
+            log.warning("episode not stored at shutdown", fields={"episode": episode_id, "error": exc})
 
     app = FastAPI(title=f"loraloop task server: {task_name}", lifespan=lifespan)
     http_guards.install(app, settings.api_max_body_bytes)
