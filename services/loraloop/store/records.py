@@ -71,6 +71,14 @@ class EpisodeStart(Record):
     adapter: Adapter | None = None
     sampling: dict[str, Any] | None = None
     events: list[dict[str, Any]] | None = None  # what the env did at reset besides the observation (note above)
+    # The HALO orchestrator's settings (agents/; all off for a plain worker): the manager model, the Verified Action
+    # Cache, macros and recovery policies.
+    manager_model: str | None = None
+    manager_url: str | None = None
+    use_manager: bool = False
+    use_cache: bool = False
+    use_macros: bool = False
+    use_recovery: bool = False
 
 
 class Step(Record):
@@ -103,6 +111,17 @@ class Step(Record):
     logprobs: list[float] | None = None
     adapter: Adapter | None = None
     sampling: dict[str, Any] | None = None
+    # The HALO orchestrator's part in the step (agents/): action_source says who chose the action (worker,
+    # manager, cache, macro, recovery, scripted…); these say why.
+    manager_called: bool = False
+    gate: str | None = None  # the manager gate that fired (warm_start, repeated_error, loop, error_streak, high_stakes)
+    manager_reason: str | None = None
+    manager_error: str | None = None  # the manager could not be reached: the worker went on alone
+    cache_hit: bool = False
+    cache_event: str | None = None  # hit, miss, stale (its target is gone), repeat
+    macro: str | None = None  # the macro call this primitive action was expanded from
+    recovery: str | None = None  # the trigger of a recovery action (no_progress, repeated_error, loop)
+    progress_score: float | None = None  # the site's milestone heuristic after the step (0..1)
 
 
 class EpisodeEnd(Record):
@@ -119,6 +138,13 @@ class EpisodeEnd(Record):
     error: str | None = None
     reason: str | None = None  # why a skipped episode was not played
     expected: str | None = None
+    max_progress_score: float | None = None
+    final_progress_score: float | None = None
+    manager_calls: int = 0
+    cache_hits: int = 0
+    cache_misses: int = 0
+    cache_skipped: int = 0  # entries found but not used: their target was gone, or the action would repeat
+    recoveries: int = 0
 
 
 AnyRecord = Annotated[Union[EpisodeStart, Step, EpisodeEnd], Field(discriminator="type")]
