@@ -194,9 +194,10 @@ def fuzz_api(app, examples: int, after=None, seeds: dict[str, list] | None = Non
 
 
 @contextmanager
-def scripted_user(lines: list[str]):
+def scripted_user(lines: list[str | dict]):
     """A scripted tau2 user: an OpenAI-compatible server on loopback whose chat completions say `lines` in order (the
-    last one again after that); yields its base URL, and the requests it got. The user simulator reaches it through
+    last one again after that; a dict `{"name", "arguments"}` is a call on the user's tools); yields its base URL,
+    and the requests it got. The user simulator reaches it through
     litellm as it would reach vLLM; only the words are fixed, so episodes on other domains are reproducible."""
     import json
     import threading
@@ -210,10 +211,15 @@ def scripted_user(lines: list[str]):
 
         def do_POST(self):
             requests.append(json.loads(self.rfile.read(int(self.headers["Content-Length"]))))
-            text = lines[min(len(requests), len(lines)) - 1]
+            line = lines[min(len(requests), len(lines)) - 1]
+            message = {"role": "assistant", "content": line}
+            if isinstance(line, dict):  # a call on the user's own tools (telecom's phone)
+                message = {"role": "assistant", "content": None, "tool_calls": [
+                    {"id": f"call{len(requests)}", "type": "function",
+                     "function": {"name": line["name"], "arguments": json.dumps(line.get("arguments") or {})}}]}
             self._send({"id": f"u{len(requests)}", "object": "chat.completion", "created": 0, "model": "scripted-user",
-                        "choices": [{"index": 0, "finish_reason": "stop",
-                                     "message": {"role": "assistant", "content": text}}],
+                        "choices": [{"index": 0, "finish_reason": "tool_calls" if isinstance(line, dict) else "stop",
+                                     "message": message}],
                         "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}})
 
         def _send(self, body: dict) -> None:

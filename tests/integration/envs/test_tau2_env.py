@@ -93,6 +93,46 @@ def test_an_airline_episode_with_a_scripted_user(settings_for, tmp_path):
     assert said.events[-1]["termination_reason"] == "user_stop"
 
 
+def test_a_retail_episode_with_a_scripted_user(settings_for, tmp_path):
+    registry = tmp_path / "retail_train.json"
+    write_snapshot("retail", "train", registry)
+    lines = ["Hi, I need help with my order.", "Thank you, that is all. ###STOP###"]
+    with scripted_user(lines) as (url, _):
+        settings = settings_for(tau2_user_llm_base_url=url, tau2_user_llm="scripted-user")
+        summary = run_episode(spec(str(registry), "0", max_steps=12), settings)
+    episode = stored(settings, summary)
+    assert (summary["status"], summary["reward"], summary["success"]) == ("completed", 1.0, True)
+    assert episode.start.category == "retail" and "retail" in episode.start.system_prompt.lower()
+    assert [e["type"] for e in episode.steps[0].events] == ["tool_result"]
+
+
+# A telecom fault is fixed on the user's phone (user tools): tau2 grades the phone's state (env assertions). Played
+# with a user who makes the call asked for, with one who does not, and in solo mode, where the agent makes it.
+TELECOM = "telecom.[mobile_data_issue]user_abroad_roaming_enabled_off[PERSONA:None]"
+
+
+@pytest.mark.parametrize("solo, user, reward", [
+    (False, ["My phone shows No Service in France.", {"name": "toggle_roaming"}, "It works now. ###STOP###"], 1.0),
+    (False, ["My phone shows No Service in France.", "I will not touch my phone. ###STOP###"], 0.0),
+    (True, ["(no user in solo mode)"], 1.0),
+], ids=["user-fixes-phone", "user-refuses", "solo"])
+def test_telecom_episodes_are_graded_on_the_users_phone(settings_for, tmp_path, solo, user, reward):
+    registry = tmp_path / "telecom.json"
+    write_snapshot("telecom", "small", registry, solo=solo)
+    with scripted_user(user) as (url, requests):
+        settings = settings_for(tau2_user_llm_base_url=url, tau2_user_llm="scripted-user")
+        summary = run_episode(spec(str(registry), TELECOM, max_steps=6), settings)
+    episode = stored(settings, summary)
+    assert (summary["status"], summary["reward"]) == ("completed", reward)
+    assert episode.steps[-1].events[-1]["type"] == "evaluation"
+    if solo:  # the agent called the phone's tool itself; no user was asked
+        assert json.loads(episode.steps[0].raw_output)["name"] == "toggle_roaming" and not requests
+    else:  # the agent asked; what the user did is recorded apart from the agent's turns
+        said = [e for e in episode.steps[0].events if e["type"] == "user_turn"]
+        assert "toggle_roaming" in episode.steps[0].raw_output
+        assert bool(said[0].get("tool_calls")) == (reward == 1.0)
+
+
 def test_an_unreachable_user_simulator_ends_the_episode_as_a_service_error_and_it_is_stored(settings_for):
     down = f"http://127.0.0.1:{free_port()}/v1"  # nothing listens there
     settings = settings_for(tau2_user_llm_base_url=down, model_retries=0)

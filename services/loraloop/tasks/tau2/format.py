@@ -37,7 +37,7 @@ class Tau2Task:
     @property
     def labels(self) -> tuple[str, ...]:
         """Subset names besides split and domain: `solo`, and what the reward is computed from (`db`, ...)."""
-        basis = (self.raw.get("evaluation_criteria") or {}).get("reward_basis") or []
+        basis = self._criteria("reward_basis")
         return ("solo",) * self.solo + tuple(str(b).lower() for b in basis)
 
     @property
@@ -56,15 +56,26 @@ class Tau2Task:
 
     @property
     def actions(self) -> list[dict]:
-        """The reference tool calls the agent makes in tau2's evaluation criteria, in order (the teacher's script)."""
-        criteria = self.raw.get("evaluation_criteria") or {}
-        return [a for a in criteria.get("actions") or [] if a.get("requestor", "assistant") == "assistant"]
+        """The reference tool calls the agent makes in tau2's evaluation criteria, in order (the teacher's script). In
+        solo mode there is no user, and the agent's tools include the user's (telecom's phone), so it makes the user's
+        calls too."""
+        makers = ("assistant", "user") if self.solo else ("assistant",)
+        return [a for a in self._criteria("actions") if a.get("requestor", "assistant") in makers]
+
+    @property
+    def user_actions(self) -> list[dict]:
+        """The reference calls the user makes on their own tools (telecom's phone), with a user simulator: the
+        agent can only ask for them."""
+        return [] if self.solo else [a for a in self._criteria("actions") if a.get("requestor") == "user"]
+
+    def _criteria(self, field: str) -> list:
+        """One list of tau2's evaluation criteria (empty where the task has none)."""
+        return (self.raw.get("evaluation_criteria") or {}).get(field) or []
 
     @property
     def communicate(self) -> list[str]:
         """What the agent must tell the user (tau2's `communicate_info`)."""
-        criteria = self.raw.get("evaluation_criteria") or {}
-        return [str(info) for info in criteria.get("communicate_info") or []]
+        return [str(info) for info in self._criteria("communicate_info")]
 
     @cached_property
     def tau2_task(self):
