@@ -210,14 +210,22 @@ def _seen_by_vllm(settings: Settings, name: str, version: str, local: Path) -> s
 
 
 def _dataset_prompts(dataset_path: str | None, limit: int = 2) -> list[list[dict]]:
+    """Up to `limit` prompts of the JSONL dataset the adapter was trained on, to verify it on; none where the
+    training data was not such a file (the RL loop trains from a task registry: JSON, YAML or a folder)."""
     if not dataset_path or not Path(dataset_path).is_file():
         return []
     prompts = []
     with open(dataset_path) as handle:
         for line in handle:
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError:
+                return []  # not a dataset of rows
+            if not isinstance(row, dict) or not isinstance(row.get("prompt"), list):
+                return []
+            prompts.append(row["prompt"])
             if len(prompts) >= limit:
                 break
-            prompts.append(json.loads(line)["prompt"])
     return prompts
 
 
