@@ -39,6 +39,7 @@ _LINE = re.compile(r"^(?P<depth>\t*)\[(?P<bid>[^\]]+)\] (?P<role>\S+) "
                    r"(?P<name>'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\")(?P<props>.*)$")
 _PAGE_ERROR = re.compile(r"^# Error from the last action\n(.+?)(?:\n\n# |\Z)", re.M | re.S)
 _URL = re.compile(r"^URL: (\S+)$", re.M)
+_CHECKED = re.compile(r"\bchecked(?:='true'|='mixed'|,|$)")
 # Landmarks whose links are the site's chrome, not a result (header, menus, side bars, footer, forms).
 _CHROME = {"banner", "navigation", "complementary", "contentinfo", "search", "form"}
 _FIELD_ROLES = {"textbox", "searchbox", "combobox", "listbox", "spinbutton", "checkbox", "radio", "switch"}
@@ -54,6 +55,7 @@ class Element:
     role: str
     name: str
     ancestors: tuple[str, ...] = ()
+    checked: bool = False
 
 
 def elements(observation: str) -> list[Element]:
@@ -68,7 +70,7 @@ def elements(observation: str) -> list[Element]:
         while stack and stack[-1][0] >= depth:
             stack.pop()
         found.append(Element(match["bid"], match["role"], " ".join(ast.literal_eval(match["name"]).split()),
-                             tuple(role for _, role in stack)))
+                             tuple(role for _, role in stack), bool(_CHECKED.search(match["props"]))))
         stack.append((depth, match["role"]))
     return found
 
@@ -131,9 +133,18 @@ def search_and_open(page: str, query: str) -> Steps:
     _check_page("search_and_open", page)
 
 
+def _switched_on(value: Any) -> bool:
+    return value if isinstance(value, bool) else _norm(value) in ("true", "yes", "on", "checked", "1")
+
+
+def _already(element: Element, value: Any) -> bool:
+    """A checkbox or radio already in the wanted state: checking it again would change nothing."""
+    return element.role in _TOGGLES and element.checked == _switched_on(value)
+
+
 def _field_action(element: Element, label: str, value: Any) -> str:
     if element.role in _TOGGLES:
-        on = value if isinstance(value, bool) else _norm(value) in ("true", "yes", "on", "checked", "1")
+        on = _switched_on(value)
         return _web(f"I {'check' if on else 'uncheck'} {label!r}.", f"{'check' if on else 'uncheck'}({element.bid!r})")
     if element.role in _CHOICES:
         return _web(f"I choose {value!r} for {label!r}.", f"select_option({element.bid!r}, {str(value)!r})")
@@ -141,12 +152,15 @@ def _field_action(element: Element, label: str, value: Any) -> str:
 
 
 def fill_form(page: str, fields: dict, submit: str | None = None) -> Steps:
-    """Fill each field found by its label (text, choice, checkbox or radio), in order; then click `submit`."""
+    """Fill each field found by its label (text, choice, checkbox or radio), in order; then click `submit`. A checkbox
+    or radio already as wanted is left alone (a step that changes nothing would not count as worked)."""
     for label, value in fields.items():
         element = _named(page, _FIELD_ROLES, label)
         if element is None:
             known = ", ".join(repr(e.name) for e in elements(page) if e.role in _FIELD_ROLES and e.name)
             raise MacroError(f"fill_form: no field {label!r} on the page{_where(page)} (fields: {known or 'none'})")
+        if _already(element, value):
+            continue
         page = yield _field_action(element, label, value)
         _check_page("fill_form", page)
     if submit is not None:
@@ -185,8 +199,9 @@ def add_to_cart_and_checkout(page: str, quantity: int | None = None, shipping: s
         speed = _named(page, {"radio"}, shipping) or _named(page, _CHOICES, "shipping")
         if speed is None:
             raise MacroError(f"add_to_cart_and_checkout: no shipping option {shipping!r}{_where(page)}")
-        page = yield _field_action(speed, shipping, True if speed.role == "radio" else shipping)
-        _check_page("add_to_cart_and_checkout", page)
+        if not _already(speed, True):
+            page = yield _field_action(speed, shipping, True if speed.role == "radio" else shipping)
+            _check_page("add_to_cart_and_checkout", page)
     place = _find(page, {"button"}, _PLACE.search)
     if place is None:
         raise MacroError(f"add_to_cart_and_checkout: no 'Place order' button{_where(page)}")
