@@ -1,4 +1,4 @@
-"""Macros expand into the env's own primitive actions on real pages of the bundled sites; bad calls name the argument."""
+"""Macros expand into the env's primitive actions on real pages of the bundled sites; bad calls name the argument."""
 import pytest
 
 from loraloop.agents.macros import MacroError, macro_help, parse_macro
@@ -100,7 +100,8 @@ def test_shell_calls_with_missing_or_bad_arguments_name_the_argument(call, named
 
 def test_a_macro_that_cannot_go_on_says_why():
     cart = SHOP[5]
-    with pytest.raises(MacroError, match=r"no 'Add to cart' button \(page http://localhost:8090/shop/cart\)"):
+    with pytest.raises(MacroError, match=r"no 'Add to cart' button \(open a product first\) \(page http://"
+                                         r"localhost:8090/shop/cart\)"):
         parse_macro("add_to_cart_and_checkout()", "web").next_action(cart)
     with pytest.raises(MacroError, match="no field 'Coupon' on the page.*fields: 'Search', 'Full name'"):
         parse_macro("fill_form({'Coupon': 'X'})", "web").next_action(SHOP[6])

@@ -111,6 +111,15 @@ def _web(think: str, action: str) -> str:
     return f"Think: {think}\nAction: {action}"
 
 
+def _click(macro: str, page: str, element: Element | None, missing: str, think: str) -> Generator[str, str, str]:
+    """Click `element` and return the page after it; MacroError saying what is `missing` when it is None."""
+    if element is None:
+        raise MacroError(f"{macro}: {missing}{_where(page)}")
+    page = yield _web(think, f"click({element.bid!r})")
+    _check_page(macro, page)
+    return page
+
+
 # ---- web macros ------------------------------------------------------------------------------------------------
 def search_and_open(page: str, query: str) -> Steps:
     """Type the query into the page's search box, submit it, open the first result."""
@@ -127,10 +136,8 @@ def search_and_open(page: str, query: str) -> Steps:
     inside_main = any("main" in e.ancestors for e in elements(page))
     result = next((e for e in elements(page) if e.role == "link" and not _CHROME.intersection(e.ancestors)
                    and (not inside_main or "main" in e.ancestors)), None)
-    if result is None:
-        raise MacroError(f"search_and_open: the search for {query!r} has no result to open{_where(page)}")
-    page = yield _web(f"I open the first result, {result.name!r}.", f"click({result.bid!r})")
-    _check_page("search_and_open", page)
+    yield from _click("search_and_open", page, result, f"the search for {query!r} has no result to open",
+                      f"I open the first result, {result.name if result else ''!r}.")
 
 
 def _switched_on(value: Any) -> bool:
@@ -164,11 +171,8 @@ def fill_form(page: str, fields: dict, submit: str | None = None) -> Steps:
         page = yield _field_action(element, label, value)
         _check_page("fill_form", page)
     if submit is not None:
-        button = _named(page, {"button", "link"}, submit)
-        if button is None:
-            raise MacroError(f"fill_form: no button {submit!r} to submit the form{_where(page)}")
-        page = yield _web(f"I submit the form with {submit!r}.", f"click({button.bid!r})")
-        _check_page("fill_form", page)
+        yield from _click("fill_form", page, _named(page, {"button", "link"}, submit),
+                          f"no button {submit!r} to submit the form", f"I submit the form with {submit!r}.")
 
 
 _ADD = re.compile(r"^add to (cart|basket|bag)")
@@ -185,16 +189,10 @@ def add_to_cart_and_checkout(page: str, quantity: int | None = None, shipping: s
         verb = "fill" if box.role in ("spinbutton", "textbox") else "select_option"
         page = yield _web(f"I set the quantity to {quantity}.", f"{verb}({box.bid!r}, {str(quantity)!r})")
         _check_page("add_to_cart_and_checkout", page)
-    add = _find(page, {"button"}, _ADD.search)
-    if add is None:
-        raise MacroError(f"add_to_cart_and_checkout: no 'Add to cart' button{_where(page)}: open a product first")
-    page = yield _web("I add the product to the cart.", f"click({add.bid!r})")
-    _check_page("add_to_cart_and_checkout", page)
-    go = _find(page, {"link", "button"}, _CHECKOUT.search)
-    if go is None:
-        raise MacroError(f"add_to_cart_and_checkout: no checkout link or button{_where(page)}")
-    page = yield _web("I proceed to checkout.", f"click({go.bid!r})")
-    _check_page("add_to_cart_and_checkout", page)
+    page = yield from _click("add_to_cart_and_checkout", page, _find(page, {"button"}, _ADD.search),
+                             "no 'Add to cart' button (open a product first)", "I add the product to the cart.")
+    page = yield from _click("add_to_cart_and_checkout", page, _find(page, {"link", "button"}, _CHECKOUT.search),
+                             "no checkout link or button", "I proceed to checkout.")
     if shipping is not None:
         speed = _named(page, {"radio"}, shipping) or _named(page, _CHOICES, "shipping")
         if speed is None:
@@ -202,11 +200,8 @@ def add_to_cart_and_checkout(page: str, quantity: int | None = None, shipping: s
         if not _already(speed, True):
             page = yield _field_action(speed, shipping, True if speed.role == "radio" else shipping)
             _check_page("add_to_cart_and_checkout", page)
-    place = _find(page, {"button"}, _PLACE.search)
-    if place is None:
-        raise MacroError(f"add_to_cart_and_checkout: no 'Place order' button{_where(page)}")
-    page = yield _web("I place the order.", f"click({place.bid!r})")
-    _check_page("add_to_cart_and_checkout", page)
+    yield from _click("add_to_cart_and_checkout", page, _find(page, {"button"}, _PLACE.search),
+                      "no 'Place order' button", "I place the order.")
 
 
 # ---- shell macros ----------------------------------------------------------------------------------------------

@@ -17,7 +17,8 @@ OTHER = "Act: answer(3)"
 
 def in_another_process(redis_url: str, code: str) -> str:
     """Run `code` with `cache` open on the same Redis in a fresh Python process; return what it prints."""
-    program = f"from loraloop.agents.vac import open_action_cache\ncache = open_action_cache({redis_url!r}, 'ns')\n{code}"
+    program = (f"from loraloop.agents.vac import open_action_cache\n"
+               f"cache = open_action_cache({redis_url!r}, 'ns')\n{code}")
     done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     return done.stdout.strip()
