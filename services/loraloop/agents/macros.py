@@ -25,6 +25,7 @@ from typing import Any, Callable, Generator, Iterator
 
 from loraloop.envs.shell.protocol import EMPTY_OUTPUT
 from loraloop.envs.web.actions import REQUIRED, bind_arguments, leading_call
+from loraloop.envs.web.prompts import page_url
 from loraloop.errors import LoraloopError
 
 Steps = Generator[str, str, None]  # yields primitive actions, is sent the observation after each
@@ -38,7 +39,6 @@ class MacroError(LoraloopError):
 _LINE = re.compile(r"^(?P<depth>\t*)\[(?P<bid>[^\]]+)\] (?P<role>\S+) "
                    r"(?P<name>'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\")(?P<props>.*)$")
 _PAGE_ERROR = re.compile(r"^# Error from the last action\n(.+?)(?:\n\n# |\Z)", re.M | re.S)
-_URL = re.compile(r"^URL: (\S+)$", re.M)
 _CHECKED = re.compile(r"\bchecked(?:='true'|='mixed'|,|$)")
 # Landmarks whose links are the site's chrome, not a result (header, menus, side bars, footer, forms).
 _CHROME = {"banner", "navigation", "complementary", "contentinfo", "search", "form"}
@@ -102,8 +102,8 @@ def _check_page(macro: str, page: str) -> None:
 
 
 def _where(page: str) -> str:
-    found = _URL.search(page or "")
-    return f" (page {found.group(1)})" if found else ""
+    url = page_url(page)
+    return f" (page {url})" if url else ""
 
 
 def _web(think: str, action: str) -> str:

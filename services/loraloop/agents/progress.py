@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 from urllib.parse import parse_qs, urlsplit
 
-from loraloop.agents.vac import page_url
+from loraloop.envs.web.prompts import page_url
 
 GENERIC_HALF = 4  # generic points at which the generic score is 0.5
 _CART = re.compile(r"\blink 'Cart \((\d+)\)'")

@@ -29,12 +29,12 @@ import redis
 
 from loraloop.envs import env_kind
 from loraloop.envs.web.actions import ActionError, parse_action
+from loraloop.envs.web.prompts import page_url
 from loraloop.errors import ConfigError, ServiceUnavailable
 from loraloop.service.book import without_credentials
 
 EVICT_AFTER = 2  # failures of a cached action before it is dropped
 TTL_S = 7 * 24 * 3600  # a Redis entry unused (neither verified nor failed) this long expires
-_URL = re.compile(r"^URL: (\S+)$", re.M)
 _TREE = "# Accessibility tree\n"
 _VOLATILE = re.compile(r", focused\b")  # which element has the focus says nothing about the page's state
 _BID_ARGS = ("bid", "from_bid", "to_bid")
@@ -46,12 +46,6 @@ class CacheLookup:
 
     action: str | None
     event: str  # hit | miss | stale (its target is gone: skipped) | repeat (it would repeat the last action: skipped)
-
-
-def page_url(observation: str) -> str | None:
-    """The `URL:` line of a web observation (format_observation writes one), None when there is none."""
-    found = _URL.search(observation or "")
-    return found.group(1) if found else None
 
 
 def page_structure(observation: str) -> str:
