@@ -26,12 +26,14 @@ from typing import Protocol
 from urllib.parse import urlsplit
 
 import redis
+from redis.backoff import ExponentialBackoff
+from redis.retry import Retry
 
 from loraloop.envs import env_kind
 from loraloop.envs.web.actions import ActionError, parse_action
 from loraloop.envs.web.prompts import page_url
 from loraloop.errors import ConfigError, ServiceUnavailable
-from loraloop.service.book import without_credentials
+from loraloop.service.book import BROKER_OUTAGE_S, without_credentials
 
 EVICT_AFTER = 2  # failures of a cached action before it is dropped
 TTL_S = 7 * 24 * 3600  # a Redis entry unused (neither verified nor failed) this long expires
@@ -183,11 +185,15 @@ return failures
 
 
 class RedisActionCache:
-    """The cache in Redis: every worker of every host sees what any of them verified."""
+    """The cache in Redis: every worker of every host sees what any of them verified.
 
-    def __init__(self, url: str, namespace: str, ttl_s: int = TTL_S) -> None:
+    Like the job book, a command that finds the broker gone is tried again with backoff for about `outage_s`
+    (a broker restart is waited out); past that, ServiceUnavailable naming the URL (without its password)."""
+
+    def __init__(self, url: str, namespace: str, ttl_s: int = TTL_S, outage_s: float = BROKER_OUTAGE_S) -> None:
         self.url, self.prefix, self.ttl_s = url, f"{namespace}:vac:", ttl_s
-        self.redis = redis.Redis.from_url(url, socket_connect_timeout=3, decode_responses=True)
+        retry = Retry(ExponentialBackoff(cap=2.0, base=0.1), retries=int(outage_s / 2) + 4) if outage_s else None
+        self.redis = redis.Redis.from_url(url, socket_connect_timeout=3, decode_responses=True, retry=retry)
         self._verify = self.redis.register_script(VERIFY)
         self._fail = self.redis.register_script(FAIL)
 

@@ -1,14 +1,16 @@
 """The Verified Action Cache in a real Redis: workers in other processes share it, counts are atomic, keys expire."""
+import shutil
 import subprocess
 import sys
 import threading
+import time
 
 import pytest
 import redis
 
 from loraloop.agents.vac import RedisActionCache, open_action_cache
 from loraloop.errors import ServiceUnavailable
-from tests.helpers import free_port
+from tests.helpers import free_port, wait_port
 
 KEY = "shell:t1:abc"
 LS = "Act: bash\n```bash\nls\n```"
@@ -72,7 +74,35 @@ def test_failures_from_two_workers_at_once_are_both_counted(redis_url):
 
 
 def test_a_broker_that_does_not_answer_is_named_without_its_password():
-    cache = open_action_cache(f"redis://user:secret@127.0.0.1:{free_port()}/0", "ns")
+    cache = RedisActionCache(f"redis://user:secret@127.0.0.1:{free_port()}/0", "ns", outage_s=0)  # no waiting
     with pytest.raises(ServiceUnavailable, match=r"action cache: lookup failed at redis://127\.0\.0\.1:\d+/0") as exc:
         lookup(cache)
     assert "secret" not in str(exc.value)
+
+
+def test_a_broker_restart_is_waited_out(tmp_path):
+    """The broker stops for 3 s under a worker: its next lookup waits (backoff) and finds the entry again (the
+    server keeps its data on disk across the restart, as the Compose broker does)."""
+    port = free_port()
+    command = [shutil.which("redis-server"), "--bind", "127.0.0.1", "--port", str(port), "--dir", str(tmp_path),
+               "--save", "", "--appendonly", "yes"]
+    server = subprocess.Popen(command, stdout=subprocess.DEVNULL)
+    restarted: list = []
+    restart = threading.Timer(3.0, lambda: restarted.append(subprocess.Popen(command, stdout=subprocess.DEVNULL)))
+    try:
+        wait_port(port, 30)
+        cache = RedisActionCache(f"redis://127.0.0.1:{port}/0", "ns", outage_s=20)
+        cache.verified(KEY, LS)
+        server.terminate()
+        server.wait()
+        restart.start()
+        started = time.monotonic()
+        assert lookup(cache) == (LS, "hit")
+        assert time.monotonic() - started >= 2.5  # it waited for the broker rather than failing the episode
+    finally:
+        restart.cancel()
+        if restart.ident is not None:
+            restart.join()
+        for proc in [server, *restarted]:
+            proc.terminate()
+            proc.wait()
