@@ -24,6 +24,7 @@ def scores(task, episode: dict) -> list[float]:
     ("shop-5", [0.333, 0.667, 1.0, 1.0]),  # orders, the order, cancelled
     ("mail-9", [0.25, 0.5, 0.75, 1.0, 1.0]),  # the email, composing, wrote, sent
     ("mail-4", [0.5, 1.0, 1.0]),  # the email, archived
+    ("mail-2", [0.5, 1.0, 1.0]),  # the email, starred (the same page, changed)
     ("mail-19", [0.0, 0.5, 1.0, 1.0]),  # searched, opened
 ])
 def test_teacher_solutions_climb_the_site_milestones(name, expected):
@@ -43,6 +44,14 @@ def test_the_same_pages_toward_another_goal_score_lower():
     episode = json.loads((PAGES / "shop-2.json").read_text())
     episode["steps"][-1]["info"]["success"] = False
     assert scores(TASKS["shop-16"], episode) == [0.0] * len(episode["steps"])
+
+
+def test_a_click_that_changes_nothing_on_an_email_is_no_change():
+    episode = json.loads((PAGES / "mail-2.json").read_text())
+    opened = episode["steps"][0]
+    idle = {"action": "", "info": {"action": "click('21')"}, "observation": opened["observation"]}
+    episode["steps"] = [opened, idle, idle]
+    assert scores(TASKS["mail-2"], episode) == [0.5, 0.5, 0.5]
 
 
 def test_a_failed_final_answer_keeps_the_score_reached():

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 from urllib.parse import parse_qs, urlsplit
 
+from loraloop.agents.vac import page_structure
 from loraloop.envs.web.prompts import page_url
 
 GENERIC_HALF = 4  # generic points at which the generic score is 0.5
@@ -47,6 +48,7 @@ class Visit:
     goal: str
     cart: int | None  # the shop's cart count on this page
     first_cart: int | None  # and on the first page
+    changed: bool  # the page's elements differ from the page before the step
 
 
 @dataclass(frozen=True)
@@ -97,7 +99,7 @@ MAIL = (
     Milestone("changed an email",
               lambda v: v.query.get("notice", [""])[0] in ("archived", "deleted", "restored", "unread")
               or (v.path == v.previous and v.path.startswith("/mail/email/") and v.action.startswith("click(")
-                  and not v.error),
+                  and v.changed),  # starred, labelled: the same email's page, changed
               _goal(r"\b(star|unstar|archive|trash|delete|restore|move|label|as unread)\b")),
     Milestone("composing", lambda v: v.path == "/mail/compose", _COMPOSE),
     Milestone("wrote the message", lambda v: v.previous == "/mail/compose" and v.action.startswith("fill(")
@@ -123,6 +125,7 @@ class ProgressTracker:
     pages: set[str] = field(default_factory=set)
     edited: set[str] = field(default_factory=set)
     path: str = ""
+    structure: str = ""
     first_cart: int | None = None
     score: float | None = None
 
@@ -138,7 +141,7 @@ class ProgressTracker:
         if self.kind != "web":
             return
         where = urlsplit(page_url(observation) or "")
-        self.path = where.path
+        self.path, self.structure = where.path, page_structure(observation)
         self.first_cart = _cart(observation)
         self.pages.add(page_type(where.path, parse_qs(where.query)))
 
@@ -153,9 +156,10 @@ class ProgressTracker:
             return self.score
         where = urlsplit(url or page_url(observation) or "")
         query = parse_qs(where.query)
+        structure = page_structure(observation)
         visit = Visit(where.path, query, self.path, action or "", observation, bool(info.get("error")), self.goal,
-                      _cart(observation), self.first_cart)
-        self.path = where.path
+                      _cart(observation), self.first_cart, structure != self.structure)
+        self.path, self.structure = where.path, structure
         if self.milestones is not None:
             self.reached.update(m.name for m in self.milestones if m.name not in self.reached and m.reached(visit))
             self.score = max(self.score or 0.0, round(len(self.reached) / len(self.milestones), 3)
