@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+import threading
 from dataclasses import dataclass
 from typing import Protocol
 from urllib.parse import urlsplit
@@ -140,10 +141,12 @@ def _decide(entry: str | None, *, kind: str, observation: str, recent_actions: l
 
 
 class MemoryActionCache:
-    """The cache in this process's memory: episodes run by this process share it (the embedded default)."""
+    """The cache in this process's memory: episodes run by this process share it (the embedded default runs them
+    on threads, so updates hold a lock)."""
 
     def __init__(self) -> None:
         self.entries: dict[str, tuple[str, int]] = {}  # key -> (action, failures)
+        self._lock = threading.Lock()
 
     def lookup(self, key: str, *, kind: str, observation: str, recent_actions: list[str]) -> CacheLookup:
         """The cached action for `key`, if it may be taken now (see the module's rules)."""
@@ -152,18 +155,20 @@ class MemoryActionCache:
 
     def verified(self, key: str, action: str) -> None:
         """`action` worked in this state: keep it when the state has none, reset its failures when it is the one."""
-        if key not in self.entries or self.entries[key][0] == action:
-            self.entries[key] = (action, 0)
+        with self._lock:
+            if key not in self.entries or self.entries[key][0] == action:
+                self.entries[key] = (action, 0)
 
     def failed(self, key: str, action: str) -> None:
         """The cached `action` failed here: count it, and drop it at its second failure."""
-        entry = self.entries.get(key)
-        if entry is None or entry[0] != action:
-            return
-        if entry[1] + 1 >= EVICT_AFTER:
-            del self.entries[key]
-        else:
-            self.entries[key] = (action, entry[1] + 1)
+        with self._lock:
+            entry = self.entries.get(key)
+            if entry is None or entry[0] != action:
+                return
+            if entry[1] + 1 >= EVICT_AFTER:
+                del self.entries[key]
+            else:
+                self.entries[key] = (action, entry[1] + 1)
 
 
 # KEYS[1] the entry's hash; ARGV: action, ttl. Keep the first action; the same action again resets its failures.
