@@ -79,7 +79,7 @@ def main() -> int:
         for episode in iter_episodes(store, "trajectories/bench/progress/"):
             by_task[episode.start.task_id][episode.start.attempt_idx] = episode
     sites: dict[str, dict[str, list]] = defaultdict(lambda: defaultdict(list))
-    misranked, misgraded = [], []
+    misranked, misgraded, behind = [], [], []
     for task in tasks:
         solution, wrong = by_task[task.index][0], by_task[task.index][1]
         site = sites[task.site_id]
@@ -92,6 +92,8 @@ def main() -> int:
         site["wrong_max"].append(wrong.end.max_progress_score)
         site["separated"].append(before_final(solution) > before_final(wrong))
         site["tied"].append(before_final(solution) == before_final(wrong))
+        if before_final(solution) < before_final(wrong):
+            behind.append(f"{task.index} ({before_final(solution):.2f} < {before_final(wrong):.2f})")
         site["ranked"].append(rank([wrong, solution])[0] is solution)
         if rank([wrong, solution])[0] is not solution:
             misranked.append(task.index)
@@ -107,7 +109,8 @@ def main() -> int:
         lines.append(f"| {name} | {n} | {mean(site['sol_before']):.2f} / {mean(site['wrong_before']):.2f} | "
                      f"{sum(site['separated'])}/{n} | {sum(site['tied'])}/{n} | {mean(site['sol_max']):.2f} / "
                      f"{mean(site['wrong_max']):.2f} | {sum(site['ranked'])}/{n} |")
-    lines += ["", f"Graded as expected (solution passes, wrong path fails): "
+    lines += ["", f"Wrong path ahead on milestones: {', '.join(behind) or 'none'}.",
+              "", f"Graded as expected (solution passes, wrong path fails): "
               f"{'all' if not misgraded else 'not ' + '; '.join(misgraded)}. "
               f"Solutions ranked first: {'all' if not misranked else 'not ' + ', '.join(misranked)}."]
     report("\n".join(lines), args.out)
