@@ -141,6 +141,7 @@ bench: ## run the benchmarks (bench/*.py), each against its baseline measured in
 	$(VENV)/bin/python bench/export.py
 	$(VENV)/bin/python bench/report.py
 	$(VENV)/bin/python bench/web_env.py
+	$(VENV)/bin/python bench/progress_scores.py
 	$(VENV)/bin/python bench/tau2_env.py
 	$(VENV)/bin/python bench/rl.py
 

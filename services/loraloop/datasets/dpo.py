@@ -6,14 +6,15 @@ where they still share the state (the same history) and act differently, the suc
 action is chosen over the failed one's. Pairing only within a state keeps every pair a fair
 comparison, and grouping by state makes the alignment linear in the number of steps. `default`
 aligns every successful episode with every failed one; `progress_ranked` only the best-ranked
-episode with the worst.
+episode (datasets/states.rank: progress, steps, recovery actions) with the worst, when the best made
+more progress or got a higher return, whether or not it succeeded.
 """
 from __future__ import annotations
 
 from collections import defaultdict
 from typing import Iterator
 
-from loraloop.datasets.states import State, assistant, rank
+from loraloop.datasets.states import State, assistant, by_progress, merit, rank
 from loraloop.store.trajectories import Episode
 
 
@@ -29,12 +30,13 @@ def dpo_rows(task_id: str, episodes: list[Episode], states_of: dict[str, list[St
              top_percent: float) -> Iterator[dict]:
     """The preference pairs of one task."""
     site = episodes[0].start.category
-    ranked = rank(episodes)
     if pairing == "progress_ranked":
-        aligned = {ranked[0].key, ranked[-1].key} if len(ranked) > 1 else set()
+        ranked, progress = rank(episodes), by_progress(episodes)
+        best, worst = ranked[0], ranked[-1]
+        better = {best.key} if merit(best, progress) > merit(worst, progress) else set()
+        worse = {worst.key} if better else set()
     else:
-        aligned = {e.key for e in episodes}
-    success = {e.key: e.success for e in episodes}
+        better, worse = {e.key for e in episodes if e.success}, {e.key for e in episodes if not e.success}
     groups: dict[str, list[tuple[State, str]]] = defaultdict(list)
     for episode in episodes:
         for state in states_of[episode.key]:
@@ -46,8 +48,8 @@ def dpo_rows(task_id: str, episodes: list[Episode], states_of: dict[str, list[St
         for bad in _distinct([s for s, _ in group if s.error]):
             for good in clean[:1]:
                 pairs.setdefault((good.canonical or good.action, bad.action), (good, bad, "error"))
-        winners = _distinct([s for s, key in group if key in aligned and success[key] and not s.error])
-        losers = _distinct([s for s, key in group if key in aligned and not success[key]])
+        winners = _distinct([s for s, key in group if key in better and not s.error])
+        losers = _distinct([s for s, key in group if key in worse])
         for good in winners:
             for bad in losers:
                 if good.canonical != bad.canonical:

@@ -83,9 +83,32 @@ def episodes_by_task(store: Store, prefix: str, malformed: list[str]) -> Iterato
             yield episodes[0].start.task_id, episodes
 
 
+def by_progress(episodes: list[Episode]) -> bool:
+    """Whether a task's episodes carry progress scores (web episodes recorded since agents/progress.py)."""
+    return any(e.end.max_progress_score is not None for e in episodes)
+
+
+def merit(episode: Episode, progress: bool) -> tuple[float, ...]:
+    """How good an episode's outcome is, higher better: (max progress, return) when the task's episodes carry
+    progress (an episode without a score counts as none), else (return,)."""
+    if progress:
+        return (episode.end.max_progress_score or 0.0, episode.end.reward)
+    return (episode.end.reward,)
+
+
+def recovery_actions(episode: Episode) -> int:
+    """The steps a recovery policy took (Step.recovery is set on them)."""
+    return sum(1 for step in episode.steps if step.recovery)
+
+
 def rank(episodes: list[Episode]) -> list[Episode]:
-    """Best first: highest return, then fewest steps, then fewest errors (the seed's progress ranking)."""
-    return sorted(episodes, key=lambda e: (-e.end.reward, len(e.steps), e.end.error_count, e.key))
+    """Best first, the seed's progress ranking (SPECS §5): highest max progress, then fewest steps, then fewest
+    recovery actions. Return breaks ties in progress before the steps do, so a solved episode comes before an
+    unsolved one that reached the same milestones. Where the task's episodes carry no progress (shell, tau2,
+    older episodes), highest return, then fewest steps, then fewest errors."""
+    progress = by_progress(episodes)
+    return sorted(episodes, key=lambda e: (tuple(-m for m in merit(e, progress)), len(e.steps),
+                                           recovery_actions(e) if progress else e.end.error_count, e.key))
 
 
 @lru_cache(maxsize=65536)

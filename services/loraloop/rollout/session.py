@@ -6,13 +6,15 @@ in a loop, HTTP calls spread over replicas, sampled completions), but they all g
 (agents/prompts, the function the exports use too), `act(text)` takes one step, `finish()`
 writes the episode to the store as typed records (store/records.py). So every stored episode has
 the same fields, whoever produced it, and a session can be saved and resumed by another process
-(`snapshot()`/`resume()`).
+(`snapshot()`/`resume()`). Every step also gets the episode's progress score so far (agents/progress.py),
+and the end record its maximum and final score, for every driver and policy.
 """
 from __future__ import annotations
 
 import time
 from typing import Any
 
+from loraloop.agents.progress import ProgressTracker
 from loraloop.agents.prompts import build_prompt
 from loraloop.envs.base import Env, StepResult
 from loraloop.store.backends import Store
@@ -47,6 +49,7 @@ class EpisodeSession:
         self.done = False
         self.outcome: dict[str, Any] = {"success": False, "reward": 0.0, "status": "error", "answer": None}
         self.started = time.time()
+        self.progress = ProgressTracker(task.env, task)  # each step's progress_score (agents/progress.py)
 
     @property
     def key(self) -> str:
@@ -65,6 +68,7 @@ class EpisodeSession:
         start = self._record_start()
         self.first, info = self.env.reset(seed=self.seed)
         self.observation = self.first
+        self.progress.start(self.first)
         self.expected = info.get("expected")
         start.first_observation, start.expected = self.first, self.expected
         start.events = info.get("events")
@@ -92,6 +96,7 @@ class EpisodeSession:
         info = result.info
         error = info.get("error")
         self.errors += bool(error)
+        progress = self.progress.update(result.observation, None, info.get("action"), info)
         self.recorder.add(Step(
             **self._common(), step_idx=self.steps, observation=self.observation, obs_hash=obs_hash(self.observation),
             obs_summary=self.observation[:OBS_SUMMARY_CHARS], raw_output=text, action=info.get("action_kind"),
@@ -100,7 +105,7 @@ class EpisodeSession:
             model_latency_ms=None if latency_ms is None else round(latency_ms, 1),
             elapsed_ms=round((time.perf_counter() - started) * 1000, 1), completion_tokens=completion_tokens,
             url=info.get("url"), screenshot=self._save_screenshot(shown), next_observation=result.observation,
-            events=info.get("events"), **sample))
+            events=info.get("events"), progress_score=progress, **sample))
         if result.done:
             self.steps += 1
             self.done = True
@@ -135,9 +140,12 @@ class EpisodeSession:
             self.outcome["status"] = status
         if not self.recorder.records:  # it ended before it started (a task the policy cannot play)
             self._record_start()
+        scores = [r.progress_score for r in self.recorder.records
+                  if isinstance(r, Step) and r.progress_score is not None]
         self.recorder.add(EpisodeEnd(
             **self._common(), **self.outcome, total_steps=self.steps, wall_time_sec=round(time.time() - self.started, 3),
-            error_count=self.errors, error=error, reason=reason, expected=self.expected))
+            error_count=self.errors, error=error, reason=reason, expected=self.expected,
+            max_progress_score=max(scores, default=None), final_progress_score=scores[-1] if scores else None))
         return self.recorder.flush()
 
     def summary(self) -> dict[str, Any]:
@@ -162,8 +170,11 @@ class EpisodeSession:
         session.prompt_style, session.started = start.prompt_style, start.timestamp
         session.first = session.observation = start.first_observation
         session.expected = start.expected
+        session.progress.start(start.first_observation or "")
         for step in steps:
             session.errors += bool(step.last_action_error)
+            session.progress.update(step.next_observation, None, step.action_text,
+                                    {"error": step.last_action_error})
             session._went_on(step.raw_output, step.next_observation)
         return session
 

@@ -28,6 +28,8 @@ def test_web_rollout_stores_trajectories_screenshots_and_exports_bc(tmp_path, si
         for step in episode.steps:
             assert step.url.startswith(sites_url) and step.action_text
             assert store.get_bytes(step.screenshot).startswith(b"\x89PNG")
+        progress = [step.progress_score for step in episode.steps]  # the teacher's episodes get scores too
+        assert progress == sorted(progress) and progress[-1] == episode.end.max_progress_score == 1.0
     manifest = export(store, "trajectories/web_teacher_screens/web-1/", tmp_path / "ds", ["bc", "grpo"])
     rows = [json.loads(line) for line in (tmp_path / "ds" / "bc.jsonl").read_text().splitlines()]
     assert manifest["rows"]["bc"] == len(rows) == sum(len(e.steps) for e in episodes)

@@ -314,6 +314,8 @@ def test_web_tasks_are_served_too_and_stay_on_the_replica_that_started_them(site
     assert episode.start.env == "web" and episode.start.prompt_style == "web" and episode.start.schema_version == 2
     assert episode.end.success and len(episode.steps) == len(task.solution)
     assert all(step.run_id == "r1" and step.action_source == "client" for step in episode.steps)
+    # each step ran in a session rebuilt from the saved records: the progress carried over (orders, the order, graded)
+    assert [step.progress_score for step in episode.steps] == [0.333, 0.667, 1.0]
 
 
 def test_a_port_in_use_is_one_clear_line_without_a_banner(server):

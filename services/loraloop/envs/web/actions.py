@@ -10,36 +10,36 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-_REQUIRED = object()
+REQUIRED = object()
 
-# name -> ordered (parameter, default); _REQUIRED marks a parameter without a default.
+# name -> ordered (parameter, default); REQUIRED marks a parameter without a default.
 SIGNATURES: dict[str, tuple[tuple[str, Any], ...]] = {
-    "click": (("bid", _REQUIRED), ("button", "left"), ("modifiers", [])),
-    "dblclick": (("bid", _REQUIRED), ("button", "left"), ("modifiers", [])),
-    "hover": (("bid", _REQUIRED),),
-    "fill": (("bid", _REQUIRED), ("value", _REQUIRED)),
-    "clear": (("bid", _REQUIRED),),
-    "select_option": (("bid", _REQUIRED), ("options", _REQUIRED)),
-    "check": (("bid", _REQUIRED),),
-    "uncheck": (("bid", _REQUIRED),),
-    "press": (("bid", _REQUIRED), ("key_comb", _REQUIRED)),
-    "focus": (("bid", _REQUIRED),),
-    "drag_and_drop": (("from_bid", _REQUIRED), ("to_bid", _REQUIRED)),
-    "upload_file": (("bid", _REQUIRED), ("file", _REQUIRED)),
-    "scroll": (("delta_x", _REQUIRED), ("delta_y", _REQUIRED)),
-    "goto": (("url", _REQUIRED),),
+    "click": (("bid", REQUIRED), ("button", "left"), ("modifiers", [])),
+    "dblclick": (("bid", REQUIRED), ("button", "left"), ("modifiers", [])),
+    "hover": (("bid", REQUIRED),),
+    "fill": (("bid", REQUIRED), ("value", REQUIRED)),
+    "clear": (("bid", REQUIRED),),
+    "select_option": (("bid", REQUIRED), ("options", REQUIRED)),
+    "check": (("bid", REQUIRED),),
+    "uncheck": (("bid", REQUIRED),),
+    "press": (("bid", REQUIRED), ("key_comb", REQUIRED)),
+    "focus": (("bid", REQUIRED),),
+    "drag_and_drop": (("from_bid", REQUIRED), ("to_bid", REQUIRED)),
+    "upload_file": (("bid", REQUIRED), ("file", REQUIRED)),
+    "scroll": (("delta_x", REQUIRED), ("delta_y", REQUIRED)),
+    "goto": (("url", REQUIRED),),
     "go_back": (),
     "go_forward": (),
     "new_tab": (),
     "tab_close": (),
-    "tab_focus": (("index", _REQUIRED),),
-    "send_msg_to_user": (("text", _REQUIRED),),
-    "report_infeasible": (("reason", _REQUIRED),),
+    "tab_focus": (("index", REQUIRED),),
+    "send_msg_to_user": (("text", REQUIRED),),
+    "report_infeasible": (("reason", REQUIRED),),
     "noop": (("wait_ms", 1000),),
-    "mouse_click": (("x", _REQUIRED), ("y", _REQUIRED), ("button", "left")),
-    "mouse_move": (("x", _REQUIRED), ("y", _REQUIRED)),
-    "keyboard_type": (("text", _REQUIRED),),
-    "keyboard_press": (("key", _REQUIRED),),
+    "mouse_click": (("x", REQUIRED), ("y", REQUIRED), ("button", "left")),
+    "mouse_move": (("x", REQUIRED), ("y", REQUIRED)),
+    "keyboard_type": (("text", REQUIRED),),
+    "keyboard_press": (("key", REQUIRED),),
 }
 FINAL_ACTIONS = ("send_msg_to_user", "report_infeasible")
 _CALL_START = re.compile(r"\b(" + "|".join(sorted(SIGNATURES, key=len, reverse=True)) + r")\s*\(")
@@ -59,52 +59,59 @@ class Action:
 
     def text(self) -> str:
         """The canonical action string (`click('12')`), as BrowserGym writes it."""
-        required = [p for p, default in SIGNATURES[self.name] if default is _REQUIRED]
+        required = [p for p, default in SIGNATURES[self.name] if default is REQUIRED]
         parts = [repr(self.args[p]) for p in required]
         parts += [f"{p}={self.args[p]!r}" for p, default in SIGNATURES[self.name]
-                  if default is not _REQUIRED and self.args.get(p, default) != default]
+                  if default is not REQUIRED and self.args.get(p, default) != default]
         return f"{self.name}({', '.join(parts)})"
 
 
-def _bind(name: str, call: ast.Call) -> dict[str, Any]:
-    params = SIGNATURES[name]
+def bind_arguments(name: str, call: ast.Call, params: tuple[tuple[str, Any], ...],
+                   error: type[Exception] = ActionError) -> dict[str, Any]:
+    """The call's literal arguments by parameter name, defaults filled in; `error` names what is wrong (an argument
+    missing, unknown, given twice or not a literal). Shared by actions and agents/macros.py's macro calls."""
     try:
         positional = [ast.literal_eval(a) for a in call.args]
         keywords = {k.arg: ast.literal_eval(k.value) for k in call.keywords}
     except (ValueError, SyntaxError, TypeError) as exc:
-        raise ActionError(f"{name}: arguments must be literals (strings, numbers, lists), got "
-                          f"{ast.unparse(call)!r}") from exc
+        raise error(f"{name}: arguments must be literals (strings, numbers, lists), got "
+                    f"{ast.unparse(call)!r}") from exc
     if len(positional) > len(params):
-        raise ActionError(f"{name} takes at most {len(params)} argument(s), got {len(positional)}")
+        raise error(f"{name} takes at most {len(params)} argument(s), got {len(positional)}")
     args = dict(zip((p for p, _ in params), positional))
     for key, value in keywords.items():
         if key not in dict(params):
-            raise ActionError(f"{name} has no parameter {key!r} (parameters: {', '.join(p for p, _ in params)})")
+            raise error(f"{name} has no parameter {key!r} (parameters: {', '.join(p for p, _ in params)})")
         if key in args:
-            raise ActionError(f"{name}: parameter {key!r} given twice")
+            raise error(f"{name}: parameter {key!r} given twice")
         args[key] = value
     for param, default in params:
         if param not in args:
-            if default is _REQUIRED:
-                raise ActionError(f"{name} needs argument {param!r}")
+            if default is REQUIRED:
+                raise error(f"{name} needs argument {param!r}")
             args[param] = default
+    return args
+
+
+def _bind(name: str, call: ast.Call) -> dict[str, Any]:
+    args = bind_arguments(name, call, SIGNATURES[name])
     for param in ("bid", "from_bid", "to_bid"):
         if param in args:
             args[param] = str(args[param])
     return args
 
 
-def _parse_call(source: str) -> Action | None:
-    try:
-        tree = ast.parse(source.strip(), mode="eval")
-    except SyntaxError:
-        return None
-    call = tree.body
-    if not isinstance(call, ast.Call) or not isinstance(call.func, ast.Name):
-        return None
-    if call.func.id not in SIGNATURES:
-        raise ActionError(f"unknown action {call.func.id!r} (known: {', '.join(SIGNATURES)})")
-    return Action(call.func.id, _bind(call.func.id, call))
+def leading_call(snippet: str) -> tuple[ast.Call, str] | None:
+    """The call of a bare name at the start of `snippet` and its text: the shortest prefix ending in ')' that
+    parses as one (read by `ast`, never run); None when no prefix does."""
+    for end in (i + 1 for i, ch in enumerate(snippet) if ch == ")"):
+        try:
+            tree = ast.parse(snippet[:end].strip(), mode="eval")
+        except SyntaxError:
+            continue
+        if isinstance(tree.body, ast.Call) and isinstance(tree.body.func, ast.Name):
+            return tree.body, snippet[:end].strip()
+    return None
 
 
 def _candidates(text: str) -> list[str]:
@@ -119,12 +126,14 @@ def _candidates(text: str) -> list[str]:
 
 
 def _first_call(snippet: str) -> Action | None:
-    """The call at the start of `snippet`: the shortest prefix ending in ')' that parses."""
-    for end in (i + 1 for i, ch in enumerate(snippet) if ch == ")"):
-        action = _parse_call(snippet[:end])
-        if action is not None:
-            return action
-    return None
+    """The action called at the start of `snippet`; ActionError when it calls an unknown name."""
+    found = leading_call(snippet)
+    if found is None:
+        return None
+    call = found[0]
+    if call.func.id not in SIGNATURES:
+        raise ActionError(f"unknown action {call.func.id!r} (known: {', '.join(SIGNATURES)})")
+    return Action(call.func.id, _bind(call.func.id, call))
 
 
 def parse_action(text: str) -> Action:
