@@ -38,6 +38,12 @@ def format_observation(*, goal: str | None, url: str, title: str, tabs: list[tup
     return "\n\n".join(parts)
 
 
+def page_url(observation: str) -> str | None:
+    """The current page's URL in an observation `format_observation` wrote (None in any other text)."""
+    found = re.search(r"^# Current page\nURL: (\S+)", observation, re.M)
+    return found.group(1) if found else None
+
+
 def _goal(first_observation: str) -> str:
     """The `# Goal` section of a web episode's first observation."""
     head, _, rest = first_observation.partition("# Goal\n")
