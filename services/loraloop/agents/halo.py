@@ -85,7 +85,8 @@ class HaloAgent:
             session.note(choice.text, choice.error, source=choice.source, **choice.fields)
             return
         result = session.act(choice.text, source=choice.source, **choice.fields)
-        if choice.source in ("manager", "recovery") or choice.fields.get("manager_called"):
+        answered = choice.fields.get("manager_called") and not choice.fields.get("manager_error")
+        if choice.source in ("manager", "recovery") or answered:  # an intervention: gates start afresh
             self.mark = len(self.steps(session))
         self.learn(choice, result.info, before, result.observation)
 

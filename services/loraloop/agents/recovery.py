@@ -28,6 +28,12 @@ def trigger(steps: list[Step], patience: int, canonical: Callable[[str], str | N
     return None
 
 
+def inert(text: str, limit: int = 200) -> str:
+    """Text safe to echo inside a shell action: one line, no code fences, no `Act:` the parser could take for
+    the action itself (an error quoting `Act: finish` must not end the episode)."""
+    return " ".join(text.split()).replace("`", "'").replace("Act:", "Act")[:limit]
+
+
 def recovery_action(kind: str, trigger_name: str, steps: list[Step]) -> str | None:
     """The kind's recovery action for the trigger, in the env's action syntax; None for kinds without one."""
     last = steps[-1] if steps else None
@@ -39,6 +45,6 @@ def recovery_action(kind: str, trigger_name: str, steps: list[Step]) -> str | No
         return "Think: recover by going back to the page before.\nAction: go_back()"
     if kind == "shell":
         error = next((s.last_action_error for s in reversed(steps) if s.last_action_error), None) or NO_ERROR
-        note = shlex.quote(f"recovery ({trigger_name}); last error: {error}")
+        note = shlex.quote(f"recovery ({trigger_name}); last error: {inert(error)}")
         return f"Think: recover: back to the home folder and the last error.\n\nAct: bash\n\n```bash\ncd ~ && echo {note}\n```"
     return None
