@@ -109,6 +109,15 @@ def test_without_recovery_the_manager_takes_the_repeated_error(tmp_path):
     assert end.recoveries == 0 and end.manager_calls == 1
 
 
+def test_a_manager_reply_without_an_action_leaves_the_step_to_the_worker(tmp_path):
+    agent = HaloAgent(Replies(ANSWER), "shell", "t1", manager=manager_of("Reason: the agent knows\nGood luck."),
+                      tuning=Tuning(warm_start_steps=1))
+    _, steps, end = play(tmp_path, agent)
+    assert [(s.action_source, s.gate, s.manager_called, s.manager_reason) for s in steps] == \
+        [("worker", "warm_start", True, "the agent knows")]
+    assert steps[0].model == "worker-model" and end.manager_calls == 1
+
+
 def test_a_destructive_command_goes_to_the_manager(tmp_path):
     manager = manager_of("Reason: never delete\n" + ANSWER)
     agent = HaloAgent(Replies(BASH.format("rm -rf /root")), "shell", "t1", manager=manager,

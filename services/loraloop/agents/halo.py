@@ -6,7 +6,8 @@ Before every step it asks, in turn:
 2. the manager (agents/manager.py): is this one of the first `warm_start_steps` steps, or does a gate fire
    (agents/gates.py: the same error twice, a loop, an error streak, a high-stakes page)? Then the manager's
    decision (`action_source: manager`, `manager_called`, `gate`, `manager_reason`); a manager that does not
-   answer leaves the step to the others and the step records the outage (`manager_error`);
+   answer leaves the step to the others and the step records the outage (`manager_error`), and so does a reply
+   that holds no action (its reason is recorded);
 3. a macro in progress (agents/macros.py): its next primitive action (`action_source: macro`, `macro`);
 4. the Verified Action Cache (agents/vac.py): an action verified in this state (`action_source: cache`);
 5. the worker. A destructive shell command it proposes goes to the manager first (gate `high_stakes`).
@@ -114,7 +115,7 @@ class HaloAgent:
         gate = self.gate(session, steps)
         if gate is not None:
             decision, asked = self.ask(session, gate)
-            if decision is not None and decision.action:
+            if decision is not None and self.usable(decision.action):
                 self.macro = None
                 return self.expand(session, decision.action, "manager", {**asked, **reply_fields(decision.reply)})
         if self.macro is not None:
@@ -133,7 +134,7 @@ class HaloAgent:
                 gates.destructive(self.canonical(reply.text) or ""):
             decision, asked = self.ask(session, "high_stakes", proposal=reply.text)
             fields.update(asked)
-            if decision is not None and decision.action:
+            if decision is not None and self.usable(decision.action):
                 return self.expand(session, decision.action, "manager", {**fields, **reply_fields(decision.reply)})
         return self.expand(session, reply.text, reply.source, {**fields, **reply_fields(reply), **reply.sample()})
 
@@ -163,6 +164,18 @@ class HaloAgent:
         except ServiceUnavailable as exc:
             return None, {"gate": gate, "manager_called": called, "manager_error": str(exc)}
         return decision, {"gate": gate, "manager_called": True, "manager_reason": decision.reason}
+
+    def usable(self, text: str | None) -> bool:
+        """Whether a manager's reply holds an action the env or a macro takes; when it holds none, the others
+        choose the step (its reason is still recorded) rather than spend a step on an invalid action."""
+        if not text:
+            return False
+        if self.canonical(text) is not None:
+            return True
+        try:
+            return self.macros is not None and self.macros.parse_macro(text, self.kind) is not None
+        except self.macros.MacroError:
+            return False
 
     def macro_step(self, session: "EpisodeSession", asked: dict) -> Choice | None:
         """The macro in progress's next primitive action; None when it is done (the others choose)."""
