@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from loraloop.agents import gates, recovery
-from loraloop.agents.manager import Decision, Manager
+from loraloop.agents.manager import Decision, Manager, note
 from loraloop.agents.policy import Policy, Reply
 from loraloop.envs import env_kind
 from loraloop.envs.web.prompts import page_url
@@ -160,7 +160,7 @@ class HaloAgent:
         """The manager's decision for `gate` and the fields the step records; an outage is recorded, not raised."""
         called = self.manager.down is None
         try:
-            decision = self.manager.decide(session.prompt(), gate, proposal)
+            decision = self.manager.decide(session.prompt(reserve=len(note(gate, proposal))), gate, proposal)
         except ServiceUnavailable as exc:
             return None, {"gate": gate, "manager_called": called, "manager_error": str(exc)}
         return decision, {"gate": gate, "manager_called": True, "manager_reason": decision.reason}

@@ -45,14 +45,18 @@ def parse_decision(text: str) -> tuple[str | None, str | None]:
     return reason, action or None
 
 
+def note(gate: str, proposal: str | None = None) -> str:
+    """What the manager is told on top of the worker's prompt: why it is asked, and what the agent proposed."""
+    return NOTE.format(why=WHY[gate], proposal=f"\nThe agent proposed:\n{proposal}\n" if proposal else "")
+
+
 def briefing(messages: list[dict[str, str]], gate: str, proposal: str | None = None) -> list[dict[str, str]]:
     """The worker's prompt with the manager's note appended to its last user turn."""
-    extra = f"\nThe agent proposed:\n{proposal}\n" if proposal else ""
-    note = NOTE.format(why=WHY[gate], proposal=extra)
+    note_text = note(gate, proposal)
     *head, last = messages
     if last["role"] == "user":
-        return [*head, {**last, "content": f"{last['content']}\n\n{note}"}]
-    return [*messages, {"role": "user", "content": note}]
+        return [*head, {**last, "content": f"{last['content']}\n\n{note_text}"}]
+    return [*messages, {"role": "user", "content": note_text}]
 
 
 class Manager:

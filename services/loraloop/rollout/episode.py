@@ -52,10 +52,13 @@ def make_policy(spec: EpisodeSpec, task: Task, settings: Settings, env: Env) -> 
                         tools=kind.tools(spec.protocol, task), stop=env.stop, adapter=spec_adapter(spec))
 
 
-def make_agent(spec: EpisodeSpec, task: Task, settings: Settings, env: Env, worker: Policy) -> HaloAgent | None:
+def make_agent(spec: EpisodeSpec, task: Task, settings: Settings, session: EpisodeSession,
+               worker: Policy) -> HaloAgent | None:
     """The HALO orchestrator over `worker` for a spec with a manager, the cache, macros or recovery; None for a
     worker alone. With macros on, their usage joins the env's instructions (the system prompt the episode
-    records), before the episode starts."""
+    records) before the episode starts, and the history's share of the prompt shrinks by as much, so that
+    the prompt still fits the model's context."""
+    env = session.env
     if not spec.halo:
         return None
     manager = None
@@ -75,7 +78,9 @@ def make_agent(spec: EpisodeSpec, task: Task, settings: Settings, env: Env, work
     if spec.use_macros:
         from loraloop.agents import macros
 
-        env.instructions += macros.macro_help(task.env)
+        usage = macros.macro_help(task.env)
+        env.instructions += usage
+        session.char_budget -= len(usage)
     tuning = Tuning(warm_start_steps=spec.manager["warm_start_steps"] if spec.manager else 0,
                     error_streak=spec.manager["error_streak"] if spec.manager else 3,
                     recovery_patience=spec.recovery_patience, use_recovery=spec.use_recovery)
@@ -145,7 +150,7 @@ def run_episode(spec: EpisodeSpec, settings: Settings | None = None,
     model_ms: list[float] = []
     try:
         policy = make_policy(spec, task, settings, env)  # before reset: a task it cannot play costs no container
-        agent = make_agent(spec, task, settings, env, policy)
+        agent = make_agent(spec, task, settings, session, policy)
         session.provenance["sampling"] = getattr(policy, "sampling", None)  # what a model policy sends
         session.start()
         while not session.done:

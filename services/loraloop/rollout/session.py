@@ -77,10 +77,11 @@ class EpisodeSession:
             system_prompt=self.env.instructions, examples=self.env.examples, split=task.split,
             category=task.category, goal=task.description, **self.provenance))
 
-    def prompt(self) -> list[dict[str, str]]:
-        """The chat the policy sees now: the env's prompt style over the first observation and past turns."""
+    def prompt(self, reserve: int = 0) -> list[dict[str, str]]:
+        """The chat the policy sees now: the env's prompt style over the first observation and past turns;
+        `reserve` characters of the budget are kept for what a caller adds (the manager's note)."""
         return build_prompt(self.prompt_style, self.env.instructions, self.env.examples, self.first or "",
-                            self.turns, self.char_budget)
+                            self.turns, self.char_budget - reserve)
 
     def act(self, text: str, *, source: str, model: str | None = None, latency_ms: float | None = None,
             completion_tokens: int = 0, **sample: Any) -> StepResult:
