@@ -41,16 +41,22 @@ def test_unknown_keys_and_bad_values_name_their_path(tmp_path):
     assert f"{path}: experiments.smol_hierarchy.manager.url: Input should be a valid string" in said
     assert "experiments.smol_hierarchy.manager.colour: Extra inputs are not permitted" in said
     assert "experiments.smol_hierarchy.vac: Input should be a valid boolean" in said
-    with pytest.raises(ConfigError, match=r"experiments\.x\.worker\.backend: Input should be 'openai', 'local' or"):
-        load_experiments(write(tmp_path, "experiments:\n  x:\n    worker: {backend: magic}\n"))
-    with pytest.raises(ConfigError, match=r"experiments\.x\.max_steps: Input should be greater than or equal to 1"):
-        load_experiments(write(tmp_path, "experiments:\n  x:\n    max_steps: 0\n"))
-    with pytest.raises(ConfigError, match=r"experiments\.x: give either a worker block or the short form"):
-        load_experiments(write(tmp_path, "experiments:\n  x:\n    policy: openai\n    worker: {model: m}\n"))
-    with pytest.raises(ConfigError, match=r"experiments\.x: the local backend speaks the text protocol only"):
-        load_experiments(write(tmp_path, "experiments:\n  x:\n    worker: {backend: local}\n    protocol: tools\n"))
-    with pytest.raises(ConfigError, match=r"experiments\.x\.manager\.warm_start_steps: Input should be greater"):
-        load_experiments(write(tmp_path, "experiments:\n  x:\n    manager: {model: m, warm_start_steps: -1}\n"))
+
+
+@pytest.mark.parametrize("fields, said", [
+    ("worker: {backend: magic}", r"experiments\.x\.worker\.backend: Input should be 'openai', 'local' or"),
+    ("max_steps: 0", r"experiments\.x\.max_steps: Input should be greater than or equal to 1"),
+    ("policy: openai\n    worker: {model: m}", r"experiments\.x: give either a worker block or the short form"),
+    ("worker: {backend: local}\n    protocol: tools", r"experiments\.x: the local backend speaks the text protocol"),
+    ("manager: {model: m, warm_start_steps: -1}", r"experiments\.x\.manager\.warm_start_steps: Input should be"),
+    ("worker: {backend: scripted, model: m}", r"experiments\.x\.worker: a scripted worker takes no model"),
+])
+def test_each_bad_value_is_named(tmp_path, fields, said):
+    with pytest.raises(ConfigError, match=said):
+        load_experiments(write(tmp_path, f"experiments:\n  x:\n    {fields}\n"))
+
+
+def test_a_misspelt_top_level_key_is_named(tmp_path):
     with pytest.raises(ConfigError, match=r"the file holds `defaults` and `experiments` only"):
         load_experiments(write(tmp_path, "experimnets:\n  x: {}\n"))
 

@@ -111,7 +111,7 @@ def error_lines(path: Path, exc: ValidationError, prefix: tuple = ()) -> str:
     """Each validation error as `path: experiments.<name>.<key path>: message`, one a line."""
     lines = []
     for err in exc.errors():
-        where = ".".join(str(part) for part in (*prefix, *err["loc"]) if part not in ("function-after",))
+        where = ".".join(str(part) for part in (*prefix, *err["loc"]))
         lines.append(f"{path}: {where}: {err['msg'].removeprefix('Value error, ')}")
     return "\n".join(lines)
 
