@@ -148,6 +148,8 @@ class Twice:
         self.name, self.call, self.left = "twice", call, [command, command]
 
     def next_action(self, observation):
+        if "command not found" in observation:
+            raise MacroError("twice: the last step failed: command not found")
         return BASH.format(self.left.pop()) if self.left else None
 
 
@@ -177,6 +179,14 @@ def test_macros_expand_into_recorded_steps_and_a_bad_call_is_an_error_observatio
     assert [s.macro for s in steps[1:3]] == ["twice(command='ls')"] * 2 and steps[3].macro is None
     assert steps[1].raw_output == BASH.format("ls") and env.turn == 3  # the bad call never reached the env
     assert end.error_count == 1
+
+
+def test_a_macro_that_cannot_go_on_is_an_error_observation_and_the_worker_goes_on(tmp_path):
+    agent = HaloAgent(Replies("Act: twice(command='nope')", ANSWER), "shell", "t1", macros=MACROS)
+    session, steps, _ = play(tmp_path, agent)
+    assert [(s.action_source, s.macro is not None) for s in steps] == [("macro", True), ("macro", True),
+                                                                       ("worker", False)]
+    assert steps[1].last_action_error == "twice: the last step failed: command not found" and session.outcome["success"]
 
 
 def test_replies_that_never_reach_the_env_still_end_at_max_steps(tmp_path):

@@ -184,7 +184,7 @@ class HaloAgent:
             action = macro.next_action(session.observation)
         except self.macros.MacroError as exc:
             self.macro = None
-            return Choice(macro.call, "macro", fields, error=f"macro {macro.name}: {exc}")
+            return Choice(macro.call, "macro", fields, error=str(exc))  # it names the macro
         if action is None:
             self.macro = None
             return None
@@ -202,7 +202,7 @@ class HaloAgent:
             return Choice(text, source, fields)
         self.macro = macro
         return self.macro_step(session, fields) or Choice(text, source, {**fields, "macro": macro.call},
-                                                          error=f"macro {macro.name}: nothing to do here")
+                                                          error=f"{macro.name}: nothing to do on this page")
 
     def state_key(self, session: "EpisodeSession") -> str:
         """The cache's key for the state the next action is taken in."""
