@@ -97,11 +97,12 @@ def shared_cache(broker_url: str, namespace: str) -> Any:
     return open_action_cache(broker_url or None, namespace)
 
 
-def halo_provenance(spec: EpisodeSpec) -> dict[str, Any]:
+def halo_provenance(spec: EpisodeSpec, settings: Settings) -> dict[str, Any]:
     """What episode_start records of the orchestrator: which parts are on, the manager's model and URL (never
     a key)."""
     manager = spec.manager or {}
-    return {"use_manager": bool(manager), "manager_model": manager.get("model"), "manager_url": manager.get("url"),
+    return {"use_manager": bool(manager), "manager_model": manager.get("model"),
+            "manager_url": (manager.get("url") or settings.vllm_url) if manager else None,
             "use_cache": spec.use_cache, "use_macros": spec.use_macros, "use_recovery": spec.use_recovery}
 
 
@@ -144,7 +145,7 @@ def run_episode(spec: EpisodeSpec, settings: Settings | None = None,
         policy=spec.policy, worker_model=spec.model or settings.base_model_name,
         worker_temperature=spec.temperature, max_steps=spec.max_steps, protocol=spec.protocol,
         model_url=(spec.model_url or settings.vllm_url) if spec.policy == "openai" else None,
-        adapter=spec_adapter(spec), **halo_provenance(spec))
+        adapter=spec_adapter(spec), **halo_provenance(spec, settings))
     status = error = reason = None
     step_ms: list[float] = []
     model_ms: list[float] = []

@@ -45,6 +45,7 @@ def test_every_smol_mode_plays_and_records_its_orchestrator(vllm_url, sites_url,
             assert (start.use_manager, start.use_cache, start.use_macros, start.use_recovery) == \
                 (bool(experiment.manager), experiment.vac, experiment.macros, experiment.recovery), name
             assert start.manager_model == (experiment.manager.model if experiment.manager else None)
+            assert start.manager_url == (vllm_url if experiment.manager else None)
             assert 1 <= len(steps) <= MAX_STEPS and {s.action_source for s in steps} <= SOURCES, (name, steps)
             assert end.model_dump(include=set(orchestrator_counts([]))) == orchestrator_counts(steps)
             for step in steps:
