@@ -58,18 +58,10 @@ def make_agent(spec: EpisodeSpec, task: Task, settings: Settings, session: Episo
     worker alone. With macros on, their usage joins the env's instructions (the system prompt the episode
     records) before the episode starts, and the history's share of the prompt shrinks by as much, so that
     the prompt still fits the model's context."""
-    env = session.env
     if not spec.halo:
         return None
-    manager = None
-    if spec.manager:
-        base_url, api_key = endpoint(spec.manager["url"], spec.manager["api_key_env"], settings)
-        manager = Manager(OpenAIPolicy(model=spec.manager["model"], base_url=base_url, api_key=api_key,
-                                       temperature=0.0, max_tokens=settings.max_tokens, seed=spec.seed,
-                                       timeout=settings.request_timeout_s, retries=MANAGER_RETRIES,
-                                       max_in_flight=settings.model_concurrency,
-                                       tools=env_kind(task.env).tools(spec.protocol, task), stop=env.stop),
-                          spec.manager["model"], base_url)
+    env = session.env
+    manager = make_manager(spec, task, settings, env) if spec.manager else None
     cache = vac = macros = None
     if spec.use_cache:
         from loraloop.agents import vac
@@ -86,6 +78,17 @@ def make_agent(spec: EpisodeSpec, task: Task, settings: Settings, session: Episo
                     recovery_patience=spec.recovery_patience, use_recovery=spec.use_recovery)
     return HaloAgent(worker, task.env, task.index, manager=manager, cache=cache, vac=vac, macros=macros,
                      tuning=tuning)
+
+
+def make_manager(spec: EpisodeSpec, task: Task, settings: Settings, env: Env) -> Manager:
+    """The spec's manager: its model on its OpenAI-compatible server (else the stack's vLLM), greedy, with the
+    worker's stop strings and tools, and few retries (a manager that does not answer costs little)."""
+    base_url, api_key = endpoint(spec.manager["url"], spec.manager["api_key_env"], settings)
+    policy = OpenAIPolicy(model=spec.manager["model"], base_url=base_url, api_key=api_key, temperature=0.0,
+                          max_tokens=settings.max_tokens, seed=spec.seed, timeout=settings.request_timeout_s,
+                          retries=MANAGER_RETRIES, max_in_flight=settings.model_concurrency,
+                          tools=env_kind(task.env).tools(spec.protocol, task), stop=env.stop)
+    return Manager(policy, spec.manager["model"], base_url)
 
 
 @lru_cache(maxsize=None)
