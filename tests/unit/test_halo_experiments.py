@@ -78,3 +78,16 @@ def test_the_plan_carries_the_orchestrator_and_no_key(tmp_path, monkeypatch):
     assert spec.halo and spec.use_cache and spec.use_macros and spec.use_recovery
     assert spec.manager["model"] == "gpt-4o" and spec.manager["api_key_env"] == "OPENAI_API_KEY"
     assert spec.model_url == "https://api.openai.com/v1" and "sk-secret" not in str(spec.to_dict())
+
+
+def test_a_server_key_comes_from_the_named_variable_only(monkeypatch):
+    from loraloop.rollout.endpoints import endpoint
+    from loraloop.settings import Settings
+
+    settings = Settings(vllm_url="http://vllm:8000/v1", vllm_api_key="EMPTY")
+    assert endpoint(None, None, settings) == ("http://vllm:8000/v1", "EMPTY")
+    monkeypatch.delenv("HALO_TEST_KEY", raising=False)
+    with pytest.raises(ConfigError, match=r"HALO_TEST_KEY is not set: the experiment's server at https://api\.x/v1"):
+        endpoint("https://api.x/v1", "HALO_TEST_KEY", settings)
+    monkeypatch.setenv("HALO_TEST_KEY", "sk-1")
+    assert endpoint("https://api.x/v1", "HALO_TEST_KEY", settings) == ("https://api.x/v1", "sk-1")
