@@ -55,7 +55,7 @@ STAGE ?=
 opt = $(if $(2),$(1) $(2),)
 
 .PHONY: help env envd envd-images setup lock docker images model vllm-up vllm-down demo loop rl test test-unit test-integration rollout worker rollout-api task-server serve-api jobs \
-        bench clean up up-lora down logs ps export train publish eval report tunnel cpu-wheels sites
+        bench bench-halo clean up up-lora down logs ps export train publish eval report tunnel cpu-wheels sites
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
@@ -144,6 +144,9 @@ bench: ## run the benchmarks (bench/*.py), each against its baseline measured in
 	$(VENV)/bin/python bench/progress_scores.py
 	$(VENV)/bin/python bench/tau2_env.py
 	$(VENV)/bin/python bench/rl.py
+
+bench-halo: ## every smol_* HALO mode on bundled test tasks with SmolLM2 (bench/results/halo_modes.md; minutes)
+	$(VENV)/bin/python bench/halo_modes.py --out
 
 bench-learning: setup images model ## does RL beat BC? held-out base, BC and BC+RL over SEEDS (default 1,2,3; about 20 min a seed here)
 	$(VENV)/bin/python bench/rl_learning.py --seeds $(SEEDS) --out

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import time
 from contextlib import ExitStack, contextmanager
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from rich.console import Console
@@ -138,7 +138,7 @@ def run_turn(settings: Settings, out: Path, plan: LoopPlan, seed: int, server: E
         experiment = get_experiment(settings.experiments_path, name)
         evaluating = name != plan.teacher
         if evaluating and plan.eval_max_steps is not None:
-            experiment = replace(experiment, max_steps=plan.eval_max_steps)
+            experiment = experiment.model_copy(update={"max_steps": plan.eval_max_steps})
         specs = plan_rollout(registry, plan.registry, experiment, run_id=run, subset=subset, sample_size=None,
                              rollouts_per_task=attempts, seed=seed, task_seed=plan.task_seed,
                              temperature=temperature, model=model)

@@ -22,7 +22,7 @@ def test_seed_rule_and_plan():
 def test_bad_experiment_config_names_the_field(tmp_path):
     path = tmp_path / "e.yaml"
     path.write_text("experiments:\n  x:\n    policy: magic\n")
-    with pytest.raises(ConfigError, match=r"experiments.x.policy must be one of"):
+    with pytest.raises(ConfigError, match=r"experiments\.x\.policy: Input should be .openai., .local. or .scripted."):
         load_experiments(path)
     with pytest.raises(ConfigError, match="unknown experiment 'nope'"):
         get_experiment("configs/experiments.yaml", "nope")

@@ -2,13 +2,16 @@
 from __future__ import annotations
 
 from functools import lru_cache
-from typing import Callable
+from typing import Any, Callable
 
+from loraloop.agents.halo import HaloAgent, Tuning
+from loraloop.agents.manager import MANAGER_RETRIES, Manager
 from loraloop.agents.policy import OpenAIPolicy, Policy
 from loraloop.envs import env_kind
 from loraloop.envs.base import Env, EnvOptions
 from loraloop.errors import EnvironmentFailure, ModelRequestError, ModelTimeout, ServiceUnavailable, TaskSkipped
 from loraloop.logs import get_logger
+from loraloop.rollout.endpoints import endpoint
 from loraloop.rollout.sampler import EpisodeSpec
 from loraloop.rollout.session import EpisodeSession
 from loraloop.settings import Settings, get_settings
@@ -31,15 +34,79 @@ def cached_registry(path: str) -> Registry:
 
 
 def make_policy(spec: EpisodeSpec, task: Task, settings: Settings, env: Env) -> Policy:
-    """The experiment's policy: the task kind's scripted teacher, or an OpenAI-compatible model."""
+    """The experiment's worker: the task kind's scripted teacher, transformers in this process (`local`), or a
+    model on an OpenAI-compatible server (the spec's URL, else the stack's vLLM)."""
     kind = env_kind(task.env)
     if spec.policy == "scripted":
         return kind.teacher(task, env)
-    return OpenAIPolicy(model=spec.model or settings.base_model_name, base_url=settings.vllm_url,
-                        api_key=settings.vllm_api_key, temperature=spec.temperature,
+    if spec.policy == "local":
+        from loraloop.agents.local import LocalPolicy  # transformers and torch: only where asked for
+
+        return LocalPolicy(spec.model or str(settings.model_dir), temperature=spec.temperature,
+                           max_tokens=settings.max_tokens, seed=spec.seed, stop=env.stop)
+    base_url, api_key = endpoint(spec.model_url, spec.api_key_env, settings)
+    return OpenAIPolicy(model=spec.model or settings.base_model_name, base_url=base_url,
+                        api_key=api_key, temperature=spec.temperature,
                         max_tokens=settings.max_tokens, seed=spec.seed, timeout=settings.request_timeout_s,
                         retries=settings.model_retries, max_in_flight=settings.model_concurrency,
                         tools=kind.tools(spec.protocol, task), stop=env.stop, adapter=spec_adapter(spec))
+
+
+def make_agent(spec: EpisodeSpec, task: Task, settings: Settings, session: EpisodeSession,
+               worker: Policy) -> HaloAgent | None:
+    """The HALO orchestrator over `worker` for a spec with a manager, the cache, macros or recovery; None for a
+    worker alone. With macros on, their usage joins the env's instructions (the system prompt the episode
+    records) before the episode starts, and the history's share of the prompt shrinks by as much, so that
+    the prompt still fits the model's context."""
+    if not spec.halo:
+        return None
+    env = session.env
+    manager = make_manager(spec, task, settings, env) if spec.manager else None
+    cache = vac = macros = None
+    if spec.use_cache:
+        from loraloop.agents import vac
+
+        cache = shared_cache(settings.broker_url, f"loraloop:{spec.mode}")
+    if spec.use_macros:
+        from loraloop.agents import macros
+
+        usage = macros.macro_help(task.env)
+        env.instructions += usage
+        session.char_budget -= len(usage)
+    tuning = Tuning(warm_start_steps=spec.manager["warm_start_steps"] if spec.manager else 0,
+                    error_streak=spec.manager["error_streak"] if spec.manager else 3,
+                    recovery_patience=spec.recovery_patience, use_recovery=spec.use_recovery)
+    return HaloAgent(worker, task.env, task.index, manager=manager, cache=cache, vac=vac, macros=macros,
+                     tuning=tuning)
+
+
+def make_manager(spec: EpisodeSpec, task: Task, settings: Settings, env: Env) -> Manager:
+    """The spec's manager: its model on its OpenAI-compatible server (else the stack's vLLM), greedy, with the
+    worker's stop strings and tools, and few retries (a manager that does not answer costs little)."""
+    base_url, api_key = endpoint(spec.manager["url"], spec.manager["api_key_env"], settings)
+    policy = OpenAIPolicy(model=spec.manager["model"], base_url=base_url, api_key=api_key, temperature=0.0,
+                          max_tokens=settings.max_tokens, seed=spec.seed, timeout=settings.request_timeout_s,
+                          retries=MANAGER_RETRIES, max_in_flight=settings.model_concurrency,
+                          tools=env_kind(task.env).tools(spec.protocol, task), stop=env.stop)
+    return Manager(policy, spec.manager["model"], base_url)
+
+
+@lru_cache(maxsize=None)
+def shared_cache(broker_url: str, namespace: str) -> Any:
+    """The Verified Action Cache an experiment's episodes share: in Redis with a broker (every worker), else in
+    this process's memory (opened once, so the process's episodes share it)."""
+    from loraloop.agents.vac import open_action_cache
+
+    return open_action_cache(broker_url or None, namespace)
+
+
+def halo_provenance(spec: EpisodeSpec, settings: Settings) -> dict[str, Any]:
+    """What episode_start records of the orchestrator: which parts are on, the manager's model and URL (never
+    a key)."""
+    manager = spec.manager or {}
+    return {"use_manager": bool(manager), "manager_model": manager.get("model"),
+            "manager_url": (manager.get("url") or settings.vllm_url) if manager else None,
+            "use_cache": spec.use_cache, "use_macros": spec.use_macros, "use_recovery": spec.use_recovery}
 
 
 def spec_adapter(spec: EpisodeSpec) -> Adapter | None:
@@ -80,25 +147,31 @@ def run_episode(spec: EpisodeSpec, settings: Settings | None = None,
         char_budget=settings.prompt_char_budget, task_seed=spec.task_seed, task_registry=spec.task_registry,
         policy=spec.policy, worker_model=spec.model or settings.base_model_name,
         worker_temperature=spec.temperature, max_steps=spec.max_steps, protocol=spec.protocol,
-        model_url=settings.vllm_url if spec.policy == "openai" else None, adapter=spec_adapter(spec))
+        model_url=(spec.model_url or settings.vllm_url) if spec.policy == "openai" else None,
+        adapter=spec_adapter(spec), **halo_provenance(spec, settings))
     status = error = reason = None
     step_ms: list[float] = []
     model_ms: list[float] = []
     try:
         policy = make_policy(spec, task, settings, env)  # before reset: a task it cannot play costs no container
+        agent = make_agent(spec, task, settings, session, policy)
         session.provenance["sampling"] = getattr(policy, "sampling", None)  # what a model policy sends
         session.start()
         while not session.done:
             if should_stop is not None and should_stop():
                 status = "cancelled"
                 break
-            reply = policy.act(session.prompt())
-            session.act(reply.text, source=reply.source, model=reply.model, latency_ms=reply.latency_ms,
-                        completion_tokens=reply.completion_tokens, **reply.sample())
+            if agent is not None:
+                agent.step(session)
+            else:
+                reply = policy.act(session.prompt())
+                session.act(reply.text, source=reply.source, model=reply.model, latency_ms=reply.latency_ms,
+                            completion_tokens=reply.completion_tokens, **reply.sample())
             step = session.recorder.records[-1]
             log.info("step", fields={"step": step.step_idx, "action": step.action})
             step_ms.append(step.elapsed_ms)
-            model_ms.append(step.model_latency_ms)
+            if step.model_latency_ms is not None:  # cache, macro and recovery steps ask no model
+                model_ms.append(step.model_latency_ms)
     except TaskSkipped as exc:
         status, reason = "skipped", str(exc)
         log.info("skipped", fields={"reason": exc})

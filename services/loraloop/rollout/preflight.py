@@ -7,6 +7,7 @@ from dataclasses import replace
 import httpx
 
 from loraloop.errors import ConfigError, ServiceUnavailable
+from loraloop.rollout.endpoints import endpoint
 from loraloop.store import adapters, open_store
 
 
@@ -61,7 +62,8 @@ def pin_adapters(specs: list, settings) -> list:
 
 def check_servers(specs: list, settings) -> list:
     """Check every server a planned rollout needs before its first episode starts: what each task
-    kind needs (the bundled sites, say), the model server for every served model, the broker.
+    kind needs (the bundled sites, say), every worker's model server for its model, the broker. A manager's
+    server is not checked: when it does not answer, its episodes go on with the worker alone.
 
     Returns the specs with their adapters pinned (pin_adapters): run those. An adapter version the
     model server does not serve (retired, or never loaded) fails here, naming it and the server."""
@@ -77,8 +79,12 @@ def check_servers(specs: list, settings) -> list:
     for name, tasks in by_kind.items():
         env_kind(name).preflight(tasks, settings)
     specs = pin_adapters(specs, settings)
-    for model in sorted({s.model or settings.base_model_name for s in specs if s.policy == "openai"}):
-        require_model(settings.vllm_url, model, settings.vllm_api_key)
+    for url, key_env, model in sorted({(s.model_url or "", s.api_key_env or "", s.model or settings.base_model_name)
+                                       for s in specs if s.policy == "openai"}):
+        base_url, key = endpoint(url or None, key_env or None, settings)
+        require_model(base_url, model, key)
+    for manager in {(s.manager["url"], s.manager["api_key_env"]) for s in specs if s.manager}:
+        endpoint(*manager, settings)  # its key is set (ConfigError naming the variable otherwise)
     if settings.broker_url:
         require_redis(settings.broker_url)
     return specs

@@ -28,10 +28,25 @@ class EpisodeSpec:
     protocol: str = "text"
     screenshots: bool = False
     adapter: dict | None = None  # the adapter version `model` serves (Adapter fields), set by preflight.pin_adapters
+    # The worker's server (None: the stack's vLLM) and the environment variable holding its key (never the key).
+    model_url: str | None = None
+    api_key_env: str | None = None
+    # The HALO orchestrator (agents/halo.py): the manager's settings (experiments.Manager fields) or None, and
+    # which of the Verified Action Cache, macros and recovery are on.
+    manager: dict | None = None
+    use_cache: bool = False
+    use_macros: bool = False
+    use_recovery: bool = False
+    recovery_patience: int = 3
 
     def to_dict(self) -> dict:
         """The spec as a JSON-ready dict."""
         return asdict(self)
+
+    @property
+    def halo(self) -> bool:
+        """True when the HALO orchestrator drives the episode (a manager, the cache, macros or recovery is on)."""
+        return bool(self.manager or self.use_cache or self.use_macros or self.use_recovery)
 
 
 def rollout_seed(task_seed: int, task_index: int, attempt: int) -> int:
@@ -57,6 +72,10 @@ def plan_rollout(registry: Registry, registry_path: str, experiment: Experiment,
                     task_index=i, attempt=k, seed=rollout_seed(task_seed, i, k), task_seed=task_seed,
                     temperature=temp, policy=experiment.policy, model=model or experiment.model,
                     max_steps=experiment.max_steps, protocol=experiment.protocol,
-                    screenshots=experiment.screenshots)
+                    screenshots=experiment.screenshots, model_url=experiment.worker.url,
+                    api_key_env=experiment.worker.api_key_env,
+                    manager=experiment.manager.model_dump() if experiment.manager else None,
+                    use_cache=experiment.vac, use_macros=experiment.macros, use_recovery=experiment.recovery,
+                    recovery_patience=experiment.recovery_patience)
         for i, task in enumerate(tasks) for k in range(rollouts_per_task)
     ]

@@ -81,10 +81,11 @@ class EpisodeSession:
             system_prompt=self.env.instructions, examples=self.env.examples, split=task.split,
             category=task.category, goal=task.description, **self.provenance))
 
-    def prompt(self) -> list[dict[str, str]]:
-        """The chat the policy sees now: the env's prompt style over the first observation and past turns."""
+    def prompt(self, reserve: int = 0) -> list[dict[str, str]]:
+        """The chat the policy sees now: the env's prompt style over the first observation and past turns;
+        `reserve` characters of the budget are kept for what a caller adds (the manager's note)."""
         return build_prompt(self.prompt_style, self.env.instructions, self.env.examples, self.first or "",
-                            self.turns, self.char_budget)
+                            self.turns, self.char_budget - reserve)
 
     def act(self, text: str, *, source: str, model: str | None = None, latency_ms: float | None = None,
             completion_tokens: int = 0, **sample: Any) -> StepResult:
@@ -114,6 +115,26 @@ class EpisodeSession:
         else:
             self._went_on(text, result.observation)
         return result
+
+    def note(self, text: str, error: str, *, source: str, model: str | None = None, latency_ms: float | None = None,
+             completion_tokens: int = 0, **fields: Any) -> None:
+        """Record a reply the environment never saw, because it could not become an action (a macro call with a
+        missing argument): the error, over the unchanged observation, is the agent's next one and the episode goes on. It counts against
+        the episode's max_steps, so replies that never reach the env cannot go on forever."""
+        observation = f"Your last reply could not be taken: {error}\n\n{self.observation}"  # the state is unchanged
+        self.errors += 1
+        limit = self.provenance.get("max_steps")
+        cut = bool(limit) and self.steps + 1 >= limit
+        self.recorder.add(Step(
+            **self._common(), step_idx=self.steps, observation=self.observation, obs_hash=obs_hash(self.observation),
+            obs_summary=self.observation[:OBS_SUMMARY_CHARS], raw_output=text, action="invalid", action_source=source,
+            model=model, last_action_error=error, truncated=cut, done=cut, next_observation=observation,
+            model_latency_ms=None if latency_ms is None else round(latency_ms, 1), elapsed_ms=0.0,
+            completion_tokens=completion_tokens, progress_score=self.progress.score, **fields))
+        self._went_on(text, observation)
+        if cut:
+            self.done = True
+            self.outcome.update(success=False, reward=0.0, status="round_limit", answer=None)
 
     def _went_on(self, text: str, observation: str | None) -> None:
         """Count a step the episode went on after: the turn joins the history, its observation is the next one's."""
@@ -145,7 +166,8 @@ class EpisodeSession:
         self.recorder.add(EpisodeEnd(
             **self._common(), **self.outcome, total_steps=self.steps, wall_time_sec=round(time.time() - self.started, 3),
             error_count=self.errors, error=error, reason=reason, expected=self.expected,
-            max_progress_score=max(scores, default=None), final_progress_score=scores[-1] if scores else None))
+            max_progress_score=max(scores, default=None), final_progress_score=scores[-1] if scores else None,
+            **orchestrator_counts(self.recorder.records)))
         return self.recorder.flush()
 
     def summary(self) -> dict[str, Any]:
@@ -177,6 +199,16 @@ class EpisodeSession:
                                     {"error": step.last_action_error})
             session._went_on(step.raw_output, step.next_observation)
         return session
+
+
+def orchestrator_counts(records: list) -> dict[str, int]:
+    """The HALO orchestrator's counters of an episode (EpisodeEnd), from its step records: manager calls,
+    cache hits, misses and entries skipped (stale or repeat), recovery actions."""
+    steps = [r for r in records if r.type == "step"]
+    events = [s.cache_event for s in steps]
+    return {"manager_calls": sum(s.manager_called for s in steps), "cache_hits": events.count("hit"),
+            "cache_misses": events.count("miss"), "cache_skipped": events.count("stale") + events.count("repeat"),
+            "recoveries": sum(bool(s.recovery) for s in steps)}
 
 
 def steps_taken(snapshot: dict[str, Any]) -> int:

@@ -87,6 +87,9 @@ def check_config(cfg: RLConfig, settings: Settings) -> None:
     if experiment.policy != "openai":
         raise ConfigError(f"--experiment {cfg.experiment}: RL needs a model policy (policy: openai), "
                           f"got {experiment.policy!r}")
+    if experiment.halo:  # cache, macro, recovery and manager steps carry no worker tokens to train on
+        raise ConfigError(f"--experiment {cfg.experiment}: RL samples a worker alone; turn its manager, vac, "
+                          "macros and recovery off")
     registry = load_registry(cfg.dataset_path)
     for subset in (cfg.subset, cfg.eval_subset if cfg.eval_every else None):
         registry.select(subset)  # a subset that matches no task fails here, naming it and the known ones

@@ -1,0 +1,225 @@
+"""HALO's orchestrator: who chooses each action of an episode, in a fixed order, and why.
+
+Before every step it asks, in turn:
+1. recovery (agents/recovery.py): is the episode stuck (no progress, the same error twice, a loop)? Then the
+   kind's recovery action, recorded with `action_source: recovery` and the trigger;
+2. the manager (agents/manager.py): is this one of the first `warm_start_steps` steps, or does a gate fire
+   (agents/gates.py: the same error twice, a loop, an error streak, a high-stakes page)? Then the manager's
+   decision (`action_source: manager`, `manager_called`, `gate`, `manager_reason`); a manager that does not
+   answer leaves the step to the others and the step records the outage (`manager_error`), and so does a reply
+   that holds no action (its reason is recorded);
+3. a macro in progress (agents/macros.py): its next primitive action (`action_source: macro`, `macro`);
+4. the Verified Action Cache (agents/vac.py): an action verified in this state (`action_source: cache`);
+5. the worker. A destructive shell command it proposes goes to the manager first (gate `high_stakes`).
+A macro call written by the worker or the manager starts the macro; a bad call is an error observation for
+the agent (EpisodeSession.note), never a crash. After each step the cache learns whether the action worked.
+
+Gates and triggers read the steps since the last intervention (a manager's decision or a recovery), so one
+situation is handled once; a trigger that both recovery and the manager know is handled by recovery first,
+and the manager is asked on the next step.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from loraloop.agents import gates, recovery
+from loraloop.agents.manager import Decision, Manager, note
+from loraloop.agents.policy import Policy, Reply
+from loraloop.envs import env_kind
+from loraloop.envs.web.prompts import page_url
+from loraloop.errors import ServiceUnavailable
+
+if TYPE_CHECKING:
+    from loraloop.rollout.session import EpisodeSession
+
+RECENT_ACTIONS = 5  # actions the cache compares a cached one with (it must not repeat the last)
+
+
+@dataclass
+class Choice:
+    """The action chosen for a step, who chose it and the fields its Step record gets; `error` when the reply
+    could not become an action (a macro call with a missing argument): the env never sees it."""
+
+    text: str
+    source: str
+    fields: dict[str, Any] = field(default_factory=dict)
+    error: str | None = None
+
+
+@dataclass
+class Tuning:
+    """The orchestrator's knobs (experiments.yaml: manager.warm_start_steps and error_streak, recovery_patience)."""
+
+    warm_start_steps: int = 1
+    error_streak: int = 3
+    recovery_patience: int = 3
+    use_recovery: bool = False
+
+
+class HaloAgent:
+    """Plays one episode's steps through an EpisodeSession: recovery, manager gate, macro, cache, worker.
+
+    `cache` is an agents.vac ActionCache (None: off) and `vac` the agents.vac module (its state keys and its
+    rule for an action that worked); `macros` is the agents.macros module (None: off). The modules are passed
+    in so that each rule has one home.
+    """
+
+    def __init__(self, worker: Policy, kind: str, task_id: str, *, manager: Manager | None = None,
+                 cache: Any = None, vac: Any = None, macros: Any = None, tuning: Tuning | None = None) -> None:
+        self.worker, self.kind, self.task_id = worker, kind, task_id
+        self.manager, self.cache, self.vac, self.macros = manager, cache, vac, macros
+        self.tuning = tuning or Tuning()
+        self.canonical = env_kind(kind).canonical_action
+        self.macro = None  # the macro in progress
+        self.mark = 0  # steps before this index are before the last intervention
+        self.pending_gate: str | None = None  # a trigger recovery handled, for the manager on the next step
+        self.consulted: set[str] = set()  # high-stakes pages the manager has decided on
+        self.key: str | None = None  # the state key of the step being taken
+
+    def step(self, session: "EpisodeSession") -> None:
+        """Choose the next action, take it through the session (recorded) and learn from its result."""
+        before = session.observation
+        self.key = self.state_key(session) if self.cache is not None else None
+        choice = self.choose(session)
+        if choice.error is not None:
+            session.note(choice.text, choice.error, source=choice.source, **choice.fields)
+            return
+        result = session.act(choice.text, source=choice.source, **choice.fields)
+        answered = choice.fields.get("manager_called") and not choice.fields.get("manager_error")
+        if choice.source in ("manager", "recovery") or answered:  # an intervention: gates start afresh
+            self.mark = len(self.steps(session))
+        self.learn(choice, result.info, before, result.observation)
+
+    @staticmethod
+    def steps(session: "EpisodeSession") -> list:
+        """The session's Step records so far."""
+        return [r for r in session.recorder.records if r.type == "step"]
+
+    def recent(self, session: "EpisodeSession") -> list:
+        """The steps since the last intervention: what gates and triggers judge."""
+        return self.steps(session)[self.mark:]
+
+    def choose(self, session: "EpisodeSession") -> Choice:
+        """The next action and who chose it, in the orchestrator's order (see the module)."""
+        steps = self.recent(session)
+        if self.tuning.use_recovery:
+            trigger = recovery.trigger(steps, self.tuning.recovery_patience, self.canonical)
+            action = trigger and recovery.recovery_action(self.kind, trigger, steps)
+            if action:
+                self.macro = None
+                if self.manager is not None and trigger in ("repeated_error", "loop"):
+                    self.pending_gate = trigger
+                return Choice(action, "recovery", {"recovery": trigger})
+        asked: dict[str, Any] = {}
+        gate = self.gate(session, steps)
+        if gate is not None:
+            decision, asked = self.ask(session, gate)
+            if decision is not None and self.usable(decision.action):
+                self.macro = None
+                return self.expand(session, decision.action, "manager", {**asked, **reply_fields(decision.reply)})
+        if self.macro is not None:
+            choice = self.macro_step(session, asked)
+            if choice is not None:
+                return choice
+        fields = dict(asked)
+        if self.cache is not None:
+            lookup = self.cache.lookup(self.key, kind=self.kind, observation=session.observation,
+                                       recent_actions=[s.raw_output for s in self.steps(session)[-RECENT_ACTIONS:]])
+            fields["cache_event"] = lookup.event
+            if lookup.action is not None:
+                return Choice(lookup.action, "cache", {**fields, "cache_hit": True})
+        reply = self.worker.act(session.prompt())
+        if self.manager is not None and not asked and self.kind == "shell" and \
+                gates.destructive(self.canonical(reply.text) or ""):
+            decision, asked = self.ask(session, "high_stakes", proposal=reply.text)
+            fields.update(asked)
+            if decision is not None and self.usable(decision.action):
+                return self.expand(session, decision.action, "manager", {**fields, **reply_fields(decision.reply)})
+        return self.expand(session, reply.text, reply.source, {**fields, **reply_fields(reply), **reply.sample()})
+
+    def gate(self, session: "EpisodeSession", steps: list) -> str | None:
+        """The manager gate that fires before this step (None: none, or no manager)."""
+        if self.manager is None:
+            return None
+        if self.pending_gate is not None:
+            gate, self.pending_gate = self.pending_gate, None
+            return gate
+        if session.steps < self.tuning.warm_start_steps and self.macro is None:
+            return "warm_start"
+        found = gates.trouble(steps, self.canonical, self.tuning.error_streak)
+        if found is not None:
+            return found
+        url = page_url(session.observation) if self.kind == "web" else None
+        if url and gates.high_stakes_page(url) and url not in self.consulted:
+            self.consulted.add(url)
+            return "high_stakes"
+        return None
+
+    def ask(self, session: "EpisodeSession", gate: str, proposal: str | None = None) -> tuple[Decision | None, dict]:
+        """The manager's decision for `gate` and the fields the step records; an outage is recorded, not raised."""
+        called = self.manager.down is None
+        try:
+            decision = self.manager.decide(session.prompt(reserve=len(note(gate, proposal))), gate, proposal)
+        except ServiceUnavailable as exc:
+            return None, {"gate": gate, "manager_called": called, "manager_error": str(exc)}
+        return decision, {"gate": gate, "manager_called": True, "manager_reason": decision.reason}
+
+    def usable(self, text: str | None) -> bool:
+        """Whether a manager's reply holds an action the env or a macro takes; when it holds none, the others
+        choose the step (its reason is still recorded) rather than spend a step on an invalid action."""
+        if not text:
+            return False
+        if self.canonical(text) is not None:
+            return True
+        try:
+            return self.macros is not None and self.macros.parse_macro(text, self.kind) is not None
+        except self.macros.MacroError:
+            return False
+
+    def macro_step(self, session: "EpisodeSession", asked: dict) -> Choice | None:
+        """The macro in progress's next primitive action; None when it is done (the others choose)."""
+        macro, fields = self.macro, {**asked, "macro": self.macro.call}
+        try:
+            action = macro.next_action(session.observation)
+        except self.macros.MacroError as exc:
+            self.macro = None
+            return Choice(macro.call, "macro", fields, error=str(exc))  # it names the macro
+        if action is None:
+            self.macro = None
+            return None
+        return Choice(action, "macro", fields)
+
+    def expand(self, session: "EpisodeSession", text: str, source: str, fields: dict) -> Choice:
+        """`text` as the step's action, or, when it calls a macro, the macro's first primitive action."""
+        if self.macros is None:
+            return Choice(text, source, fields)
+        try:
+            macro = self.macros.parse_macro(text, self.kind)
+        except self.macros.MacroError as exc:
+            return Choice(text, source, fields, error=str(exc))
+        if macro is None:
+            return Choice(text, source, fields)
+        self.macro = macro
+        return self.macro_step(session, fields) or Choice(text, source, {**fields, "macro": macro.call},
+                                                          error=f"{macro.name}: nothing to do on this page")
+
+    def state_key(self, session: "EpisodeSession") -> str:
+        """The cache's key for the state the next action is taken in."""
+        url = page_url(session.observation) if self.kind == "web" else None
+        return self.vac.state_key(self.kind, self.task_id, session.observation, url)
+
+    def learn(self, choice: Choice, info: dict, before: str, after: str | None) -> None:
+        """Tell the cache whether the step's action worked in the state it was taken in (recovery actions are
+        not cached: they are the orchestrator's, not a solution)."""
+        if self.cache is None or self.key is None or choice.source == "recovery":
+            return
+        if self.vac.action_worked(self.kind, info, before, after):
+            self.cache.verified(self.key, choice.text)
+        elif choice.source == "cache":
+            self.cache.failed(self.key, choice.text)
+
+
+def reply_fields(reply: Reply) -> dict[str, Any]:
+    """What a Step records of the model reply that chose its action (who, how long, how many tokens)."""
+    return {"model": reply.model, "latency_ms": reply.latency_ms, "completion_tokens": reply.completion_tokens}
