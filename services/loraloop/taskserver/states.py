@@ -144,11 +144,12 @@ class MemoryEpisodeStates:
 class RedisEpisodeStates:
     """Episodes in Redis: shared by every replica and kept across restarts."""
 
-    def __init__(self, url: str, namespace: str, lock_timeout_s: float, finished_ttl_s: float = FINISHED_TTL_S) -> None:
+    def __init__(self, url: str, namespace: str, lock_timeout_s: float, finished_ttl_s: float = FINISHED_TTL_S,
+                 service: str = "taskserver") -> None:
         import redis
 
         self._redis = redis.Redis.from_url(url)
-        self._ns = f"loraloop:taskserver:{namespace}"
+        self._ns = f"loraloop:{service}:{namespace}"
         self._finished_ttl = max(1, int(finished_ttl_s))
         self._lock_timeout = lock_timeout_s
 
