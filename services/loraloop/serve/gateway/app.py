@@ -235,7 +235,8 @@ def create_app(settings: Settings, states: EpisodeStates | None = None) -> FastA
                         try:
                             await record(streamed.completion)
                         except SessionError as exc:  # the session ended during the call: say so in the stream
-                            yield b"data: " + orjson.dumps({"error": {"message": str(exc), "code": exc.status}}) + b"\n\n"
+                            refusal = {"error": {"message": str(exc), "code": exc.status}}
+                            yield b"data: " + orjson.dumps(refusal) + b"\n\n"
                     yield b"data: [DONE]\n\n"
                     continue
                 chunk = orjson.loads(data)
