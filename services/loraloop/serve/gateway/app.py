@@ -130,11 +130,18 @@ def create_app(settings: Settings, states: EpisodeStates | None = None) -> FastA
         yield
         done.set()
         await upstream.aclose()
-        if isinstance(sessions.states, MemoryEpisodeStates):  # in memory nothing outlives us: store what is open
+        if in_memory:  # nothing outlives this process: store what is open
             for digest in sessions.states.idle(float("inf")):
                 state = sessions.states.get(digest)
                 if state is not None and sessions.states.claim(digest):
                     sessions._store(state, "interrupted")
+
+    in_memory = isinstance(sessions.states, MemoryEpisodeStates)
+
+    async def off_loop(fn, *args):
+        """A session call: in this process's memory it is quick and runs here; on Redis it waits on the network (and
+        on a session's lock), so it runs in a worker thread and the event loop goes on serving."""
+        return fn(*args) if in_memory else await run_in_threadpool(fn, *args)
 
     app = FastAPI(title="loraloop gateway", lifespan=lifespan)
     http_guards.install(app, settings.gateway_max_body_bytes, "LORALOOP_GATEWAY_MAX_BODY_BYTES")
@@ -182,7 +189,7 @@ def create_app(settings: Settings, states: EpisodeStates | None = None) -> FastA
         """vLLM's served models (a session key or the admin key)."""
         key = bearer(request)
         if not secrets.compare_digest(key.encode(), admin_key.encode()):
-            await run_in_threadpool(sessions.open, key)
+            await off_loop(sessions.open, key)
         return await upstream.models()
 
     @app.post("/v1/chat/completions")
@@ -190,15 +197,15 @@ def create_app(settings: Settings, states: EpisodeStates | None = None) -> FastA
     async def chat_completions(request: Request) -> Response:
         """Proxy a chat completion to vLLM and record it in the caller's session."""
         key = bearer(request)
-        await run_in_threadpool(sessions.open, key)
+        await off_loop(sessions.open, key)
         body = chat_body(await request.body())
         adapter = await upstream.check(body["model"])
         sampling = {k: v for k, v in body.items() if k not in NOT_SAMPLING}
         started = time.perf_counter()
 
         async def record(completion) -> None:
-            await run_in_threadpool(sessions.record, key, completion, body["messages"], sampling, adapter,
-                                    (time.perf_counter() - started) * 1000)
+            await off_loop(sessions.record, key, completion, body["messages"], sampling, adapter,
+                           (time.perf_counter() - started) * 1000)
 
         sent = upstream.client.build_request("POST", "/chat/completions", content=orjson.dumps(upstream_body(body)),
                                              headers={"Content-Type": "application/json"})
