@@ -64,6 +64,9 @@ def test_a_refresh_stores_the_old_session_and_keeps_the_key(settings_for):
     stored = parse_episode(first["episode_key"], store.get_bytes(first["episode_key"]))
     assert stored.start.mode == "gateway" and len(stored.steps) == 1 and stored.end.status == "completed"
     assert second["episode_key"].endswith("t__attempt_1.jsonl")
+    sessions.interrupt_all()  # a memory-mode gateway stopping: the open session is stored, not dropped
+    last = parse_episode(second["episode_key"], store.get_bytes(second["episode_key"]))
+    assert last.end.status == "interrupted" and sessions.count() == 0
 
 
 def test_streamed_tool_call_pieces_join_and_the_client_gets_what_it_asked_for():

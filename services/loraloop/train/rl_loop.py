@@ -269,10 +269,14 @@ COLUMNS = ("iteration", "sampled_with", "episodes", "success_rate", "mean_reward
 
 def write_report(history: list[dict], out: Path, cfg: RLConfig) -> None:
     """rl_report.md (one row per iteration) and rl_curve.png (train and held-out success by iteration)."""
-    lines = [f"# RL run `{cfg.adapter_name}` on {cfg.dataset_path}", "",
-             f"{cfg.rollouts_per_task} rollouts on each of {cfg.tasks_per_iteration} tasks per iteration "
-             f"(subset {cfg.subset}), temperature {cfg.temperature}; held-out: {cfg.eval_subset}, greedy.", "",
-             "| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
+    if cfg.from_run:
+        head = [f"# RL run `{cfg.adapter_name}` on the stored episodes of {cfg.from_run}", "",
+                "Episodes played elsewhere (e.g. recorded by the gateway), grouped by task; no held-out evaluation."]
+    else:
+        head = [f"# RL run `{cfg.adapter_name}` on {cfg.dataset_path}", "",
+                f"{cfg.rollouts_per_task} rollouts on each of {cfg.tasks_per_iteration} tasks per iteration "
+                f"(subset {cfg.subset}), temperature {cfg.temperature}; held-out: {cfg.eval_subset}, greedy."]
+    lines = [*head, "", "| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
     for row in history:
         lines.append("| " + " | ".join("" if row.get(c) is None else str(row.get(c)) for c in COLUMNS) + " |")
     (out / "rl_report.md").write_text("\n".join(lines) + "\n")

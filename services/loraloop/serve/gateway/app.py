@@ -15,7 +15,6 @@ session routes in FastAPI's ({"detail": …}); a body over LORALOOP_GATEWAY_MAX_
 from __future__ import annotations
 
 import secrets
-import threading
 import time
 from contextlib import asynccontextmanager
 from typing import Any, AsyncIterator
@@ -36,7 +35,7 @@ from loraloop.serve.gateway.sessions import Sessions
 from loraloop.serve.gateway.upstream import Upstream
 from loraloop.settings import Settings
 from loraloop.store import open_store
-from loraloop.taskserver.states import EpisodeStates, MemoryEpisodeStates
+from loraloop.taskserver.states import EpisodeStates, MemoryEpisodeStates, sweeping
 
 NOT_SAMPLING = ("messages", "model", "stream", "stream_options", "logprobs", "top_logprobs", "return_token_ids")
 
@@ -111,32 +110,19 @@ def create_app(settings: Settings, states: EpisodeStates | None = None) -> FastA
     sessions = Sessions(settings, store, states)
     upstream = Upstream(settings, store)
     log = get_logger("loraloop.gateway")
+    in_memory = isinstance(sessions.states, MemoryEpisodeStates)
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI):
-        done = threading.Event()
-        timeout = settings.gateway_session_timeout_s
+        def expire() -> None:
+            for session_id in sessions.expire():
+                log.info("session expired (stored)", fields={"session": session_id})
 
-        def sweep() -> None:
-            while not done.wait(min(15.0, max(0.5, timeout / 4))):
-                try:
-                    for session_id in sessions.expire():
-                        log.info("session expired (stored)", fields={"session": session_id})
-                except Exception as exc:  # a sweep that fails is retried on the next tick
-                    log.warning("expiry sweep failed", fields={"error": exc})
-
-        thread = threading.Thread(target=sweep, name="gateway-expiry", daemon=True)
-        thread.start()
-        yield
-        done.set()
+        with sweeping(expire, settings.gateway_session_timeout_s, log, "gateway-expiry"):
+            yield
         await upstream.aclose()
         if in_memory:  # nothing outlives this process: store what is open
-            for digest in sessions.states.idle(float("inf")):
-                state = sessions.states.get(digest)
-                if state is not None and sessions.states.claim(digest):
-                    sessions._store(state, "interrupted")
-
-    in_memory = isinstance(sessions.states, MemoryEpisodeStates)
+            sessions.interrupt_all()
 
     async def off_loop(fn, *args):
         """A session call: in this process's memory it is quick and runs here; on Redis it waits on the network (and

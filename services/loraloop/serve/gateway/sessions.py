@@ -185,6 +185,13 @@ class Sessions:
                     ended.append(state.sample_id)
         return ended
 
+    def interrupt_all(self) -> None:
+        """Store every open session as `interrupted`: a gateway keeping them in memory is stopping."""
+        for digest in self.states.idle(float("inf")):
+            state = self.states.get(digest)
+            if state is not None and self.states.claim(digest):
+                self._store(state, "interrupted")
+
     def count(self) -> int:
         """How many sessions are open (across replicas when shared)."""
         return self.states.count()
