@@ -146,6 +146,7 @@ bench: ## run the benchmarks (bench/*.py), each against its baseline measured in
 	$(VENV)/bin/python bench/web_env.py
 	$(VENV)/bin/python bench/tau2_env.py
 	$(VENV)/bin/python bench/rl.py
+	$(VENV)/bin/python bench/gateway.py
 
 bench-learning: setup images model ## does RL beat BC? held-out base, BC and BC+RL over SEEDS (default 1,2,3; about 20 min a seed here)
 	$(VENV)/bin/python bench/rl_learning.py --seeds $(SEEDS) --out
