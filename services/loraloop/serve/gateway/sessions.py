@@ -26,11 +26,11 @@ from typing import Any
 
 from loraloop.errors import SessionError
 from loraloop.rollout.session import EpisodeSession
+from loraloop.serve.gateway.recording import Completion
 from loraloop.settings import Settings
 from loraloop.store.backends import Store
-from loraloop.store.records import SCHEMA_VERSION, Adapter, EpisodeStart, Step
-from loraloop.store.trajectories import episode_key
-from loraloop.serve.gateway.recording import Completion
+from loraloop.store.records import Adapter, EpisodeStart, Record, Step
+from loraloop.store.trajectories import episode_key, stamp
 from loraloop.taskserver.states import EpisodeState, EpisodeStates, MemoryEpisodeStates, RedisEpisodeStates
 
 POLICY = "gateway"
@@ -57,10 +57,9 @@ def open_sessions_states(settings: Settings) -> EpisodeStates:
     return MemoryEpisodeStates()
 
 
-def stamped(record):
-    """A record stamped as EpisodeRecorder.add stamps it (schema version, time), as the snapshot's JSON."""
-    record.schema_version, record.timestamp = SCHEMA_VERSION, time.time()
-    return record.model_dump(mode="json", exclude_none=True)
+def stamped(record: Record) -> dict[str, Any]:
+    """A record stamped as every writer stamps it (store/trajectories.stamp), as a snapshot holds it (JSON)."""
+    return stamp(record).model_dump(mode="json", exclude_none=True)
 
 
 class Sessions:
