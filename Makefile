@@ -54,7 +54,7 @@ PORT ?=
 STAGE ?=
 opt = $(if $(2),$(1) $(2),)
 
-.PHONY: help env envd envd-images setup lock docker images model vllm-up vllm-down demo loop rl test test-unit test-integration rollout worker rollout-api task-server serve-api jobs \
+.PHONY: help env envd envd-images setup lock docker images model vllm-up vllm-down demo loop rl test test-unit test-integration rollout worker rollout-api task-server serve-api gateway jobs \
         bench bench-halo clean up up-lora down logs ps export train publish eval report tunnel cpu-wheels sites
 
 help: ## list the targets
@@ -128,6 +128,9 @@ task-server: ## the Task Server API (AReaL) on PORT (default 5000): make task-se
 
 serve-api: task-server ## the old name of task-server (goes in the next release)
 
+gateway: ## the recording OpenAI-compatible gateway on PORT (default 8070; LORALOOP_GATEWAY_ADMIN_KEY starts sessions)
+	$(LORALOOP) serve gateway --host $(HOST) --port $(or $(PORT),8070)
+
 sites: ## the bundled task websites on PORT (default 8090) for web rollouts here (the stack's service `sites`)
 	$(LORALOOP) serve sites --host $(HOST) --port $(or $(PORT),8090)
 
@@ -144,6 +147,7 @@ bench: ## run the benchmarks (bench/*.py), each against its baseline measured in
 	$(VENV)/bin/python bench/progress_scores.py
 	$(VENV)/bin/python bench/tau2_env.py
 	$(VENV)/bin/python bench/rl.py
+	$(VENV)/bin/python bench/gateway.py
 
 bench-halo: ## every smol_* HALO mode on bundled test tasks with SmolLM2 (bench/results/halo_modes.md; minutes)
 	$(VENV)/bin/python bench/halo_modes.py --out

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# The stack's env file: `env.sh new FILE` writes FILE from .env.example with a random MinIO password (kept if FILE
-# exists); `env.sh check FILE` refuses an env file whose MinIO password is missing, empty, short or the example's,
-# and one that still points the workers at the host's socket, which no service mounts since envd.
+# The stack's env file: `env.sh new FILE` writes FILE from .env.example with a random MinIO password and gateway
+# admin key (kept if FILE exists); `env.sh check FILE` refuses an env file whose MinIO password is missing, empty,
+# short or the example's, and one that still points the workers at the host's socket, which no service mounts since envd.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 action=${1:?usage: env.sh new|check FILE}
@@ -11,9 +11,11 @@ case "$action" in
   new)
     if [ -e "$file" ]; then echo "$file exists: kept as it is"; exit 0; fi
     secret=$(python3 -c 'import secrets; print(secrets.token_hex(16))')
-    sed "s/^MINIO_ROOT_PASSWORD=.*/MINIO_ROOT_PASSWORD=$secret/" .env.example > "$file"
+    admin=$(python3 -c 'import secrets; print(secrets.token_hex(16))')
+    sed -e "s/^MINIO_ROOT_PASSWORD=.*/MINIO_ROOT_PASSWORD=$secret/" -e "s/^GATEWAY_ADMIN_KEY=.*/GATEWAY_ADMIN_KEY=$admin/" \
+      .env.example > "$file"
     chmod 600 "$file"
-    echo "wrote $file with a random MINIO_ROOT_PASSWORD (readable by you only)";;
+    echo "wrote $file with a random MINIO_ROOT_PASSWORD and GATEWAY_ADMIN_KEY (readable by you only)";;
   check)
     if [ ! -f "$file" ]; then
       echo "no env file $file: run 'make env' (writes .env with a random MinIO password) or pass ENV_FILE=" >&2; exit 1

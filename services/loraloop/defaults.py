@@ -5,3 +5,4 @@ TASK_SEED = 123  # base of per-rollout seeds (`--task_seed`): task_seed + task_i
 TASK_REGISTRY = "configs/tasks/os"  # `--task_registry`: the bundled shell tasks
 EXPERIMENTS = "configs/experiments.yaml"  # `--config` / LORALOOP_EXPERIMENTS_PATH
 ROLLOUT_API_PORT = 8080  # `loraloop serve rollout-api` (and the viewer at /ui) on 127.0.0.1
+GATEWAY_PORT = 8070  # `loraloop serve gateway`: the recording OpenAI-compatible gateway

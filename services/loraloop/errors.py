@@ -33,3 +33,12 @@ class ModelRequestError(LoraloopError):
 class TaskSkipped(LoraloopError):
     """The policy cannot play this task (the scripted teacher, a task without an example): the
     episode is recorded as skipped with this reason, not as a failure."""
+
+
+class SessionError(LoraloopError):
+    """A gateway call its session cannot take (an unknown key, a session that ended, a completion it never made);
+    `status` is the HTTP code the gateway answers with."""
+
+    def __init__(self, message: str, status: int = 400) -> None:
+        super().__init__(message)
+        self.status = status

@@ -30,7 +30,7 @@ def printable(value: Any) -> Any:
     return value
 
 
-def _unencodable(value: Any, path: str) -> str | None:
+def unencodable(value: Any, path: str) -> str | None:
     """Where in a parsed JSON body a lone surrogate or a non-finite number sits, said as a sentence; else None."""
     if isinstance(value, str):
         try:
@@ -43,12 +43,12 @@ def _unencodable(value: Any, path: str) -> str | None:
     elif isinstance(value, dict):
         for key, item in value.items():
             where = f"{path}.{printable(key)}" if path else printable(key)
-            problem = _unencodable(key, f"{where} (the key)") or _unencodable(item, where)
+            problem = unencodable(key, f"{where} (the key)") or unencodable(item, where)
             if problem:
                 return problem
     elif isinstance(value, list):
         for index, item in enumerate(value):
-            problem = _unencodable(item, f"{path}[{index}]")
+            problem = unencodable(item, f"{path}[{index}]")
             if problem:
                 return problem
     return None
@@ -60,7 +60,7 @@ class RequestBody(BaseModel):
     @model_validator(mode="before")
     @classmethod
     def _encodable(cls, data: Any) -> Any:
-        problem = _unencodable(data, "")
+        problem = unencodable(data, "")
         if problem:
             raise ValueError(problem)
         return data
@@ -69,9 +69,10 @@ class RequestBody(BaseModel):
 class BodyLimit:
     """ASGI middleware: a request body longer than `max_bytes` gets 413; the body is read once, then replayed."""
 
-    def __init__(self, app, max_bytes: int) -> None:
+    def __init__(self, app, max_bytes: int, setting: str = "LORALOOP_API_MAX_BODY_BYTES") -> None:
         self.app = app
         self.max_bytes = max_bytes
+        self.setting = setting
 
     async def __call__(self, scope, receive, send) -> None:
         if scope["type"] != "http":
@@ -85,33 +86,37 @@ class BodyLimit:
         while more:
             message = await receive()
             if message["type"] != "http.request":  # the client went away: let the app see it
-                await self.app(scope, _replay(bytes(body), message), send)
+                await self.app(scope, _replay(bytes(body), message, receive), send)
                 return
             body += message.get("body", b"")
             more = message.get("more_body", False)
             if len(body) > self.max_bytes:
                 await self._refuse(scope, receive, send, f"more than {self.max_bytes}")
                 return
-        await self.app(scope, _replay(bytes(body), None), send)
+        await self.app(scope, _replay(bytes(body), None, receive), send)
 
     async def _refuse(self, scope, receive, send, size: str) -> None:
         response = JSONResponse({"detail": f"request body of {size} bytes is over the limit of {self.max_bytes} "
-                                           "bytes (LORALOOP_API_MAX_BODY_BYTES)"}, status_code=413,
+                                           f"bytes ({self.setting})"}, status_code=413,
                                 headers={"Connection": "close"})
         await response(scope, receive, send)
 
 
-def _replay(body: bytes, after: dict | None):
-    """A `receive` that hands the app the body read so far in one message, then `after` (or a disconnect)."""
+def _replay(body: bytes, after: dict | None, receive):
+    """A `receive` that hands the app the body read so far in one message, then `after` (the message that ended the
+    read early), then the server's own messages: a streamed reply still learns when its client goes away."""
     sent = False
 
-    async def receive() -> dict:
-        nonlocal sent
+    async def replay() -> dict:
+        nonlocal sent, after
         if not sent:
             sent = True
             return {"type": "http.request", "body": body, "more_body": False}
-        return after or {"type": "http.disconnect"}
-    return receive
+        if after is not None:
+            message, after = after, None
+            return message
+        return await receive()
+    return replay
 
 
 async def validation_error(_request: Request, exc: RequestValidationError) -> JSONResponse:
@@ -145,7 +150,8 @@ class InFlightCap:
             self.running -= 1
 
 
-def install(app: FastAPI, max_body_bytes: int) -> None:
-    """Put the body cap and the safe validation-error reply in front of an app's routes."""
-    app.add_middleware(BodyLimit, max_bytes=max_body_bytes)
+def install(app: FastAPI, max_body_bytes: int, setting: str = "LORALOOP_API_MAX_BODY_BYTES") -> None:
+    """Put the body cap (`setting` names where it is set) and the safe validation-error reply in front of an
+    app's routes."""
+    app.add_middleware(BodyLimit, max_bytes=max_body_bytes, setting=setting)
     app.add_exception_handler(RequestValidationError, validation_error)

@@ -109,6 +109,14 @@ class Settings(BaseSettings):
     api_token: str = ""
     task_roots: str = Field("configs/tasks,volumes/tasks", description="folders (comma-separated; relative ones "
                             "the checkout's) a task_registry sent to the rollout API must lie under (400 otherwise)")
+    # The recording gateway (`loraloop serve gateway`): an outside agent's OpenAI-compatible traffic as episodes.
+    gateway_admin_key: str = Field("", description="the key that starts sessions (/rl/start_session); empty: the "
+                                                   "gateway refuses to start (set LORALOOP_GATEWAY_ADMIN_KEY)")
+    gateway_experiment: str = Field("gateway", description="the mode (trajectories/<mode>/) of a session that names "
+                                                          "no experiment")
+    gateway_session_timeout_s: float = Field(3600.0, gt=0, description="a session idle this long is stored as "
+                                                                      "expired")
+    gateway_max_body_bytes: int = Field(4 << 20, ge=1024, description="largest request body the gateway takes (413)")
     # Relative: the current folder's when it has it, else the checkout's (see loraloop.paths.locate).
     experiments_path: Path = Path(EXPERIMENTS)
 

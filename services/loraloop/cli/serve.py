@@ -1,4 +1,4 @@
-"""`loraloop serve vllm|sites|task-server|rollout-api`: every command that serves, in one group.
+"""`loraloop serve vllm|sites|task-server|rollout-api|gateway`: every command that serves, in one group.
 
 The old top-level names `serve-api` and `rollout-api` stay one release as hidden aliases that say so.
 """
@@ -14,7 +14,8 @@ from loraloop.cli.common import REGISTRY, console
 from loraloop.errors import LoraloopError
 from loraloop.settings import get_settings
 
-app = typer.Typer(help="Serve: the local vLLM, the bundled task sites, the Task Server API, the rollout API.",
+app = typer.Typer(help="Serve: the local vLLM, the bundled task sites, the Task Server API, the rollout API, the "
+                       "recording gateway.",
                   no_args_is_help=True)
 
 
@@ -82,6 +83,26 @@ def rollout_api(host: str = typer.Option("127.0.0.1", "--host"),
     api = serving_app(get_settings())
     require_free_port(host, port)
     console.print(f"rollout API: http://{host}:{port}/api/jobs (docs: /docs, metrics: /metrics)")
+    uvicorn.run(api, host=host, port=port, log_level="warning")
+
+
+@app.command("gateway")
+def gateway(host: str = typer.Option("127.0.0.1", "--host"),
+            port: int = typer.Option(defaults.GATEWAY_PORT, "--port")) -> None:
+    """Serve the recording OpenAI-compatible gateway: an outside agent's calls to vLLM become episodes.
+
+    Sessions start with LORALOOP_GATEWAY_ADMIN_KEY (POST /rl/start_session); with LORALOOP_BROKER_URL set
+    they live in Redis, so a restarted gateway goes on with them.
+    """
+    import uvicorn
+
+    from loraloop.rollout.preflight import require_free_port
+    from loraloop.serve.gateway.app import create_app
+
+    api = create_app(get_settings())
+    require_free_port(host, port)
+    console.print(f"gateway: http://{host}:{port}/v1 (OpenAI-compatible) -> {get_settings().vllm_url}; "
+                  "sessions: /rl/start_session")
     uvicorn.run(api, host=host, port=port, log_level="warning")
 
 

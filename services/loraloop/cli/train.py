@@ -68,6 +68,8 @@ def train(
     init_adapter: Optional[str] = typer.Option(None, "--init_adapter", help="rl: warm start (a PEFT adapter folder)"),
     clip_eps: Optional[float] = typer.Option(None, "--clip_eps", help="rl: PPO clip of the importance ratio"),
     concurrency: Optional[int] = typer.Option(None, "--concurrency", help="rl: episodes in flight (embedded)"),
+    from_run: Optional[str] = typer.Option(None, "--from_run", help="rl: train on the stored episodes of MODE/RUN_ID "
+                                           "(e.g. the gateway's) instead of rolling out; no held-out eval"),
     resume: bool = typer.Option(False, "--resume", help="go on from the last checkpoint in --output_dir"),
     load_in_4bit: bool = typer.Option(False, "--load_in_4bit", help="unsloth on CUDA: 4-bit base weights"),
 ) -> None:
@@ -88,7 +90,7 @@ def train(
                      tasks_per_iteration=tasks_per_iteration, rollouts_per_task=rollouts_per_task,
                      temperature=temperature, max_staleness=max_staleness, adapter_name=adapter_name,
                      experiment=experiment, eval_subset=eval_subset, eval_every=eval_every, eval_tasks=eval_tasks,
-                     init_adapter=init_adapter, clip_eps=clip_eps, concurrency=concurrency)
+                     init_adapter=init_adapter, clip_eps=clip_eps, concurrency=concurrency, from_run=from_run)
     output, metrics = run_training(algorithm, get_settings(), overrides=overrides, dataset_path=dataset_path,
                                    output_dir=output_dir, base_model=base_model, resume=resume,
                                    load_in_4bit=load_in_4bit)

@@ -35,7 +35,11 @@ class State:
 
     @property
     def prompt(self) -> list[dict]:
-        """The chat the live policy built at this step (built only for states that become rows)."""
+        """The chat the live policy built at this step (built only for states that become rows); for an outside
+        agent's call the gateway recorded, the messages it sent."""
+        sent = self._episode.steps[self.step_idx].messages
+        if sent is not None:
+            return sent
         start = self._episode.start
         return build_prompt(start.prompt_style, start.system_prompt, start.examples, start.first_observation,
                             self._turns[: self.step_idx], self._char_budget)
@@ -56,8 +60,10 @@ def states(episode: Episode, char_budget: int) -> list[State]:
     out = []
     for i, step in enumerate(episode.steps):
         action = step.raw_output
+        # an outside agent's action (the gateway's) has no kind here to parse it: its text is the action
+        canonical = action.strip() if step.messages is not None else canonical_action(action, start.env)
         out.append(State(f"{start.task_id}:{history.hexdigest()[:16]}", action, i, bool(step.last_action_error),
-                         step.action_source, canonical_action(action, start.env), episode, turns, char_budget))
+                         step.action_source, canonical, episode, turns, char_budget))
         if i + 1 < len(episode.steps):
             observation = episode.steps[i + 1].observation
             turns.append((action, observation))

@@ -111,6 +111,10 @@ class Step(Record):
     logprobs: list[float] | None = None
     adapter: Adapter | None = None
     sampling: dict[str, Any] | None = None
+    # An outside agent's call recorded by the gateway (serve/gateway): the chat it sent, as it sent it (the prompt
+    # exports train on), and the completion's id, which a reward can name.
+    messages: list[dict[str, Any]] | None = None
+    interaction_id: str | None = None
     # The HALO orchestrator's part in the step (agents/): action_source says who chose the action (worker,
     # manager, cache, macro, recovery, scripted…); these say why.
     manager_called: bool = False

@@ -42,6 +42,12 @@ def obs_hash(observation: str) -> str:
     return hashlib.sha256(observation.encode()).hexdigest()[:16]
 
 
+def stamp(record: Record) -> Record:
+    """The record stamped with the schema version and the time now, as every writer stamps records."""
+    record.schema_version, record.timestamp = SCHEMA_VERSION, time.time()
+    return record
+
+
 class EpisodeRecorder:
     """Collects an episode's typed records in memory and writes the whole object once, at the end."""
 
@@ -53,8 +59,7 @@ class EpisodeRecorder:
 
     def add(self, record: Record) -> Record:
         """Append one record (stamped with the schema version and the time) and return it."""
-        record.schema_version, record.timestamp = SCHEMA_VERSION, time.time()
-        self.records.append(record)
+        self.records.append(stamp(record))
         return record
 
     def flush(self) -> bool:

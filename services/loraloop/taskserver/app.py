@@ -30,7 +30,8 @@ from loraloop.errors import LoraloopError
 from loraloop.http_guards import RequestBody
 from loraloop.logs import get_logger
 from loraloop.rollout.session import EpisodeSession, steps_taken
-from loraloop.taskserver.states import EpisodeState, EpisodeStates, MemoryEpisodeStates, RedisEpisodeStates
+from loraloop.taskserver.states import (EpisodeState, EpisodeStates, MemoryEpisodeStates, RedisEpisodeStates,
+                                        sweeping)
 from loraloop.settings import Settings
 from loraloop.store import open_store
 from loraloop.store.trajectories import episode_key
@@ -221,19 +222,8 @@ def create_app(registry: Registry, task_name: str, settings: Settings, idle_time
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI):
-        done = threading.Event()
-
-        def sweep() -> None:
-            while not done.wait(min(15.0, max(1.0, idle_timeout_s / 4))):
-                try:
-                    expire()
-                except Exception as exc:  # a sweep that fails is retried on the next tick
-                    log.warning("expiry sweep failed", fields={"error": exc})
-
-        thread = threading.Thread(target=sweep, name="taskserver-expiry", daemon=True)
-        thread.start()
-        yield
-        done.set()
+        with sweeping(expire, idle_timeout_s, log, "taskserver-expiry"):
+            yield
         shared = not isinstance(states, MemoryEpisodeStates)
         for episode_id in list(local):
             state = states.get(episode_id)

@@ -13,9 +13,30 @@ import time
 from collections import OrderedDict
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
-from typing import Any, Iterator, Protocol
+from typing import Any, Callable, Iterator, Protocol
 
 from loraloop.errors import EnvironmentFailure
+
+@contextmanager
+def sweeping(expire: Callable[[], Any], idle_timeout_s: float, log, name: str) -> Iterator[None]:
+    """While the block runs, call `expire` on a timer in a daemon thread (every quarter of the idle timeout, 1 to
+    15 s): open episodes (the Task Server's, the gateway's sessions) idle too long end even when no call comes.
+    A sweep that fails is logged and tried again on the next tick."""
+    done = threading.Event()
+
+    def sweep() -> None:
+        while not done.wait(min(15.0, max(1.0, idle_timeout_s / 4))):
+            try:
+                expire()
+            except Exception as exc:  # a sweep that fails is retried on the next tick
+                log.warning("expiry sweep failed", fields={"error": exc})
+
+    threading.Thread(target=sweep, name=name, daemon=True).start()
+    try:
+        yield
+    finally:
+        done.set()
+
 
 # How long an ended episode is remembered, so that a late step or cancel is told it ended (400) rather than that
 # the id is unknown (404): a week, past any client's retry. Memory mode keeps at most FINISHED_KEPT of them.
@@ -142,13 +163,15 @@ class MemoryEpisodeStates:
 
 
 class RedisEpisodeStates:
-    """Episodes in Redis: shared by every replica and kept across restarts."""
+    """Episodes in Redis: shared by every replica and kept across restarts, under loraloop:<service>:<namespace>
+    (the Task Server's, or the gateway's sessions)."""
 
-    def __init__(self, url: str, namespace: str, lock_timeout_s: float, finished_ttl_s: float = FINISHED_TTL_S) -> None:
+    def __init__(self, url: str, namespace: str, lock_timeout_s: float, finished_ttl_s: float = FINISHED_TTL_S,
+                 service: str = "taskserver") -> None:
         import redis
 
         self._redis = redis.Redis.from_url(url)
-        self._ns = f"loraloop:taskserver:{namespace}"
+        self._ns = f"loraloop:{service}:{namespace}"
         self._finished_ttl = max(1, int(finished_ttl_s))
         self._lock_timeout = lock_timeout_s
 

@@ -90,3 +90,6 @@ class RLConfig(LoraTrainConfig):
     batch_size: int = 8  # turns per optimiser step
     max_length: int = 2048
     concurrency: int | None = None  # episodes in flight when rollouts run in this process
+    # Train on stored episodes instead of rolling out: `<mode>/<run_id>` under trajectories/ (say the gateway's, played
+    # by an outside agent in its own environment); no held-out evaluation (there is no registry to play).
+    from_run: str | None = None

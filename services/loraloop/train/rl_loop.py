@@ -3,7 +3,8 @@
 Each iteration:
 1. rollout: one job (`--rollouts_per_task G` on `--tasks_per_iteration` tasks) through the path
    `loraloop rollout` uses (the API, the broker or this process), sampled by the version published
-   last (`<adapter>-v<k>`; the base model before the first);
+   last (`<adapter>-v<k>`; the base model before the first); or, with `--from_run MODE/RUN_ID`, the
+   episodes stored there (an outside agent's, recorded by the gateway: serve/gateway), grouped by task;
 2. train: the episodes, read back from the store, become token-exact rows with group-relative
    advantages (train/rl_batch.py), trained with the clipped loss (train/rl_trainer.py);
 3. publish: the adapter becomes version k+1 in every vLLM of PUBLISH_VLLM_URLS, verified;
@@ -74,6 +75,14 @@ def check_config(cfg: RLConfig, settings: Settings) -> None:
             raise ConfigError(f"--{flag} must be at least 1, got {value}")
     if cfg.max_staleness < 0 or cfg.eval_every < 0:
         raise ConfigError("--max_staleness and --eval_every must be 0 or more")
+    if cfg.from_run is not None:
+        mode, _, run_id = cfg.from_run.partition("/")
+        if not mode or not run_id or "/" in run_id:
+            raise ConfigError(f"--from_run {cfg.from_run!r}: name a stored run as MODE/RUN_ID "
+                              "(trajectories/MODE/RUN_ID/)")
+        if next(iter(open_store(settings=settings).list(run_prefix(mode, run_id))), None) is None:
+            raise ConfigError(f"--from_run {cfg.from_run}: no episodes under {run_prefix(mode, run_id)} in "
+                              f"{settings.store_url}")
     if cfg.lora_r > settings.max_lora_rank:
         raise ConfigError(f"--lora_r {cfg.lora_r} exceeds vLLM's --max-lora-rank {settings.max_lora_rank}: "
                           "vLLM could not load the adapter (raise LORALOOP_MAX_LORA_RANK and restart vLLM, or "
@@ -83,6 +92,8 @@ def check_config(cfg: RLConfig, settings: Settings) -> None:
         if rank > settings.max_lora_rank:
             raise ConfigError(f"--init_adapter {cfg.init_adapter}: LoRA rank {rank} exceeds vLLM's "
                               f"--max-lora-rank {settings.max_lora_rank}")
+    if cfg.from_run is not None:  # nothing is rolled out or evaluated: no experiment, no registry
+        return
     experiment = get_experiment(settings.experiments_path, cfg.experiment)
     if experiment.policy != "openai":
         raise ConfigError(f"--experiment {cfg.experiment}: RL needs a model policy (policy: openai), "
@@ -195,9 +206,15 @@ class RLRun:
              "dataset_path": self.cfg.dataset_path, "lora_r": self.cfg.lora_r, "row": row}, indent=2))
         return publish_version(self.settings, folder, self.cfg.adapter_name)
 
+    def stored(self) -> list:
+        """The episodes of `--from_run` (MODE/RUN_ID), as stored: the batch when nothing is rolled out here."""
+        mode, _, run_id = self.cfg.from_run.partition("/")
+        return list(iter_episodes(self.store, run_prefix(mode, run_id)))
+
     def held_out(self, version: int) -> float | None:
-        """Greedy success of a version on the held-out tasks (its episodes kept by version, so a rerun reuses them)."""
-        if not self.cfg.eval_every:
+        """Greedy success of a version on the held-out tasks (its episodes kept by version, so a rerun reuses them);
+        None without held-out evaluation (`--eval_every 0`, or `--from_run`: no registry to play)."""
+        if not self.cfg.eval_every or self.cfg.from_run:
             return None
         episodes = self.rollout(f"{self.cfg.adapter_name}-eval-v{version}", self.served(version),
                                 subset=self.cfg.eval_subset, tasks=self.cfg.eval_tasks, per_task=1, temperature=0.0,
@@ -255,10 +272,14 @@ COLUMNS = ("iteration", "sampled_with", "episodes", "success_rate", "mean_reward
 
 def write_report(history: list[dict], out: Path, cfg: RLConfig) -> None:
     """rl_report.md (one row per iteration) and rl_curve.png (train and held-out success by iteration)."""
-    lines = [f"# RL run `{cfg.adapter_name}` on {cfg.dataset_path}", "",
-             f"{cfg.rollouts_per_task} rollouts on each of {cfg.tasks_per_iteration} tasks per iteration "
-             f"(subset {cfg.subset}), temperature {cfg.temperature}; held-out: {cfg.eval_subset}, greedy.", "",
-             "| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
+    if cfg.from_run:
+        head = [f"# RL run `{cfg.adapter_name}` on the stored episodes of {cfg.from_run}", "",
+                "Episodes played elsewhere (e.g. recorded by the gateway), grouped by task; no held-out evaluation."]
+    else:
+        head = [f"# RL run `{cfg.adapter_name}` on {cfg.dataset_path}", "",
+                f"{cfg.rollouts_per_task} rollouts on each of {cfg.tasks_per_iteration} tasks per iteration "
+                f"(subset {cfg.subset}), temperature {cfg.temperature}; held-out: {cfg.eval_subset}, greedy."]
+    lines = [*head, "", "| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
     for row in history:
         lines.append("| " + " | ".join("" if row.get(c) is None else str(row.get(c)) for c in COLUMNS) + " |")
     (out / "rl_report.md").write_text("\n".join(lines) + "\n")
@@ -293,12 +314,16 @@ def run_rl(cfg: RLConfig, settings: Settings | None = None) -> dict:
     run.load_policy(version)
     for iteration in range(done + 1, cfg.iterations):
         served = run.served(version)
-        console.rule(f"iteration {iteration + 1}/{cfg.iterations}: rollouts by {served}")
+        console.rule(f"iteration {iteration + 1}/{cfg.iterations}: " + (f"stored episodes of {cfg.from_run}"
+                                                                         if cfg.from_run else f"rollouts by {served}"))
         seconds = {}
         started = time.perf_counter()
-        episodes = run.rollout(f"{cfg.adapter_name}-it{iteration:04d}", served, subset=cfg.subset,
-                               tasks=cfg.tasks_per_iteration, per_task=cfg.rollouts_per_task,
-                               temperature=cfg.temperature, seed=cfg.seed + iteration)
+        if cfg.from_run:
+            episodes = run.stored()
+        else:
+            episodes = run.rollout(f"{cfg.adapter_name}-it{iteration:04d}", served, subset=cfg.subset,
+                                   tasks=cfg.tasks_per_iteration, per_task=cfg.rollouts_per_task,
+                                   temperature=cfg.temperature, seed=cfg.seed + iteration)
         seconds["rollout_s"] = round(time.perf_counter() - started, 1)
         rows, stats = build_batch(episodes, version=version, max_staleness=cfg.max_staleness,
                                   scale_rewards=cfg.scale_rewards, max_length=cfg.max_length)

@@ -395,3 +395,15 @@ def test_ci_stack_rolls_out_into_the_store_and_goes_away_cleanly(capsys, tmp_pat
     with capsys.disabled():  # visible without -s (scripts/test.sh runs plain pytest)
         print(f"\n{rates}\nCI stack end to end: {time.monotonic() - started:.0f} s")
         print("CI stack images: " + ", ".join(f"{image} {size}" for image, size in sizes.items()))
+
+
+def test_the_gateway_profile_serves_the_recording_gateway_with_the_env_files_admin_key():
+    """Profile gateway: `loraloop serve gateway` on loopback :8070, sessions in the stack's Redis, episodes in MinIO,
+    its admin key the env file's GATEWAY_ADMIN_KEY (`make env` writes a random one)."""
+    gateway = config(FILES[0])["gateway"]
+    assert gateway["profiles"] == ["gateway"] and gateway["command"][:3] == ["loraloop", "serve", "gateway"]
+    env = gateway["environment"]
+    written = dict(line.split("=", 1) for line in ENV_FILE.read_text().splitlines() if line.startswith("GATEWAY_"))
+    assert len(written["GATEWAY_ADMIN_KEY"]) == 32 and env["LORALOOP_GATEWAY_ADMIN_KEY"] == written["GATEWAY_ADMIN_KEY"]
+    assert env["LORALOOP_BROKER_URL"] == "redis://redis:6379/0" and env["LORALOOP_STORE_URL"].startswith("s3://")
+    assert [(p["host_ip"], p["target"]) for p in gateway["ports"]] == [("127.0.0.1", 8070)]
