@@ -44,8 +44,8 @@ def tasks(split: str) -> list[dict]:
 
 
 def lookup(stock: dict, reply: str) -> str:
-    """The tool: the stock line of the item named after `lookup:`."""
-    name = reply.split(":", 1)[1].strip().strip("`'\". ").lower()
+    """The tool: the stock line of the item named after `lookup:` (its first word; what follows is ignored)."""
+    name = (re.findall(r"[a-z]+", reply.split(":", 1)[1].lower()) or [""])[0]
     return f"Tool result: {name}: {stock[name]} in stock" if name in stock else f"Tool result: no item {name!r}"
 
 
