@@ -215,3 +215,41 @@ def test_a_gateway_killed_mid_session_loses_no_completed_call(gateway):
     episode = gateway.episode(ended["episode_key"])
     assert [s.interaction_id for s in episode.steps] == [before.id, after.id]
     assert [s.raw_output for s in episode.steps] == [before.choices[0].message.content, after.choices[0].message.content]
+
+
+LOOKUP = {"type": "function", "function": {"name": "lookup", "description": "Look an item up in the stock room.",
+                                           "parameters": {"type": "object", "properties": {"item": {"type": "string"}},
+                                                          "required": ["item"]}}}
+
+
+def test_tool_calls_pass_through_unchanged_and_are_recorded(gateway, vllm_url):
+    """A named tool choice makes vLLM answer with a tool call without a tool-call parser (structured output): the
+    client gets the same call through the gateway as from vLLM itself, whole and streamed, and the step records it."""
+    import json
+
+    session = gateway.session("stock", experiment="byo", run_id="tools")
+    through = gateway.client(session["api_key"])
+    direct = OpenAI(base_url=vllm_url, api_key="EMPTY", timeout=300, max_retries=0)
+    ask = {"model": BASE, "messages": [{"role": "user", "content": "How many apples are in stock?"}],
+           "tools": [LOOKUP], "tool_choice": {"type": "function", "function": {"name": "lookup"}},
+           "max_tokens": 80, "temperature": 0, "seed": 5}
+
+    def calls(client, stream: bool) -> list[tuple[str, str]]:
+        if not stream:
+            return [(c.function.name, c.function.arguments) for c in client.chat.completions.create(**ask)
+                    .choices[0].message.tool_calls]
+        pieces: dict[int, list[str]] = {}
+        for chunk in client.chat.completions.create(**ask, stream=True):
+            for call in (chunk.choices[0].delta.tool_calls or []) if chunk.choices else []:
+                name, args = pieces.setdefault(call.index, ["", ""])
+                pieces[call.index] = [name + (call.function.name or ""), args + (call.function.arguments or "")]
+        return [tuple(pieces[i]) for i in sorted(pieces)]
+
+    for stream in (False, True):
+        got = calls(through, stream)
+        assert got == calls(direct, stream) and got[0][0] == "lookup"  # SmolLM2's arguments: whatever it wrote
+    assert gateway.rl("end_session", session["api_key"], {}).status_code == 200
+    whole, streamed = gateway.episode(session["episode_key"]).steps
+    recorded = json.loads(whole.raw_output)
+    assert recorded["name"] == "lookup" and recorded == json.loads(streamed.raw_output)
+    assert whole.completion_token_ids == streamed.completion_token_ids and whole.completion_token_ids
