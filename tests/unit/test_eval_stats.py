@@ -37,13 +37,13 @@ def test_mcnemar_exact_p_values():
     assert mcnemar(9, 1) == mcnemar(1, 9)
 
 
-def episode(store, mode, task, attempt, success, steps, category, error=None):
-    rec = EpisodeRecorder(store, mode, "ev", task, attempt)
-    rec.add(EpisodeStart(task_id=task, mode=mode, run_id="ev", attempt_idx=attempt, category=category,
+def episode(store, mode, task, attempt, success, steps, category, error=None, run="ev", **halo):
+    rec = EpisodeRecorder(store, mode, run, task, attempt)
+    rec.add(EpisodeStart(task_id=task, mode=mode, run_id=run, attempt_idx=attempt, category=category,
                          worker_model=f"{mode}-model", first_observation=f"Task: {task}"))
     for i in range(steps):
         rec.add(Step(step_idx=i, raw_output="Act: finish"))
-    rec.add(EpisodeEnd(success=success, reward=float(success), total_steps=steps, error=error))
+    rec.add(EpisodeEnd(success=success, reward=float(success), total_steps=steps, error=error, **halo))
     rec.flush()
 
 
@@ -107,3 +107,21 @@ def test_an_eval_id_keeps_its_tasks(tmp_path):
     with pytest.raises(ConfigError, match=r"--eval_id ev is the id of runs no evaluation planned \(teacher\)"):
         claim(store, "ev", plan)
     assert not store.exists("evals/ev/plan.json")
+
+
+def test_the_halo_orchestrators_counts_get_a_table_of_their_own(store, tmp_path):
+    """Manager calls and cache hits per experiment (the episodes' end records); a report of plain workers has no
+    such table (the fixture's runs above)."""
+    for attempt, (calls, hits, misses) in enumerate([(3, 2, 4), (1, 0, 2)]):
+        episode(store, "halo", "t1", attempt, attempt == 0, 4, "files", run="hv", manager_calls=calls,
+                cache_hits=hits, cache_misses=misses)
+    episode(store, "plain", "t1", 0, False, 4, "files", run="hv")
+    md, rows = write_report(store, [("plain", "hv"), ("halo", "hv")], tmp_path / "halo", "halo")
+    text = md.read_text()
+    assert "## HALO orchestrator (manager, cache)" in text
+    assert "| `halo` | 2 | 4 | 2.00 | 2 | 1.00 | 25.0% |" in text and "| `plain` | 1 | 0 | 0.00 | 0 | 0.00 | – |" in text
+    with (tmp_path / "halo" / "report.csv").open() as handle:
+        halo = list(csv.DictReader(handle))[1]
+    assert (halo["manager_calls"], halo["cache_hits"], halo["cache_misses"]) == ("4", "2", "6")
+    plain, _ = write_report(store, [("base", "ev")], tmp_path / "plain", "plain")
+    assert "HALO orchestrator" not in plain.read_text()

@@ -39,6 +39,9 @@ class Row:
     outcomes: dict[tuple[str, int], bool] = field(default_factory=dict, repr=False)  # (task, attempt) -> solved
     families: dict[str, tuple[int, int]] = field(default_factory=dict, repr=False)  # family -> (solved, episodes)
     steps: list[int] = field(default_factory=list, repr=False)
+    manager_calls: int = 0  # the HALO orchestrator's, over the row's episodes (0 for plain workers)
+    cache_hits: int = 0
+    cache_misses: int = 0
 
     @property
     def success_rate(self) -> float:
@@ -70,7 +73,9 @@ def summary_row(label: str, entries: list[EpisodeEntry], run_id: str = "") -> Ro
               mean_reward=statistics.fmean(e.reward for e in episodes) if episodes else 0.0,
               tasks=len(by_task), k=k, run_id=run_id, corrupt=len(entries) - len(episodes),
               outcomes={(e.task_id, e.attempt): e.success for e in episodes},
-              families={f: (v[0], v[1]) for f, v in sorted(families.items())}, steps=steps)
+              families={f: (v[0], v[1]) for f, v in sorted(families.items())}, steps=steps,
+              manager_calls=sum(e.manager_calls for e in episodes), cache_hits=sum(e.cache_hits for e in episodes),
+              cache_misses=sum(e.cache_misses for e in episodes))
     if k > 1:
         row.pass_at_k = statistics.fmean(pass_at_k(len(v), sum(v), k) for v in by_task.values())
         row.pass_hat_k = statistics.fmean(pass_hat_k(len(v), sum(v), k) for v in by_task.values())
@@ -148,8 +153,29 @@ def paired_table(rows: list[Row]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _per(count: int, episodes: int) -> str:
+    return f"{count / episodes:.2f}" if episodes else "–"
+
+
+def orchestrator_table(rows: list[Row]) -> str:
+    """The HALO orchestrator's part per experiment: manager calls and Verified Action Cache hits, in all and per
+    episode, and the cache's hit rate over its lookups; empty when no row's episodes called a manager or the
+    cache (plain workers), so reports of those stay as they were."""
+    if not any(r.manager_calls or r.cache_hits or r.cache_misses for r in rows):
+        return ""
+    lines = ["| Experiment | Episodes | Manager calls | per episode | Cache hits | per episode | Cache hit rate |",
+             "|---|---:|---:|---:|---:|---:|---:|"]
+    for r in rows:
+        lookups = r.cache_hits + r.cache_misses
+        lines.append(f"| `{r.experiment}` | {r.episodes} | {r.manager_calls} | {_per(r.manager_calls, r.episodes)} | "
+                     f"{r.cache_hits} | {_per(r.cache_hits, r.episodes)} | "
+                     f"{_rate(r.cache_hits / lookups if lookups else None)} |")
+    return "\n".join(lines) + "\n"
+
+
 CSV_COLUMNS = ("experiment", "model", "tasks", "episodes", "solved", "success_rate", "ci_low", "ci_high", "k",
-               "pass_at_k", "pass_hat_k", "median_steps", "mean_reward", "errors", "corrupt")
+               "pass_at_k", "pass_hat_k", "median_steps", "mean_reward", "errors", "corrupt", "manager_calls",
+               "cache_hits", "cache_misses")
 
 
 def write_csv(rows: list[Row], path: Path, leading: Sequence[dict] = ()) -> None:
@@ -182,8 +208,10 @@ def write_report(store: Store, runs: list[tuple[str, str]], out_dir: Path, title
     rows = summarise(store, runs)
     md = out_dir / "report.md"
     paired = paired_table(rows)
+    orchestrated = orchestrator_table(rows)
     md.write_text(f"# {title}\n\n{markdown_table(rows, viewer_url)}\n"
                   + (f"## Paired comparison (same tasks and attempts)\n\n{paired}\n" if paired else "")
+                  + (f"## HALO orchestrator (manager, cache)\n\n{orchestrated}\n" if orchestrated else "")
                   + "![success rate](success.png) ![success by family](success_by_family.png) ![steps](steps.png)\n\n"
                   + "".join(f"- `{m}`: run `{r}`" + (f": {viewer_links(viewer_url, m, r)}" if viewer_url else "") + "\n"
                             for m, r in runs))

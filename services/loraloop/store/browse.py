@@ -11,7 +11,7 @@ from loraloop.store.backends import Store
 from loraloop.store.trajectories import (PREFIX, Episode, MalformedTrajectory, parse_episode, run_prefix,
                                          task_and_attempt)
 
-INDEX_VERSION = 2  # 2: entries hold the policy and the task's split
+INDEX_VERSION = 3  # 2: entries hold the policy and the task's split; 3: the HALO orchestrator's counts
 
 
 @dataclass(frozen=True)
@@ -39,6 +39,9 @@ class EpisodeEntry:
     category: str = ""  # the task's family
     split: str = ""  # the task's split (train, test…)
     policy: str = ""  # openai (a served model) or scripted (a teacher)
+    manager_calls: int = 0  # the HALO orchestrator's counts (episode_end; 0 for a plain worker)
+    cache_hits: int = 0
+    cache_misses: int = 0
     corrupt: str | None = None
 
     @property
@@ -79,7 +82,8 @@ def describe(key: str, data: bytes) -> tuple[EpisodeEntry, Episode | None]:
     return EpisodeEntry(key, episode.start.task_id, episode.start.attempt_idx, episode.success, episode.end.reward,
                         episode.end.total_steps or len(episode.steps), episode.end.status, episode.end.error,
                         models[0] if models else episode.start.worker_model, episode.start.category,
-                        episode.start.split, episode.start.policy), episode
+                        episode.start.split, episode.start.policy, episode.end.manager_calls,
+                        episode.end.cache_hits, episode.end.cache_misses), episode
 
 
 def entry(store: Store, key: str) -> EpisodeEntry:
