@@ -11,7 +11,7 @@ from loraloop.envs import env_kind
 from loraloop.envs.base import Env, EnvOptions
 from loraloop.errors import EnvironmentFailure, ModelRequestError, ModelTimeout, ServiceUnavailable, TaskSkipped
 from loraloop.logs import get_logger
-from loraloop.rollout.endpoints import endpoint
+from loraloop.rollout.endpoints import endpoint, server_url
 from loraloop.rollout.sampler import EpisodeSpec
 from loraloop.rollout.session import EpisodeSession
 from loraloop.settings import Settings, get_settings
@@ -105,7 +105,7 @@ def halo_provenance(spec: EpisodeSpec, settings: Settings) -> dict[str, Any]:
     a key)."""
     manager = spec.manager or {}
     return {"use_manager": bool(manager), "manager_model": manager.get("model"),
-            "manager_url": (manager.get("url") or settings.vllm_url) if manager else None,
+            "manager_url": server_url(manager.get("url"), settings) if manager else None,
             "use_cache": spec.use_cache, "use_macros": spec.use_macros, "use_recovery": spec.use_recovery}
 
 
@@ -147,7 +147,7 @@ def run_episode(spec: EpisodeSpec, settings: Settings | None = None,
         char_budget=settings.prompt_char_budget, task_seed=spec.task_seed, task_registry=spec.task_registry,
         policy=spec.policy, worker_model=spec.model or settings.base_model_name,
         worker_temperature=spec.temperature, max_steps=spec.max_steps, protocol=spec.protocol,
-        model_url=(spec.model_url or settings.vllm_url) if spec.policy == "openai" else None,
+        model_url=server_url(spec.model_url, settings) if spec.policy == "openai" else None,
         adapter=spec_adapter(spec), **halo_provenance(spec, settings))
     status = error = reason = None
     step_ms: list[float] = []

@@ -33,6 +33,18 @@ def stored(settings, summary: dict):
     return parse_episode(summary["key"], open_store(settings=settings).get_bytes(summary["key"]))
 
 
+def play_with_scripted_user(settings_for, tmp_path, domain: str, split: str, task_id: str, lines: list,
+                            max_steps: int, solo: bool = False):
+    """The teacher plays one task of a fresh snapshot of `domain`/`split` with a scripted user saying `lines`:
+    the run's summary, the stored episode and the requests the user got."""
+    registry = tmp_path / f"{domain}_{split}.json"
+    write_snapshot(domain, split, registry, solo=solo)
+    with scripted_user(lines) as (url, requests):
+        settings = settings_for(tau2_user_llm_base_url=url, tau2_user_llm="scripted-user")
+        summary = run_episode(spec(str(registry), task_id, max_steps=max_steps), settings)
+    return summary, stored(settings, summary), requests
+
+
 def test_the_teacher_solves_mock_tasks_through_the_rollout_service_and_exports_read_them(settings_for, tmp_path):
     with scripted_user([ASK]) as (url, requests):
         settings = settings_for(tau2_user_llm_base_url=url, tau2_user_llm="scripted-user")
@@ -79,13 +91,9 @@ def test_a_wrong_agent_gets_0_and_a_call_to_an_unknown_tool_is_an_error_observat
 
 
 def test_an_airline_episode_with_a_scripted_user(settings_for, tmp_path):
-    registry = tmp_path / "airline_train.json"
-    write_snapshot("airline", "train", registry)
     lines = ["Hi, I need to change my reservation.", "Thank you, that is all. ###STOP###"]
-    with scripted_user(lines) as (url, requests):
-        settings = settings_for(tau2_user_llm_base_url=url, tau2_user_llm="scripted-user")
-        summary = run_episode(spec(str(registry), "7", max_steps=12), settings)  # 5 calls, a message, done
-    episode = stored(settings, summary)
+    summary, episode, requests = play_with_scripted_user(settings_for, tmp_path, "airline", "train", "7", lines,
+                                                         max_steps=12)  # 5 calls, a message, done
     assert (summary["status"], summary["reward"], summary["success"]) == ("completed", 1.0, True)
     assert [s.action for s in episode.steps] == ["tool"] * 5 + ["message"]  # the user stopped after the message
     said = episode.steps[-1]
@@ -94,13 +102,8 @@ def test_an_airline_episode_with_a_scripted_user(settings_for, tmp_path):
 
 
 def test_a_retail_episode_with_a_scripted_user(settings_for, tmp_path):
-    registry = tmp_path / "retail_train.json"
-    write_snapshot("retail", "train", registry)
     lines = ["Hi, I need help with my order.", "Thank you, that is all. ###STOP###"]
-    with scripted_user(lines) as (url, _):
-        settings = settings_for(tau2_user_llm_base_url=url, tau2_user_llm="scripted-user")
-        summary = run_episode(spec(str(registry), "0", max_steps=12), settings)
-    episode = stored(settings, summary)
+    summary, episode, _ = play_with_scripted_user(settings_for, tmp_path, "retail", "train", "0", lines, max_steps=12)
     assert (summary["status"], summary["reward"], summary["success"]) == ("completed", 1.0, True)
     assert episode.start.category == "retail" and "retail" in episode.start.system_prompt.lower()
     assert [e["type"] for e in episode.steps[0].events] == ["tool_result"]
@@ -117,12 +120,8 @@ TELECOM = "telecom.[mobile_data_issue]user_abroad_roaming_enabled_off[PERSONA:No
     (True, ["(no user in solo mode)"], 1.0),
 ], ids=["user-fixes-phone", "user-refuses", "solo"])
 def test_telecom_episodes_are_graded_on_the_users_phone(settings_for, tmp_path, solo, user, reward):
-    registry = tmp_path / "telecom.json"
-    write_snapshot("telecom", "small", registry, solo=solo)
-    with scripted_user(user) as (url, requests):
-        settings = settings_for(tau2_user_llm_base_url=url, tau2_user_llm="scripted-user")
-        summary = run_episode(spec(str(registry), TELECOM, max_steps=6), settings)
-    episode = stored(settings, summary)
+    summary, episode, requests = play_with_scripted_user(settings_for, tmp_path, "telecom", "small", TELECOM, user,
+                                                         max_steps=6, solo=solo)
     assert (summary["status"], summary["reward"]) == ("completed", reward)
     assert episode.steps[-1].events[-1]["type"] == "evaluation"
     if solo:  # the agent called the phone's tool itself; no user was asked
