@@ -29,14 +29,20 @@ def chart(path: Path, title: str, ylabel: str, size: tuple[float, float] = (5, 3
         plt.close(fig)
 
 
+def error_bars(rows: Sequence[Any]) -> list[list[float]]:
+    """Matplotlib's asymmetric `yerr` for rows of evaluate.report.Row, in percent: the distance from each
+    success rate down to its interval's lower bound and up to its upper one. Never negative (matplotlib
+    refuses that), even for an interval handed in that does not hold its rate."""
+    return [[100 * max(0.0, r.success_rate - r.interval[0]) for r in rows],
+            [100 * max(0.0, r.interval[1] - r.success_rate) for r in rows]]
+
+
 def success_chart(rows: Sequence[Any], path: Path, title: str) -> None:
     """Success rate per experiment (rows of evaluate.report.Row) with its 95% interval, each bar annotated
     solved/episodes."""
     with chart(path, title, "success rate (%, 95% CI)", size=(max(6, 1.6 * len(rows)), 4)) as ax:
         rates = [100 * r.success_rate for r in rows]
-        errors = [[100 * (r.success_rate - r.interval[0]) for r in rows],
-                  [100 * (r.interval[1] - r.success_rate) for r in rows]]
-        bars = ax.bar([r.experiment for r in rows], rates, yerr=errors, capsize=6, color="#4C72B0")
+        bars = ax.bar([r.experiment for r in rows], rates, yerr=error_bars(rows), capsize=6, color="#4C72B0")
         for bar, row in zip(bars, rows):
             ax.annotate(f"{row.solved}/{row.episodes}", (bar.get_x() + bar.get_width() / 2, 2),
                         ha="center", va="bottom", fontsize=9, color="white" if row.success_rate > 0.1 else "black")
@@ -49,7 +55,7 @@ def family_chart(rows: Sequence[Any], path: Path, title: str) -> None:
     width = 0.8 / max(1, len(rows))
     with chart(path, title, "success rate (%)", size=(max(6, 1.2 * len(families) * max(1, len(rows)) / 2), 4)) as ax:
         for n, row in enumerate(rows):
-            shares = [100 * row.families[f][0] / row.families[f][1] if f in row.families else 0 for f in families]
+            shares = [100 * solved / played if played else 0 for solved, played in (row.families.get(f, (0, 0)) for f in families)]
             ax.bar([i + n * width for i in range(len(families))], shares, width, label=row.experiment)
         ax.set_xticks([i + width * (len(rows) - 1) / 2 for i in range(len(families))], families, rotation=30,
                       ha="right")
@@ -77,8 +83,7 @@ def iteration_chart(series: dict[str, list[tuple[int, Any]]], path: Path, title:
             shift = 0.06 * (n - (len(series) - 1) / 2)
             rows = [r for _, r in points]
             ax.errorbar([i + shift for i, _ in points], [100 * r.success_rate for r in rows],
-                        yerr=[[100 * (r.success_rate - r.interval[0]) for r in rows],
-                              [100 * (r.interval[1] - r.success_rate) for r in rows]],
+                        yerr=error_bars(rows),
                         marker="o", capsize=4, label=label)
         ax.set_xlabel("loop iteration (adapter version; 0: base model)")
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
@@ -87,9 +92,12 @@ def iteration_chart(series: dict[str, list[tuple[int, Any]]], path: Path, title:
 
 
 def learning_chart(spread: dict[str, tuple[float, float]], path: Path, title: str) -> None:
-    """Each experiment's success rate over training seeds, `spread` = {name: (mean, sd)}, as bars with error bars."""
+    """Each experiment's success rate over training seeds, `spread` = {name: (mean, sd)}, as bars with error bars
+    of one sd, cut at 0 and 1 (a rate cannot leave them)."""
+    means = [m for m, _ in spread.values()]
+    errors = [[min(sd, m) for m, sd in spread.values()], [min(sd, 1 - m) for m, sd in spread.values()]]
     with chart(path, title, "test success rate (mean ± sd)") as ax:
-        ax.bar(list(spread), [m for m, _ in spread.values()], yerr=[sd for _, sd in spread.values()], capsize=6,
+        ax.bar(list(spread), means, yerr=[[max(0.0, e) for e in side] for side in errors], capsize=6,
                color=["#999999", "#2a7ae2"])
         ax.set_ylim(0, 1)
 
@@ -112,5 +120,6 @@ def rl_curve(iterations: Sequence[int], train: Sequence[float | None], held_out:
                 ax.plot([i for i, _ in points], [v for _, v in points], style, label=label)
         ax.set_xlabel("iteration (0: before RL)")
         ax.set_ylim(-0.02, 1.02)
-        ax.legend()
+        if ax.get_legend_handles_labels()[0]:  # nothing measured yet: an empty chart, no empty legend
+            ax.legend()
         ax.grid(alpha=0.3)

@@ -9,13 +9,21 @@ Z95 = 1.959963984540054  # the standard normal's 97.5% quantile: two-sided 95%
 
 def wilson(successes: int, n: int, z: float = Z95) -> tuple[float, float]:
     """Wilson score interval of a success rate (95% by default): honest near 0% and 100% and for small n,
-    where the normal approximation gives impossible bounds. (0, 1) when n is 0."""
+    where the normal approximation gives impossible bounds. (0, 1) when n is 0.
+
+    The bounds hold the point estimate `successes / n` exactly, in floats (`lo <= k/n <= hi`): rounding
+    alone puts the formula's upper bound at 10/10 to 0.9999999999999999 and its lower one at 0/3 to 5.6e-17,
+    which would draw a negative error bar. At 0 and n the bound is exactly 0 and 1, as the algebra says."""
+    if not 0 <= successes <= n:
+        raise ValueError(f"need 0 <= successes <= n, got successes={successes}, n={n}")
     if n == 0:
         return 0.0, 1.0
     p = successes / n
     centre = (p + z * z / (2 * n)) / (1 + z * z / n)
     half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
-    return max(0.0, centre - half), min(1.0, centre + half)
+    low = 0.0 if successes == 0 else min(p, max(0.0, centre - half))
+    high = 1.0 if successes == n else max(p, min(1.0, centre + half))
+    return low, high
 
 
 def pass_at_k(n: int, c: int, k: int) -> float:
