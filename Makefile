@@ -54,7 +54,7 @@ PORT ?=
 STAGE ?=
 opt = $(if $(2),$(1) $(2),)
 
-.PHONY: help env envd envd-images setup lock docker images model vllm-up vllm-down demo loop rl test test-unit test-integration rollout worker rollout-api task-server serve-api gateway jobs \
+.PHONY: help env envd envd-images setup lock docker images images-stack model vllm-up vllm-down demo loop rl test test-unit test-integration rollout worker rollout-api task-server serve-api gateway jobs \
         bench bench-halo clean up up-lora down logs ps export train publish eval report tunnel cpu-wheels sites
 
 help: ## list the targets
@@ -71,6 +71,9 @@ docker: ## make sure a Docker engine answers (starts a private dockerd if needed
 
 envd: images ## an engine for environment containers with a real disk quota each (btrfs); prints its DOCKER_HOST
 	bash scripts/envd.sh start
+
+images-stack: images cpu-wheels ## build the CPU Compose stack's images (rollout, sites, envd, vLLM CPU, CI's): once, before `make up` and the stack tests
+	bash scripts/images-stack.sh
 
 envd-images: ## the shell images for the stack's envd service: volumes/envd-images (written again when an id changed)
 	bash scripts/envd.sh export volumes/envd-images
@@ -90,8 +93,8 @@ vllm-up: ## start the local vLLM CPU server (LoRA and runtime loading on)
 vllm-down: ## stop the local vLLM server
 	$(LORALOOP) serve vllm stop
 
-demo: setup images model ## the whole loop on this machine, then print where the report is
-	$(LORALOOP) demo
+demo: setup model ## the whole loop on this machine, then a summary and where the report is (stops what it started)
+	bash scripts/demo.sh
 
 loop: setup images model ## BC on a task family, eval on unseen variants, SEEDS=1,2,3 (make loop TRAIN_SUBSET=...)
 	$(LORALOOP) loop --train_subset "$(TRAIN_SUBSET)" --test_subset "$(TEST_SUBSET)" --seeds $(SEEDS) \
@@ -101,13 +104,13 @@ rl: setup images model vllm-up ## online multi-turn RL: make rl ITERATIONS=4 RL_
 	$(LORALOOP) train rl --iterations $(ITERATIONS) --adapter_name $(RL_NAME) --subset "$(RL_SUBSET)" \
 	  --eval_subset "$(RL_EVAL_SUBSET)" --output_dir volumes/checkpoints/$(RL_NAME) $(call opt,--init_adapter,$(INIT_ADAPTER))
 
-test: setup images model ## install and run every test: both lanes (real Docker, Redis, S3, Chromium, vLLM CPU)
+test: setup images images-stack model ## install and run every test: both lanes (real Docker, Redis, S3, Chromium, vLLM CPU)
 	bash scripts/test.sh
 
 test-unit: setup model ## the unit lane (tests/unit and the sites' tests; no service; the model's tokenizer; under a minute)
 	bash scripts/test.sh -m unit
 
-test-integration: setup images model ## the integration lane, or one stage of it: make test-integration STAGE=train
+test-integration: setup images images-stack model ## the integration lane, or one stage of it: make test-integration STAGE=train
 	bash scripts/test.sh $(if $(STAGE),tests/integration/$(STAGE),-m integration)
 
 rollout: ## collect episodes: make rollout EXPERIMENT=... SUBSET=... SAMPLE_SIZE=... (web: TASK_REGISTRY=configs/tasks/web EXPERIMENT=web_teacher)

@@ -11,7 +11,8 @@ from contextlib import ExitStack, contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from rich.console import Console
+from rich.console import Console, Group
+from rich.table import Table
 
 from loraloop.datasets.export import export
 from loraloop.defaults import SEED, TASK_REGISTRY, TASK_SEED
@@ -85,9 +86,12 @@ class LoopPlan:
 
 
 DEMO_FAMILIES = ("count-ext", "grep-count", "config-value")
+# What a turn leaves under its folder for people to read (the README promises them): the report, its table
+# as CSV, the success chart and the training loss curve.
+ARTIFACTS = ("report.md", "report.csv", "success.png", "bc_lora/loss.png")
 
 
-def demo_plan(epochs: float = 3.0) -> LoopPlan:
+def demo_plan(epochs: float = 3.0, registry: str = TASK_REGISTRY) -> LoopPlan:
     """`loraloop demo`: BC on the train variants of three parameterised task families (DEMO_FAMILIES, 20
     teacher episodes), eval of base and adapter on their 10 held-out test variants, sized to end within 15
     minutes on a 2-core CPU: whole-episode BC sequences (half the tokens of one row per turn), 4 rounds and
@@ -95,7 +99,8 @@ def demo_plan(epochs: float = 3.0) -> LoopPlan:
     which never solves these, is not left to use 8 rounds of 192 tokens), and a client timeout that a full
     batch of such replies on a busy 2-core CPU stays far below."""
     families = ",".join(f"family:{name}" for name in DEMO_FAMILIES)
-    return LoopPlan(train_subset=f"train+{families}", test_subset=f"test+{families}", epochs=epochs, lr=5e-4,
+    return LoopPlan(registry=registry, train_subset=f"train+{families}", test_subset=f"test+{families}",
+                    epochs=epochs, lr=5e-4,
                     batch_size=2, whole_episodes=True, eval_max_steps=4, max_tokens=80, request_timeout_s=300.0)
 
 
@@ -170,7 +175,9 @@ def run_turn(settings: Settings, out: Path, plan: LoopPlan, seed: int, server: E
                "dataset": {k: manifest[k] for k in ("episodes", "rows")}, "training": metrics,
                "adapter": {k: published[k] for k in ("name", "version", "store_key", "served_name")},
                "results": {r.experiment: {"success_rate": r.success_rate, "solved": r.solved,
-                                          "episodes": r.episodes, "median_steps": r.median_steps} for r in rows}}
+                                          "episodes": r.episodes, "ci95": list(r.interval), "errors": r.errors,
+                                          "median_steps": r.median_steps} for r in rows},
+               "artifacts": {name: str((out / name).resolve()) for name in ARTIFACTS if (out / name).is_file()}}
     (out / "summary.json").write_text(json.dumps(summary, indent=2))
     with md.open("a") as handle:
         handle.write("\n## Stages\n\n| Stage | Seconds |\n|---|---:|\n")
@@ -208,5 +215,37 @@ def run(settings: Settings, out: Path, plan: LoopPlan) -> Path:
             turns = [run_turn(settings, out / f"seed-{seed}", plan, seed, server) for seed in plan.seeds]
             report = _over_seeds(out, plan, turns)
     console.print(report.read_text())
-    console.print(f"[bold green]report:[/] {report.resolve()}")
+    summary = json.loads((out / "summary.json").read_text())
+    console.print(closing_summary(plan, summary))
+    console.print("artifacts:")
+    for turn in summary.get("turns", [summary]):
+        for path in turn["artifacts"].values():
+            console.print(path, soft_wrap=True, highlight=False)
+    console.print(f"[bold green]report:[/] {report.resolve()}", soft_wrap=True)
     return report
+
+
+def closing_summary(plan: LoopPlan, summary: dict) -> Group:
+    """What a run ends with on the terminal, read from its summary.json: base against adapter on the held-out
+    tasks with 95% intervals (per seed) and each stage's wall time (`run` prints the artifacts' paths after it,
+    unwrapped, so they can be copied)."""
+    turns = summary.get("turns", [summary])
+    results = Table(title=f"{plan.base} vs {plan.tuned} on held-out {plan.test_subset}", title_justify="left")
+    for column in ("seed", plan.base, plan.tuned, "wall time (s)"):
+        results.add_column(column, justify="left" if column == "seed" else "right")
+    for turn in turns:
+        cells = []
+        for name in (plan.base, plan.tuned):
+            r = turn["results"][name]
+            low, high = r["ci95"]
+            errors = f"; env/service errors: {r['errors']}" if r["errors"] else ""
+            cells.append(f"{r['solved']}/{r['episodes']} = {r['success_rate']:.0%} (95% CI {low:.0%}–{high:.0%}"
+                         f"{errors})")
+        results.add_row(str(turn["seed"]), *cells, str(turn["total_s"]))
+    stages = Table(title="stages (s)", title_justify="left")
+    stages.add_column("stage")
+    for turn in turns:
+        stages.add_column(f"seed {turn['seed']}", justify="right")
+    for name in turns[0]["stages_s"]:
+        stages.add_row(name, *(str(turn["stages_s"].get(name, "–")) for turn in turns))
+    return Group(results, stages)

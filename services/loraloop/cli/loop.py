@@ -11,12 +11,14 @@ from loraloop.settings import get_settings
 
 
 def demo(train_epochs: float = typer.Option(3.0, "--epochs"),
-         out: Path = typer.Option(Path("volumes/reports/demo"), "--out")) -> None:
+         out: Path = typer.Option(Path("volumes/reports/demo"), "--out"),
+         task_registry: Path = REGISTRY) -> None:
     """The whole loop on this machine: teacher rollouts, BC export, LoRA training, publish, eval of base and
-    adapter on held-out variants of the three task families trained on."""
+    adapter on held-out variants of the three task families trained on (the bundled shell tasks' by
+    default; the tests give a registry cut to a few of them)."""
     from loraloop.orchestrator import demo_plan, run
 
-    run(get_settings(), out, demo_plan(train_epochs))
+    run(get_settings(), out, demo_plan(train_epochs, str(task_registry)))
 
 
 def loop(

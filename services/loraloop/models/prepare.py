@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import shutil
+import tempfile
 from pathlib import Path
 
 from loraloop.errors import ConfigError
@@ -12,6 +14,9 @@ MODELS = {
                      "gguf": "SmolLM2-135M-Instruct.Q4_1.gguf"},
 }
 MARKER = "loraloop-prepared.json"
+# Room a prepared folder takes, per byte of its GGUF: the bf16 weights (about 3.5 times a Q4_1 file) and the
+# tokenizer, with a margin; checked before anything is written.
+NEEDED_BYTES_PER_GGUF_BYTE = 5
 
 
 def gguf_path(name: str) -> Path:
@@ -29,12 +34,24 @@ def gguf_path(name: str) -> Path:
 
 
 def prepare(name: str, out: Path) -> Path:
-    """Write a bf16 safetensors folder with tokenizer and chat template; skip if already done."""
+    """Write a bf16 safetensors folder with tokenizer and chat template; skip if already done.
+
+    The folder appears whole or not at all: it is written beside `out` and renamed into place, after a
+    check that the disk has room, so a full disk or a kill half-way leaves nothing that looks prepared."""
     out = Path(out)
     source = gguf_path(name)
     marker = out / MARKER
     if marker.is_file() and Path(json.loads(marker.read_text()).get("source", "")).resolve() == source.resolve():
         return out  # the same GGUF, however the path to it was spelled (a linked virtualenv)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    for stale in out.parent.glob(f".{out.name}.partial-*"):  # left by a run that was killed half-way
+        shutil.rmtree(stale, ignore_errors=True)
+    need = NEEDED_BYTES_PER_GGUF_BYTE * source.stat().st_size
+    free = shutil.disk_usage(out.parent).free
+    if free < need:
+        raise ConfigError(f"preparing {name} needs about {need / 2**30:.1f} GiB free under {out.parent}, "
+                          f"{free / 2**30:.1f} GiB are: free some space or give another folder "
+                          f"(LORALOOP_MODEL_DIR / 'loraloop models prepare {name} --out DIR')")
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer, LlamaConfig, LlamaForCausalLM
 
@@ -47,8 +64,14 @@ def prepare(name: str, out: Path) -> Path:
     model = LlamaForCausalLM(LlamaConfig.from_dict(config))
     model.load_state_dict(loaded.state_dict())
     model = model.to(torch.bfloat16)
-    out.mkdir(parents=True, exist_ok=True)
-    model.save_pretrained(out, safe_serialization=True)
-    tokenizer.save_pretrained(out)
-    marker.write_text(json.dumps({"model": name, "source": str(source)}))
+    partial = Path(tempfile.mkdtemp(prefix=f".{out.name}.partial-", dir=out.parent))
+    try:
+        model.save_pretrained(partial, safe_serialization=True)
+        tokenizer.save_pretrained(partial)
+        (partial / MARKER).write_text(json.dumps({"model": name, "source": str(source)}))
+        if out.exists():  # a folder of another source, or one without its marker: replaced whole
+            shutil.rmtree(out)
+        partial.rename(out)
+    finally:
+        shutil.rmtree(partial, ignore_errors=True)
     return out

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -35,6 +36,18 @@ def is_ready(url: str) -> bool:
         return False
 
 
+def port_is_free(port: int) -> bool:
+    """True when nothing listens on 127.0.0.1:`port`, so that vLLM can bind it (vLLM itself would only fail
+    after a 30 s start, its reason deep in its log)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
 def start(settings: Settings, *, model_dir: Path | None = None, served_name: str | None = None,
           port: int | None = None, timeout: float = 300.0, extra_args: list[str] = ()) -> str:
     """Start vLLM in the background (LoRA enabled, runtime loading on); return its /v1 URL when ready.
@@ -51,6 +64,9 @@ def start(settings: Settings, *, model_dir: Path | None = None, served_name: str
     python = Path(settings.vllm_python)
     if not python.exists():
         raise ConfigError(f"vLLM interpreter {python} not found: run 'make setup' (creates .venv-vllm)")
+    if not port_is_free(port):
+        raise ConfigError(f"port {port} is taken by a process that is not a vLLM answering {url}/models: stop it "
+                          f"(see 'ss -ltnp sport = :{port}') or run on another port (LORALOOP_VLLM_PORT=<port>)")
     RUN_DIR.mkdir(parents=True, exist_ok=True)
     log = log_path(port)
     dtype = choose_dtype(settings.dtype)

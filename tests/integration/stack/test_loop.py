@@ -15,6 +15,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from loraloop.serve import vllm_server
+
 LORALOOP = [sys.executable, "-m", "loraloop.cli"]
 SHORT_EPISODES = {"max_steps": 2, "max_tokens": 48}  # the model's eval episodes: rounds, tokens per reply
 
@@ -71,17 +73,57 @@ def test_whole_loop(tmp_path, loop_env):
     assert {r["max_steps"] for r in bc_steps if r["type"] == "episode_start"} == {SHORT_EPISODES["max_steps"]}
 
 
-def tiny_registry(root: Path) -> Path:
-    """The shell task set cut to three count-ext tasks to train on and one unseen variant to test on."""
+def tiny_registry(root: Path, families=("count-ext",), train: int = 3) -> Path:
+    """The shell task set cut to `train` tasks of each family to train on and one unseen variant to test on."""
     source = Path("configs/tasks/os")
     root.mkdir()
     shutil.copy(source / "registry.yaml", root / "registry.yaml")
     shutil.copytree(source / "scripts", root / "scripts")
-    for split, count in (("train", 3), ("test", 1)):
+    for split, count in (("train", train), ("test", 1)):
         (root / split).mkdir()
-        tasks = json.loads((source / split / "count-ext.json").read_text())[:count]
-        (root / split / "count-ext.json").write_text(json.dumps(tasks))
+        for family in families:
+            tasks = json.loads((source / split / f"{family}.json").read_text())[:count]
+            (root / split / f"{family}.json").write_text(json.dumps(tasks))
     return root
+
+
+def shell_containers() -> set[str]:
+    """The ids of the shell-environment containers on the engine (the label every one carries)."""
+    return set(subprocess.run(["docker", "ps", "-aq", "--filter", "label=loraloop.role=shell-env"],
+                              capture_output=True, text=True, check=True).stdout.split())
+
+
+@pytest.mark.timeout(900)
+@pytest.mark.usefixtures("docker_ready")
+def test_the_demo_runs_its_plan_and_leaves_every_promised_artifact(tmp_path, loop_env, vllm_url):
+    """`loraloop demo` (demo_plan, what `make demo` runs: every stage and the report) on its three families cut
+    to two training tasks and one held-out variant each: exit 0, the report, its CSV, the success chart (a 0/n
+    or n/n row among them: the chart once crashed on 10/10) and the loss curve; the closing summary names
+    both arms with intervals, the stages' times and the paths; no environment container is left."""
+    from loraloop.orchestrator import DEMO_FAMILIES
+
+    before = shell_containers()
+    proc = subprocess.run(LORALOOP + ["demo", "--epochs", "1", "--out", str(tmp_path / "demo"), "--task_registry",
+                                      str(tiny_registry(tmp_path / "tasks", DEMO_FAMILIES, train=2))],
+                          env=loop_env, capture_output=True, text=True, timeout=850)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    (run,) = (tmp_path / "demo").iterdir()
+    summary = json.loads((run / "summary.json").read_text())
+    for artifact in ("report.md", "report.csv", "success.png", "bc_lora/loss.png"):
+        assert (run / artifact).is_file() and (run / artifact).stat().st_size > 100, artifact
+        assert summary["artifacts"][artifact] == str(run / artifact)
+        assert str(run / artifact) in proc.stderr.replace("\n", ""), f"{artifact} not in the closing summary"
+    results = summary["results"]
+    assert {name: r["episodes"] for name, r in results.items()} == {"smollm_zero": 3, "smollm_bc": 3}
+    for r in results.values():
+        low, high = r["ci95"]
+        assert low <= r["success_rate"] <= high and f"{r['solved']}/3 = " in proc.stderr
+    assert any(r["solved"] in (0, 3) for r in results.values())  # a boundary row was drawn
+    assert list(summary["stages_s"]) == ["prepare model", "start vLLM", "teacher rollouts", "export BC dataset",
+                                         "train BC LoRA", "publish adapter to vLLM", "eval base vs adapter"]
+    assert "95% CI" in proc.stderr and "wall time" in proc.stderr
+    assert shell_containers() <= before, "the demo left environment containers behind"
+    assert vllm_server.is_ready(vllm_url), "the demo stopped a vLLM it did not start"
 
 
 @pytest.mark.timeout(1800)  # two turns: teacher rollouts, training, publishing and eval each
@@ -90,8 +132,6 @@ def test_loop_runs_a_turn_per_seed_and_reports_over_them(tmp_path, loop_env, vll
     """`loraloop loop` (the orchestrator) on a tiny task set, two seeds, against the running vLLM: a turn
     per seed with its report and timed stages, a report over the seeds, and the server it found left
     running."""
-    from loraloop.serve import vllm_server
-
     # lr 3e-3: two steps on six rows must move the adapter enough for publish's check to tell it from the base
     proc = subprocess.run(LORALOOP + ["loop", "--task_registry", str(tiny_registry(tmp_path / "tasks")),
                                       "--train_subset", "train", "--test_subset", "test", "--seeds", "1,2",
@@ -111,4 +151,6 @@ def test_loop_runs_a_turn_per_seed_and_reports_over_them(tmp_path, loop_env, vll
         assert list(turn["stages_s"]) == ["prepare model", "start vLLM", "teacher rollouts", "export BC dataset",
                                           "train BC LoRA", "publish adapter to vLLM", "eval base vs adapter"]
         assert {name: r["episodes"] for name, r in turn["results"].items()} == {"smollm_zero": 1, "smollm_bc": 1}
+        for artifact in ("report.csv", "bc_lora/loss.png"):  # the turn's artifacts, as the demo's
+            assert (run / f"seed-{seed}" / artifact).is_file(), artifact
     assert vllm_server.is_ready(vllm_url), "the loop stopped a vLLM it did not start"
