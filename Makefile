@@ -55,7 +55,7 @@ STAGE ?=
 opt = $(if $(2),$(1) $(2),)
 
 .PHONY: help env envd envd-images setup lock docker images images-stack model vllm-up vllm-down demo loop rl test test-unit test-integration rollout worker rollout-api task-server serve-api gateway jobs \
-        bench bench-halo clean up up-lora down logs ps export train publish eval report tunnel cpu-wheels sites
+        bench bench-halo docs clean up up-lora down logs ps export train publish eval report tunnel cpu-wheels sites
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
@@ -157,6 +157,9 @@ bench-halo: ## every smol_* HALO mode on bundled test tasks with SmolLM2 (bench/
 
 bench-learning: setup images model ## does RL beat BC? held-out base, BC and BC+RL over SEEDS (default 1,2,3; about 20 min a seed here)
 	$(VENV)/bin/python bench/rl_learning.py --seeds $(SEEDS) --out
+
+docs: ## write docs/settings.md from the Settings class (loraloop.settings_doc; tests/unit/test_docs.py checks it)
+	PYTHONPATH=services $(VENV)/bin/python -m loraloop.settings_doc > docs/settings.md.tmp && mv docs/settings.md.tmp docs/settings.md
 
 env: ## write .env from .env.example with a random MinIO password (an existing .env is kept)
 	bash scripts/env.sh new $(ENV_FILE)

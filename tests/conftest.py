@@ -172,8 +172,8 @@ def vllm_url():
         needs("vLLM", f"no vLLM venv: {settings.vllm_python} does not exist", "run `make setup` (creates .venv-vllm)")
     model_files()
     try:
-        # Tool calls on, as the README's tools protocol asks of a server (the gateway's tool-call test); requests
-        # without `tools` are unchanged.
+        # Tool calls on, as the tools protocol (docs/envs/shell.md) asks of a server (the gateway's tool-call test);
+        # requests without `tools` are unchanged.
         url = vllm_server.start(settings, port=port, timeout=600,  # 45 s alone; minutes on a loaded machine
                                 extra_args=["--enable-auto-tool-choice", "--tool-call-parser", "hermes"])
     except LoraloopError as exc:

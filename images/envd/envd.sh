@@ -35,7 +35,7 @@ for i in $(seq 0 $((${last:-0} + 8))); do [ -e /dev/loop$i ] || mknod /dev/loop$
 
 # The data root (ENVD_FS): `ext4`, overlay2 on an ext4 loop image of ENVD_DISK_GB (sparse, in the volume), which
 # bounds what all environment containers together take from the host's disk; `btrfs`, the same image as btrfs
-# with quotas on, where CONTAINER_DISK also caps each container (slower: README "Compose stack"); `volume`,
+# with quotas on, where CONTAINER_DISK also caps each container (slower: docs/compose.md, envd); `volume`,
 # overlay2 on the volume itself (no loop device, no bound).
 fs=${ENVD_FS:-ext4}
 case "$fs" in

@@ -1,7 +1,7 @@
 """The dtype models are loaded in (vLLM and training), chosen from what the CPU computes natively.
 
 A CPU without bfloat16 instructions (AVX512-BF16 or AMX-BF16) converts every bfloat16 value to
-float32 and back, so there float32 is the faster choice (README, "Tests": bench/vllm_dtype.py).
+float32 and back, so there float32 is the faster choice (docs/gpu.md, "bfloat16 or float32": bench/vllm_dtype.py).
 Standard library only: the vllm-cpu image runs this file to pick vLLM's --dtype
 (`python hardware.py [auto|float32|bfloat16]` prints the choice).
 """

@@ -25,10 +25,10 @@ class Settings(BaseSettings):
 
     # Trajectory and adapter store: file:///path or s3://bucket/prefix
     store_url: str = Field(default_factory=lambda: f"file://{in_project('volumes/store')}")
-    s3_endpoint_url: str | None = None
-    s3_access_key: str | None = None
-    s3_secret_key: str | None = None
-    s3_region: str = "us-east-1"
+    s3_endpoint_url: str | None = Field(None, description="the S3 server of an s3:// store (MinIO or any S3)")
+    s3_access_key: str | None = Field(None, description="the S3 access key")
+    s3_secret_key: str | None = Field(None, description="the S3 secret key")
+    s3_region: str = Field("us-east-1", description="the S3 region")
     store_retry_s: float = Field(120.0, ge=0, description="how long a store write or read waits out an unreachable "
                                                       "S3 server, trying again with backoff, before it fails")
 
@@ -39,45 +39,52 @@ class Settings(BaseSettings):
     vllm_url: str = "http://127.0.0.1:8000/v1"
     # Every vLLM that publish must make serve a new adapter (comma-separated; default: vllm_url).
     publish_vllm_urls: str = ""
-    vllm_api_key: str = "EMPTY"
-    base_model_name: str = "SmolLM2-135M-Instruct"
-    model_dir: Path = Field(default_factory=lambda: in_project("volumes/models/SmolLM2-135M-Instruct"))
-    vllm_python: Path = Field(default_factory=lambda: in_project(".venv-vllm/bin/python"))
-    vllm_port: int = 8000
-    max_lora_rank: int = 16
+    vllm_api_key: str = Field("EMPTY", description="the API key sent to vLLM")
+    base_model_name: str = Field("SmolLM2-135M-Instruct", description="the base model's served name")
+    model_dir: Path = Field(default_factory=lambda: in_project("volumes/models/SmolLM2-135M-Instruct"),
+                            description="the base model's folder (Hugging Face layout) vLLM and training load")
+    vllm_python: Path = Field(default_factory=lambda: in_project(".venv-vllm/bin/python"),
+                              description="the Python of vLLM's own virtualenv (`loraloop serve vllm`)")
+    vllm_port: int = Field(8000, description="the port `loraloop serve vllm` starts vLLM on")
+    max_lora_rank: int = Field(16, description="vLLM's --max-lora-rank; publish and `train rl` refuse a higher rank")
     # auto: bfloat16 where the hardware computes it natively (CUDA with bf16, CPUs with AVX512-BF16 or
     # AMX), else float32 (loraloop.hardware); vLLM and training both load models in it.
     dtype: Literal["auto", "float32", "bfloat16"] = "auto"
     # The share of the GPU's memory training may take (None: all), so that the trainer and a vLLM started
-    # with --gpu-memory-utilization fit on one GPU together (README "One GPU").
+    # with --gpu-memory-utilization fit on one GPU together (docs/gpu.md, "One GPU").
     train_gpu_fraction: float | None = Field(default=None, gt=0, le=1)
     # Where published adapters are unpacked for vLLM, and that folder as the vLLM process sees it
     # (the same path on one machine; e.g. /adapters inside the stack's vllm container).
     adapters_dir: Path = Field(default_factory=lambda: in_project("volumes/adapters"))
-    vllm_adapters_dir: str | None = None
-    request_timeout_s: float = 120.0
+    vllm_adapters_dir: str | None = Field(None, description="adapters_dir as the vLLM process sees it (unset: the "
+                                                            "same path)")
+    request_timeout_s: float = Field(120.0, description="a model request without a reply in this time fails "
+                                                        "(the episode's status: model_timeout)")
     api_max_body_bytes: int = Field(1 << 20, ge=1024, description="largest request body the rollout API and the "
                                                                    "Task Server take (413 past it)")
     api_max_in_flight: int = Field(32, ge=1, le=38, description="episode starts and steps the Task Server runs at "
                                                                "once (429 past it; under Starlette's 40 threads)")
-    max_tokens: int = 192
-    prompt_char_budget: int = 4000
+    max_tokens: int = Field(192, description="the longest reply a model request asks for (max_tokens)")
+    prompt_char_budget: int = Field(4000, description="past this many characters of history a prompt drops its "
+                                                      "oldest turns")
 
     # Shell environment.
-    os_env_image: str = "loraloop/os-env:latest"
-    container_memory: str = "512m"
-    container_pids: int = 256
-    container_cpus: float = 1.0
+    os_env_image: str = Field("loraloop/os-env:latest", description="a shell task's image when it names none")
+    container_memory: str = Field("512m", description="memory of a shell container, without swap")
+    container_pids: int = Field(256, description="processes a shell container may hold at once")
+    container_cpus: float = Field(1.0, description="CPUs a shell container may use")
     container_max_file_mb: int = Field(512, description="largest file a command may write (ulimit fsize)")
     container_tmp_mb: int = Field(256, description="size of the tmpfs mounted on /tmp")
     container_disk: str = Field("", description="writable-layer cap (--storage-opt size=; overlay2 on xfs+pquota)")
     project: str = Field("", description="Compose project: labels environment containers for `make down`")
     pool_size: int = Field(0, description="pre-started containers kept ready per image in each process")
     reap_interval_s: float = Field(300.0, description="how often a worker removes containers of dead processes")
-    command_timeout_s: float = 20.0
+    command_timeout_s: float = Field(20.0, description="a shell command running longer is killed; the shell stays "
+                                                       "usable")
     init_timeout_s: float = Field(300.0, description="longest a task's init script may run (AgentBench sets none; "
                                                      "published inits sleep 60 s or install packages)")
-    output_cap_bytes: int = 65536
+    output_cap_bytes: int = Field(65536, description="a command's output is cut past this many bytes before it "
+                                                     "reaches Python")
 
     # Web environment (Playwright + Chromium) and REAL's llm_boolean judge.
     chromium_path: str = Field("/usr/bin/chromium", description="the Chromium Playwright drives")
@@ -88,7 +95,7 @@ class Settings(BaseSettings):
     web_axtree_chars: int = Field(6000, description="the accessibility tree is cut past this size")
     judge_url: str = Field("", description="OpenAI-compatible server grading llm_boolean evals")
     judge_model: str = Field("SmolLM2-135M-Instruct", description="the judge's served model name")
-    judge_api_key: str = "EMPTY"
+    judge_api_key: str = Field("EMPTY", description="the judge's API key")
 
     # tau2 environment: the user simulator (AReaL's econfig.user_llm / econfig.user_llm_base_url); empty: the
     # stack's vLLM (vllm_url) serving the base model (base_model_name), never an adapter being trained.
@@ -106,7 +113,8 @@ class Settings(BaseSettings):
     visibility_timeout_s: int = Field(3600, description="seconds before a dead worker's episode is redelivered")
     # The rollout API (`loraloop serve rollout-api`): when api_url is set the CLI submits jobs there.
     api_url: str = ""
-    api_token: str = ""
+    api_token: str = Field("", description="when set, the rollout API's jobs routes and viewer pages need it "
+                                           "(Authorization: Bearer)")
     task_roots: str = Field("configs/tasks,volumes/tasks", description="folders (comma-separated; relative ones "
                             "the checkout's) a task_registry sent to the rollout API must lie under (400 otherwise)")
     # The recording gateway (`loraloop serve gateway`): an outside agent's OpenAI-compatible traffic as episodes.
