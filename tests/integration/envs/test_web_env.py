@@ -219,8 +219,26 @@ async def _crash(env):
     assert env.events.crashed
 
 
+def _parent(pid: int) -> int:
+    """The parent of `pid` (0 once it is gone): the field after the command's closing parenthesis."""
+    try:
+        return int(open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[1])
+    except (OSError, IndexError, ValueError):
+        return 0
+
+
+def _ours(pid: int) -> bool:
+    """True when this process is among `pid`'s ancestors (its Playwright driver started it)."""
+    while pid > 1:
+        pid = _parent(pid)
+        if pid == os.getpid():
+            return True
+    return False
+
+
 def _browser_pids() -> list[int]:
-    """Chromium main processes started by this test process's Playwright (not renderers)."""
+    """Chromium main processes started by this test process's Playwright (not renderers, and not another
+    process's browsers: tests of another checkout may run beside these)."""
     pids = []
     for pid in filter(str.isdigit, os.listdir("/proc")):
         try:
@@ -228,7 +246,7 @@ def _browser_pids() -> list[int]:
         except OSError:
             continue
         if cmd and cmd[0].endswith(b"chromium") and not any(a.startswith(b"--type=") for a in cmd) \
-                and any(b"playwright" in a for a in cmd):
+                and any(b"playwright" in a for a in cmd) and _ours(int(pid)):
             pids.append(int(pid))
     return pids
 

@@ -5,7 +5,7 @@ import json
 import pytest
 
 from loraloop.errors import ConfigError, ServiceUnavailable
-from loraloop.serve.publish import PublishVerificationError, publish
+from loraloop.serve.publish import IN_EFFECT_GAP, PublishVerificationError, publish
 from tests.helpers import free_port, smollm_adapter
 
 
@@ -13,7 +13,11 @@ def test_publish_loads_into_vllm_and_verifies(vllm_url, settings_for, tmp_path):
     settings = settings_for(vllm_url=vllm_url)
     adapter = smollm_adapter(tmp_path / "good", random_b=True)
     meta = publish(settings, adapter, "good")
-    assert meta["version"] == "v1" and meta["served_name"] == "good-v1" and meta["verification"]["differing"] >= 1
+    assert meta["version"] == "v1" and meta["served_name"] == "good-v1"
+    # in effect: a greedy reply differs, or the same text with logprobs moved (vLLM CPU's greedy text for a
+    # random adapter is the base's on some runs; the check then passes on the gap, as it is meant to)
+    check = meta["verification"]
+    assert check["differing"] >= 1 or check["logprob_gap"] > IN_EFFECT_GAP, check
     assert meta["verification"]["parent"] == settings.base_model_name
     again = publish(settings, adapter, "good")  # same name: the next version, served under its own name
     assert again["version"] == "v2" and again["served_name"] == "good-v2"
