@@ -1,7 +1,8 @@
 """What every loraloop HTTP API puts in front of its routes, so that hostile input gets a 4xx, never a 500.
 
 - `BodyLimit`: a request body over the cap (declared or streamed) is refused with 413 before any
-  route reads it, so a 10 MB action is neither run, nor kept in Redis, nor written to a trajectory.
+  route reads it, so a 10 MB action is neither run, nor kept in Redis, nor written to a trajectory; a
+  JSON body nested deeper than input_rules.MAX_JSON_DEPTH is refused with 422 before anything parses it.
 - `RequestBody`: the base of every request model. Text JSON can carry but UTF-8 cannot (a lone
   surrogate such as "\\ud800") and numbers JSON has no word for (NaN, Infinity) are refused with 422,
   naming the field, before they reach a store or a log line that would fail to encode them.
@@ -19,6 +20,8 @@ from fastapi import FastAPI, HTTPException, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, model_validator
+
+from loraloop.input_rules import json_depth_problem
 
 
 def printable(value: Any) -> Any:
@@ -67,7 +70,8 @@ class RequestBody(BaseModel):
 
 
 class BodyLimit:
-    """ASGI middleware: a request body longer than `max_bytes` gets 413; the body is read once, then replayed."""
+    """ASGI middleware: a request body longer than `max_bytes` gets 413, a JSON body nested too deep 422 (a form's
+    body is not JSON and is not checked); the body is read once, then replayed."""
 
     def __init__(self, app, max_bytes: int, setting: str = "LORALOOP_API_MAX_BODY_BYTES") -> None:
         self.app = app
@@ -93,6 +97,12 @@ class BodyLimit:
             if len(body) > self.max_bytes:
                 await self._refuse(scope, receive, send, f"more than {self.max_bytes}")
                 return
+        kind = dict(scope["headers"]).get(b"content-type", b"")
+        problem = None if kind.startswith((b"application/x-www-form-urlencoded", b"multipart/")) \
+            else json_depth_problem(bytes(body))
+        if problem:
+            await JSONResponse({"detail": problem}, status_code=422)(scope, receive, send)
+            return
         await self.app(scope, _replay(bytes(body), None, receive), send)
 
     async def _refuse(self, scope, receive, send, size: str) -> None:

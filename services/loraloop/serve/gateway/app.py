@@ -29,6 +29,7 @@ from starlette.concurrency import run_in_threadpool
 from loraloop import http_guards
 from loraloop.errors import ConfigError, SessionError
 from loraloop.http_guards import RequestBody
+from loraloop.input_rules import Identifier, Reward
 from loraloop.logs import get_logger
 from loraloop.serve.gateway.recording import StreamedCompletion, completion_of, for_client, upstream_body
 from loraloop.serve.gateway.sessions import Sessions
@@ -47,15 +48,15 @@ class StartSession(RequestBody):
                                                                    "grouped by it")
     api_key: str | None = Field(None, min_length=16, max_length=256, description="a previous session's key: that "
                                 "session is stored and a new one starts with the same key (AReaL's refresh)")
-    experiment: str | None = Field(None, min_length=1, max_length=128, description="the episode's mode "
-                                   "(trajectories/<experiment>/); default LORALOOP_GATEWAY_EXPERIMENT")
-    run_id: str | None = Field(None, min_length=1, max_length=128, description="the run folder (default: today, UTC)")
+    experiment: Identifier | None = Field(None, description="the episode's mode (trajectories/<experiment>/); "
+                                          "default LORALOOP_GATEWAY_EXPERIMENT")
+    run_id: Identifier | None = Field(None, description="the run folder (default: today, UTC)")
 
 
 class SetReward(RequestBody):
     """POST /rl/set_reward: a completion's reward (the last completion's when interaction_id is null)."""
 
-    reward: float
+    reward: Reward = Field(description="finite, at most 1e6 either way (input_rules.MAX_REWARD)")
     interaction_id: str | None = Field(None, max_length=256, description="a completion's id (chatcmpl-…)")
 
 

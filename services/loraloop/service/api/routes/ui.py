@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import hashlib
 import math
-import re
 import secrets
 from pathlib import Path
 from typing import Annotated
@@ -20,6 +19,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from fastapi.security import HTTPAuthorizationCredentials
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 
+from loraloop.input_rules import identifier_problem, store_key_problem
 from loraloop.service.api.deps import SettingsDep, bearer, bearer_ok
 from loraloop.store import browse, open_store
 from loraloop.store.backends import Store
@@ -27,7 +27,6 @@ from loraloop.store.trajectories import PREFIX
 
 PAGE = 50
 COOKIE = "loraloop_ui"
-RUN_NAME = re.compile(r"^(?!\.{1,2}$)[A-Za-z0-9._-]{1,128}$")  # what a mode or run id is stored under
 templates = Environment(loader=FileSystemLoader(Path(__file__).resolve().parent.parent / "templates"),
                         autoescape=select_autoescape(["html"]))  # observations hold web pages' HTML: escaped
 
@@ -77,7 +76,11 @@ def paged(items: list, page: int) -> tuple[list, int]:
 
 def stored_key(key: str, suffix: str) -> str:
     """A key the viewer may read: under trajectories/, ending in `suffix`, no `..`; else 404 (nothing outside
-    the store's trajectories is ever read through the viewer)."""
+    the store's trajectories is ever read through the viewer). A key no file could have (NUL, a part over 255
+    bytes) is a 400 naming the rule."""
+    problem = store_key_problem(key)
+    if problem:
+        raise HTTPException(400, problem)
     parts = key.split("/")
     if parts[0] != PREFIX or ".." in parts or "" in parts[1:] or "\\" in key or not key.endswith(suffix):
         raise HTTPException(404, f"no episode file {key!r}")
@@ -112,7 +115,7 @@ def run_page(mode: str, run_id: str, store: StoreDep, task: str = "", outcome: s
              page: Annotated[int, Query(ge=1)] = 1) -> HTMLResponse:
     """A run's episodes, filtered by task (part of its id), outcome and model, 50 a page. A mode or run id that
     no run could be stored under (`..`, a slash…) is a 404 like an unknown run, and nothing is read for it."""
-    if not (RUN_NAME.match(mode) and RUN_NAME.match(run_id)):
+    if identifier_problem(mode, "mode") or identifier_problem(run_id, "run_id"):
         raise HTTPException(404, f"no run {mode!r}/{run_id!r} in the store")
     entries = browse.run_index(store, mode, run_id)
     if not entries:
