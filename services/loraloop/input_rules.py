@@ -1,5 +1,5 @@
 """The rules every input from outside meets, in one place: the jobs API, the Task Server, the gateway, the viewer
-and the CLI all check identifiers, JSON, numbers and store keys here.
+and the CLI all check identifiers, JSON, numbers, store keys and outbound URLs here.
 
 - Identifiers (a run id, an experiment, an adapter name) become folder and object names: letters, digits, '.',
   '_' and '-', at most 128 characters, starting with a letter or digit (so never `.`, `..`, a hidden name or
@@ -9,6 +9,7 @@ and the CLI all check identifiers, JSON, numbers and store keys here.
 - Seeds fit every consumer: Python's and numpy's generators and vLLM's int64 `seed`, with room for the per-rollout
   offset (task_index * 1000 + attempt); rewards are finite and bounded, so a sum of them is too.
 - Store keys the viewer reads are names the operating system takes (no NUL, parts of at most 255 bytes).
+- Outbound URLs are the operator's: a client picks only among those the settings allow.
 
 Every refusal names the field and the rule, never a host path.
 """
@@ -83,3 +84,12 @@ def store_key_problem(key: str, field: str = "key") -> str | None:
         return f"{field}: each '/'-separated part of a store key is at most {MAX_KEY_PART_BYTES} bytes"
     return None
 
+
+def same_url(a: str, b: str) -> bool:
+    """True when two URLs name the same endpoint (a trailing '/' aside)."""
+    return a.rstrip("/") == b.rstrip("/")
+
+
+def url_list(setting: str) -> list[str]:
+    """A comma-separated URL setting as its URLs."""
+    return [url.strip() for url in setting.split(",") if url.strip()]

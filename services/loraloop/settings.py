@@ -94,7 +94,9 @@ class Settings(BaseSettings):
     # stack's vLLM (vllm_url) serving the base model (base_model_name), never an adapter being trained.
     tau2_user_llm: str = Field("", description="the user simulator's served model name")
     tau2_user_llm_base_url: str = Field("", description="the user simulator's OpenAI-compatible URL")
-    tau2_user_llm_api_key: str = Field("", description="its API key (empty: vllm_api_key)")
+    tau2_user_llm_api_key: str = Field("", description="its API key (empty: vllm_api_key), sent to that URL only")
+    tau2_user_llm_allowed_urls: str = Field("", description="other user-simulator URLs (comma-separated) a Task "
+                                            "Server client may name in econfig.user_llm_base_url; they get no key")
 
     # Rollouts.
     concurrency: int = Field(8, description="episodes in flight per process (embedded default)")

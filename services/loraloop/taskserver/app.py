@@ -26,7 +26,7 @@ from pydantic import BaseModel, Field, StrictInt, StrictStr
 from loraloop import http_guards
 from loraloop.envs import env_kind
 from loraloop.envs.base import Env, EnvOptions
-from loraloop.errors import LoraloopError
+from loraloop.errors import ConfigError, LoraloopError
 from loraloop.http_guards import RequestBody
 from loraloop.logs import get_logger
 from loraloop.rollout.session import EpisodeSession, steps_taken
@@ -38,7 +38,7 @@ from loraloop.store.trajectories import episode_key
 from loraloop.tasks.registry import Registry, Task
 
 ERRORS = {404: {"description": "unknown sample or episode"},
-          400: {"description": "bad sample id, or a step or cancel after the end"},
+          400: {"description": "bad sample id or config, or a step or cancel after the end"},
           409: {"description": "the episode lives on another replica"},
           413: {"description": "the request body is over LORALOOP_API_MAX_BODY_BYTES"},
           429: {"description": "LORALOOP_API_MAX_IN_FLIGHT starts and steps are running: try again (Retry-After)"},
@@ -272,8 +272,11 @@ def create_app(registry: Registry, task_name: str, settings: Settings, idle_time
         episode_id = str(uuid.uuid4())
         attempt = next_attempt(task.index)
         shared = kind.attach is not None
-        env = kind.make_env(task, settings, EnvOptions(protocol=protocol, episode_id=episode_id, shared=shared,
-                                                       config=request.config))
+        try:
+            env = kind.make_env(task, settings, EnvOptions(protocol=protocol, episode_id=episode_id, shared=shared,
+                                                           config=request.config))
+        except ConfigError as exc:  # the start's config names something this server does not take
+            raise HTTPException(400, str(exc)) from exc
         session = EpisodeSession(store, env, task, mode=task_name, run_id=run_id, attempt=attempt,
                                  char_budget=settings.prompt_char_budget, policy="task-server", protocol=protocol,
                                  max_steps=env.max_rounds, sample_id=request.sample_id, episode_id=episode_id,
