@@ -8,17 +8,20 @@
   naming the field, before they reach a store or a log line that would fail to encode them.
 - `install`: adds both, and answers validation errors with the field, the kind and the message only;
   FastAPI's default echoes the input, and an echoed NaN or surrogate is itself a 500.
+- `token_ok`: the bearer-token check of every API that has an optional token (jobs API, viewer, Task Server).
 - `InFlightCap`: a dependency for slow routes (an episode's start and step): past its limit a call gets 429
   at once, so slow calls never take every worker thread and health and other episodes stay answered.
 """
 from __future__ import annotations
 
 import math
+import secrets
 from typing import Any
 
 from fastapi import FastAPI, HTTPException, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from fastapi.security import HTTPAuthorizationCredentials
 from pydantic import BaseModel, model_validator
 
 from loraloop.input_rules import json_depth_problem
@@ -133,6 +136,11 @@ async def validation_error(_request: Request, exc: RequestValidationError) -> JS
     """422 naming each field at fault (FastAPI's shape, less the echoed input)."""
     return JSONResponse({"detail": [{"type": error["type"], "loc": [printable(p) for p in error["loc"]],
                                      "msg": printable(error["msg"])} for error in exc.errors()]}, status_code=422)
+
+
+def token_ok(token: str, credentials: HTTPAuthorizationCredentials | None) -> bool:
+    """True when the API has no token (empty) or the request's bearer token is it (compared in constant time)."""
+    return not token or bool(credentials and secrets.compare_digest(credentials.credentials.encode(), token.encode()))
 
 
 class InFlightCap:

@@ -111,6 +111,8 @@ class Settings(BaseSettings):
     api_token: str = ""
     task_roots: str = Field("configs/tasks,volumes/tasks", description="folders (comma-separated; relative ones "
                             "the checkout's) a task_registry sent to the rollout API must lie under (400 otherwise)")
+    # The Task Server (`loraloop serve task-server`): with a token, every route but /api/health needs it (401).
+    task_server_token: str = Field("", description="the bearer token Task Server clients send (empty: none asked)")
     # The recording gateway (`loraloop serve gateway`): an outside agent's OpenAI-compatible traffic as episodes.
     gateway_admin_key: str = Field("", description="the key that starts sessions (/rl/start_session); empty: the "
                                                    "gateway refuses to start (set LORALOOP_GATEWAY_ADMIN_KEY)")

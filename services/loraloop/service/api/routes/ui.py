@@ -19,8 +19,9 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from fastapi.security import HTTPAuthorizationCredentials
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 
+from loraloop.http_guards import token_ok
 from loraloop.input_rules import identifier_problem, store_key_problem
-from loraloop.service.api.deps import SettingsDep, bearer, bearer_ok
+from loraloop.service.api.deps import SettingsDep, bearer
 from loraloop.store import browse, open_store
 from loraloop.store.backends import Store
 from loraloop.store.trajectories import PREFIX
@@ -48,7 +49,7 @@ def viewer_allowed(request: Request, settings: SettingsDep,
                    credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)]) -> None:
     """With LORALOOP_API_TOKEN set, let through a request with the bearer token or the login cookie; send a
     browser without either to the login form."""
-    if bearer_ok(settings, credentials) or secrets.compare_digest(
+    if token_ok(settings.api_token, credentials) or secrets.compare_digest(
             request.cookies.get(COOKIE, "").encode(), cookie_value(settings.api_token).encode()):
         return
     raise LoginNeeded(str(request.url.path) + (f"?{request.url.query}" if request.url.query else ""))
