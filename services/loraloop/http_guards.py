@@ -8,6 +8,7 @@
   naming the field, before they reach a store or a log line that would fail to encode them.
 - `install`: adds both, and answers validation errors with the field, the kind and the message only;
   FastAPI's default echoes the input, and an echoed NaN or surrogate is itself a 500.
+- `unavailable`: a dependency that does not answer (Redis) is a 503 naming it, with Retry-After, not a 500.
 - `token_ok`: the bearer-token check of every API that has an optional token (jobs API, viewer, Task Server).
 - `InFlightCap`: a dependency for slow routes (an episode's start and step): past its limit a call gets 429
   at once, so slow calls never take every worker thread and health and other episodes stay answered.
@@ -136,6 +137,18 @@ async def validation_error(_request: Request, exc: RequestValidationError) -> JS
     """422 naming each field at fault (FastAPI's shape, less the echoed input)."""
     return JSONResponse({"detail": [{"type": error["type"], "loc": [printable(p) for p in error["loc"]],
                                      "msg": printable(error["msg"])} for error in exc.errors()]}, status_code=422)
+
+
+def unavailable(app: FastAPI, errors: tuple[type[Exception], ...], what: str, url: str, retry_after_s: int = 5) -> None:
+    """Answer an exception of `errors` (the dependency `what` at `url`, shown without credentials, does not answer)
+    with 503 and Retry-After, so a client waits and tries again instead of taking a bare 500 as its own fault."""
+    async def down(_request: Request, exc: Exception) -> JSONResponse:
+        return JSONResponse({"detail": f"{what} unreachable at {url} ({type(exc).__name__}): try again in "
+                                       f"{retry_after_s} s"}, status_code=503,
+                            headers={"Retry-After": str(retry_after_s)})
+
+    for error in errors:
+        app.add_exception_handler(error, down)
 
 
 def token_ok(token: str, credentials: HTTPAuthorizationCredentials | None) -> bool:

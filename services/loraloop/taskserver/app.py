@@ -23,6 +23,7 @@ from typing import Any, Literal
 from fastapi import Depends, FastAPI, HTTPException
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from pydantic import BaseModel, Field, StrictInt, StrictStr
+from redis import RedisError
 
 from loraloop import http_guards
 from loraloop.envs import env_kind
@@ -31,6 +32,7 @@ from loraloop.errors import ConfigError, LoraloopError
 from loraloop.http_guards import RequestBody
 from loraloop.logs import get_logger
 from loraloop.rollout.session import EpisodeSession, steps_taken
+from loraloop.service.book import without_credentials
 from loraloop.taskserver.states import (EpisodeState, EpisodeStates, MemoryEpisodeStates, RedisEpisodeStates,
                                         sweeping)
 from loraloop.settings import Settings
@@ -44,6 +46,7 @@ ERRORS = {404: {"description": "unknown sample or episode"},
           409: {"description": "the episode lives on another replica"},
           413: {"description": "the request body is over LORALOOP_API_MAX_BODY_BYTES"},
           429: {"description": "LORALOOP_API_MAX_IN_FLIGHT starts and steps are running: try again (Retry-After)"},
+          503: {"description": "Redis (LORALOOP_BROKER_URL) does not answer: try again (Retry-After)"},
           500: {"description": "the environment could not start (the message says how); a failure during an "
                                 "episode ends it instead: done, info.status env_error, info.error"}}
 MAX_ACTION_CHARS = 65536  # longer than any command or tool call an agent needs; more is refused (422)
@@ -254,6 +257,7 @@ def create_app(registry: Registry, task_name: str, settings: Settings, idle_time
 
     app = FastAPI(title=f"loraloop task server: {task_name}", lifespan=lifespan)
     http_guards.install(app, settings.api_max_body_bytes)
+    http_guards.unavailable(app, (RedisError,), "Redis (the episodes' state)", without_credentials(settings.broker_url))
     guarded = [Depends(authorised)]
     slow = [*guarded, Depends(http_guards.InFlightCap(settings.api_max_in_flight, "episode starts and steps"))]
 

@@ -24,6 +24,7 @@ import orjson
 from fastapi import FastAPI, HTTPException, Request
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 from pydantic import Field
+from redis import RedisError
 from starlette.concurrency import run_in_threadpool
 
 from loraloop import http_guards
@@ -34,6 +35,7 @@ from loraloop.logs import get_logger
 from loraloop.serve.gateway.recording import StreamedCompletion, completion_of, for_client, upstream_body
 from loraloop.serve.gateway.sessions import Sessions
 from loraloop.serve.gateway.upstream import Upstream
+from loraloop.service.book import without_credentials
 from loraloop.settings import Settings
 from loraloop.store import open_store
 from loraloop.taskserver.states import EpisodeStates, MemoryEpisodeStates, sweeping
@@ -132,6 +134,7 @@ def create_app(settings: Settings, states: EpisodeStates | None = None) -> FastA
 
     app = FastAPI(title="loraloop gateway", lifespan=lifespan)
     http_guards.install(app, settings.gateway_max_body_bytes, "LORALOOP_GATEWAY_MAX_BODY_BYTES")
+    http_guards.unavailable(app, (RedisError,), "Redis (the sessions' state)", without_credentials(settings.broker_url))
 
     @app.exception_handler(SessionError)
     async def session_error(request: Request, exc: SessionError) -> JSONResponse:

@@ -46,10 +46,7 @@ def create_app(settings: Settings) -> FastAPI:
     def loraloop_error(_request: Request, exc: LoraloopError) -> JSONResponse:
         return JSONResponse({"detail": str(exc)}, status_code=_status(exc))
 
-    @app.exception_handler(redis.RedisError)
-    def broker_error(_request: Request, exc: redis.RedisError) -> JSONResponse:
-        return JSONResponse({"detail": f"broker unreachable at {without_credentials(settings.broker_url)} "
-                                       f"({type(exc).__name__})"}, status_code=503)
+    http_guards.unavailable(app, (redis.RedisError,), "broker", without_credentials(settings.broker_url))
 
     return app
 
