@@ -1,5 +1,6 @@
 """The recording gateway under the hostile probe: identifiers, rewards and JSON depth are refused with a 4xx naming
-the field and the rule (no vLLM needed: each is refused before the gateway asks it anything)."""
+the field and the rule (no vLLM needed: each is refused before the gateway asks it anything), and vLLM's host paths
+stay behind the gateway."""
 from __future__ import annotations
 
 from fastapi.testclient import TestClient
@@ -50,3 +51,12 @@ def test_a_body_1000_deep_gets_422_not_a_recursion_500(settings_for, redis_url):
         reply = client.post(path, content=deep, headers={"Authorization": f"Bearer {who}",
                                                          "Content-Type": "application/json"})
         assert reply.status_code == 422 and "nested more than 32 levels" in reply.text, (path, reply.text)
+
+
+def test_gateway_v1_models_does_not_pass_through_vllms_root_host_path(settings_for, redis_url, vllm_url):
+    """Finding: GET /v1/models passed vLLM's `root` on, the host folder the model was loaded from."""
+    client = TestClient(create_app(settings_for(gateway_admin_key=ADMIN, broker_url=redis_url, vllm_url=vllm_url)))
+    reply = client.get("/v1/models", headers={"Authorization": f"Bearer {ADMIN}"})
+    assert reply.status_code == 200 and reply.json()["data"], reply.text
+    assert all("root" not in entry for entry in reply.json()["data"])
+    assert "/volumes/" not in reply.text and "/models/" not in reply.text
