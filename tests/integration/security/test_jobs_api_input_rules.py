@@ -70,3 +70,25 @@ def test_viewer_episode_key_the_os_would_refuse_gets_400(api, key):
         reply = client.get(path, params={"key": key if path == "/ui/episode" else key[:-6] + ".png"})
         assert reply.status_code == 400 and "store key" in reply.json()["detail"], reply.text
         assert "/tmp/" not in reply.text
+
+
+def test_viewer_pages_carry_hardening_headers(api):
+    """Finding: the viewer's pages had no CSP, X-Frame-Options or Referrer-Policy."""
+    client, _ = api
+    for path in ("/ui", "/ui/login", "/ui/episode?key=nothing"):
+        headers = client.get(path, follow_redirects=False).headers
+        assert "frame-ancestors 'none'" in headers["Content-Security-Policy"] and "script" not in \
+            headers["Content-Security-Policy"], path
+        assert headers["X-Frame-Options"] == "DENY" and headers["Referrer-Policy"] == "no-referrer", path
+
+
+def test_viewer_login_wrong_tokens_past_the_limit_get_429_with_retry_after(settings_for, redis_url):
+    """Finding: /ui/login took wrong tokens without limit (a token could be guessed at full speed)."""
+    client = TestClient(create_app(settings_for(broker_url=redis_url, api_token="the-right-token-0123456789")))
+    for _ in range(5):
+        wrong = client.post("/ui/login", data={"token": "guess", "next": "/ui"}, follow_redirects=False)
+        assert wrong.status_code == 303 and "wrong=true" in wrong.headers["location"]
+    for token in ("guess", "the-right-token-0123456789"):  # locked out: the right one waits too
+        late = client.post("/ui/login", data={"token": token, "next": "/ui"}, follow_redirects=False)
+        assert late.status_code == 429 and 1 <= int(late.headers["Retry-After"]) <= 60, late.text
+        assert "the-right-token" not in late.text

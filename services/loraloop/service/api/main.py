@@ -40,6 +40,8 @@ def create_app(settings: Settings) -> FastAPI:
     app.include_router(health.router)
     app.include_router(ui.router)
     app.add_exception_handler(ui.LoginNeeded, ui.login_redirect)
+    app.state.login_attempts = ui.LoginAttempts()
+    app.middleware("http")(ui.hardening_headers)
     http_guards.install(app, settings.api_max_body_bytes)
 
     @app.exception_handler(LoraloopError)
