@@ -287,7 +287,6 @@ def create_app(registry: Registry, task_name: str, settings: Settings, idle_time
             raise HTTPException(400, f"config.protocol must be one of {list(kind.protocols)} for {task.env} tasks, "
                                      f"got {protocol!r}")
         episode_id = str(uuid.uuid4())
-        attempt = next_attempt(task.index)
         shared = kind.attach is not None
         try:
             env = kind.make_env(task, settings, EnvOptions(protocol=protocol, episode_id=episode_id, shared=shared,
@@ -296,22 +295,24 @@ def create_app(registry: Registry, task_name: str, settings: Settings, idle_time
             raise HTTPException(400, str(exc)) from exc
         with local_guard:
             local[episode_id] = (env, 0)
-        session = EpisodeSession(store, env, task, mode=task_name, run_id=run_id, attempt=attempt,
-                                 char_budget=settings.prompt_char_budget, policy="task-server", protocol=protocol,
-                                 max_steps=env.max_rounds, sample_id=request.sample_id, episode_id=episode_id,
-                                 config=request.config)
+        session = None
         try:
+            session = EpisodeSession(store, env, task, mode=task_name, run_id=run_id,
+                                     attempt=next_attempt(task.index), char_budget=settings.prompt_char_budget,
+                                     policy="task-server", protocol=protocol, max_steps=env.max_rounds,
+                                     sample_id=request.sample_id, episode_id=episode_id, config=request.config)
             session.start()
             states.put(EpisodeState(episode_id=episode_id, sample_id=request.sample_id, task_id=task.index,
-                                    attempt=attempt, session=session.snapshot(),
+                                    attempt=session.attempt, session=session.snapshot(),
                                     handle=env.handle() if shared else None, owner=replica, protocol=protocol))
         except BaseException as exc:
             drop_local(episode_id, close=True)
             error = f"environment failure: {exc}" if isinstance(exc, LoraloopError) else \
                 f"start failed ({type(exc).__name__})"
-            session.finish("env_error", error)
+            if session is not None:  # stored as failed at start; none before it had an attempt index
+                session.finish("env_error", error)
             log.warning("episode failed at start", fields={"episode": episode_id, "error": error})
-            if not isinstance(exc, Exception):  # an interrupt or exit: released above, not answered
+            if not isinstance(exc, Exception) or isinstance(exc, RedisError):  # an interrupt or exit; Redis down: 503
                 raise
             raise HTTPException(500, error) from exc
         info = {"max_turns": env.max_rounds, "sample_id": request.sample_id, "turn": 0}

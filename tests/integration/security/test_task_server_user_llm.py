@@ -13,7 +13,7 @@ ASK = "Hi. Please create a task called 'Important Meeting' for user_1."
 OPERATOR_KEY = "operator-secret-key-0123456789"
 
 
-def test_the_operators_user_llm_key_never_reaches_a_url_a_client_names(settings_for):
+def test_the_operators_user_llm_key_never_reaches_a_url_a_client_names(settings_for, tmp_path):
     """Finding: econfig.user_llm_base_url named by a client received `Authorization: Bearer <operator key>`."""
     keys_operator, keys_client = [], []
     with scripted_user([ASK], keys_operator) as (operator_url, _), scripted_user([ASK], keys_client) as (client_url, _):
@@ -26,8 +26,12 @@ def test_the_operators_user_llm_key_never_reaches_a_url_a_client_names(settings_
             assert "econfig.user_llm_base_url" in refused.json()["detail"]
             assert "LORALOOP_TAU2_USER_LLM_ALLOWED_URLS" in refused.json()["detail"]
         assert keys_client == []  # nothing at all reached the client's listener
-        assert client.post("/api/episode/start", json={"sample_id": 0}).status_code == 200
+        started = client.post("/api/episode/start", json={"sample_id": 0})
+        assert started.status_code == 200
         assert keys_operator == [f"Bearer {OPERATOR_KEY}"]  # the configured endpoint gets its key
+        client.post("/api/episode/cancel", json={"episode_id": started.json()["episode_id"]})
+        stored = [p.name.rsplit("__", 1)[1] for p in (tmp_path / "store").rglob("*.jsonl") if "/sec/" in str(p)]
+        assert stored == ["attempt_0.jsonl"]  # the refused starts took no attempt index
 
         allowed = TestClient(create_app(load_registry(MOCK), "tau2-mock", settings_for(
             **settings, tau2_user_llm_allowed_urls=f"http://elsewhere.invalid/v1, {client_url}/"), run_id="sec2"))
