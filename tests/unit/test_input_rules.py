@@ -15,3 +15,18 @@ def test_cli_rollout_run_id_dot_or_dotdot_or_huge_task_seed_is_one_line_naming_t
     out = proc.stdout + proc.stderr
     assert proc.returncode == 1 and f"{flag}: " in out and rule in out, out
     assert "Traceback" not in out and not store.exists()
+
+
+@pytest.mark.parametrize("key", ["trajectories/m/r/" + "t" * 300 + "__attempt_0.jsonl", "trajectories/m/r/a\x00.jsonl",
+                                 "trajectories/../../etc/passwd"])
+def test_a_store_key_no_file_could_have_is_a_config_error_without_the_host_folder(tmp_path, key):
+    """Finding: a 9,000-character or NUL key reached the file system (OSError, a 500), and `..` was refused with a
+    message naming the host's store folder."""
+    from loraloop.errors import ConfigError
+    from loraloop.store.backends import FileStore
+
+    store = FileStore(tmp_path / "store")
+    for call in (lambda: store.put_bytes(key, b"x"), lambda: store.get_bytes(key), lambda: store.exists(key)):
+        with pytest.raises(ConfigError) as refused:
+            call()
+        assert str(tmp_path) not in str(refused.value) and "store" in str(refused.value)
