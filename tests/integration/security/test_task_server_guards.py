@@ -55,6 +55,28 @@ def test_task_server_token_guards_every_route_but_health(guarded_server):
                       timeout=30).status_code == 404
 
 
+def test_an_areal_style_client_with_the_token_header_plays_an_episode(guarded_server):
+    """docs/security.md: AReaL's client gets the token as a custom header on its aiohttp sessions."""
+    import asyncio
+
+    from loraloop.envs.shell.teacher import ScriptedTeacher
+    from loraloop.tasks.registry import load_registry
+    from tests.integration.taskserver.areal_client import TaskServerClient
+
+    base, _ = guarded_server
+    task = next(t for t in load_registry("configs/tasks/os").tasks if t.split == "test")
+    teacher = ScriptedTeacher(task)
+
+    async def act(messages):
+        return teacher.act(messages).text
+
+    row = {"index": task.index, "messages": []}
+    with pytest.raises(RuntimeError, match="HTTP 401"):
+        asyncio.run(TaskServerClient([base]).run_episode(row, act))
+    result = asyncio.run(TaskServerClient([base], headers={"Authorization": f"Bearer {TOKEN}"}).run_episode(row, act))
+    assert result["reward"] == 1.0 and result["info"]["success"]
+
+
 def test_deep_configs_get_4xx_and_leave_no_container(guarded_server):
     """Finding: a config 500 levels deep was a bare 500 after the container was made, one leaked container per request,
     never reaped by idle timeout or shutdown. Now it is refused before anything is allocated; and at shutdown the
