@@ -6,7 +6,11 @@ from __future__ import annotations
 import pytest
 from fastapi.testclient import TestClient
 
+from loraloop.paths import project_root
 from loraloop.service.api.main import create_app
+from tests.helpers import ROOT
+
+HOST_PATHS = {str(ROOT), str(project_root()), "/tmp/"}  # the checkouts and the tests' store folders
 
 
 @pytest.fixture
@@ -18,7 +22,7 @@ def api(settings_for, redis_url, tmp_path):
 def refused(reply, field: str) -> str:
     """The 422's message for `field`, after checking it names that field and no host path."""
     assert reply.status_code == 422, reply.text
-    assert "/work/" not in reply.text and "/tmp/" not in reply.text
+    assert not any(path in reply.text for path in HOST_PATHS), reply.text
     error = reply.json()["detail"][0]
     assert error["loc"][-1] == field, reply.text
     return error["msg"]
@@ -69,7 +73,7 @@ def test_viewer_episode_key_the_os_would_refuse_gets_400(api, key):
     for path in ("/ui/episode", "/ui/file"):
         reply = client.get(path, params={"key": key if path == "/ui/episode" else key[:-6] + ".png"})
         assert reply.status_code == 400 and "store key" in reply.json()["detail"], reply.text
-        assert "/tmp/" not in reply.text
+        assert not any(path in reply.text for path in HOST_PATHS), reply.text
 
 
 def test_viewer_pages_carry_hardening_headers(api):
@@ -92,3 +96,12 @@ def test_viewer_login_wrong_tokens_past_the_limit_get_429_with_retry_after(setti
         late = client.post("/ui/login", data={"token": token, "next": "/ui"}, follow_redirects=False)
         assert late.status_code == 429 and 1 <= int(late.headers["Retry-After"]) <= 60, late.text
         assert "the-right-token" not in late.text
+
+
+def test_jobs_api_missing_task_registry_is_a_400_without_host_paths(api):
+    """Finding: a task_registry under the task roots that does not exist was refused naming the host folders
+    looked in."""
+    client, store = api
+    reply = client.post("/api/jobs", json={"experiment": "teacher", "task_registry": "configs/tasks/nope"})
+    assert reply.status_code == 400 and "does not exist" in reply.json()["detail"], reply.text
+    assert not any(path in reply.text for path in HOST_PATHS) and not store.exists(), reply.text
