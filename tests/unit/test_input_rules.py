@@ -30,3 +30,15 @@ def test_a_store_key_no_file_could_have_is_a_config_error_without_the_host_folde
         with pytest.raises(ConfigError) as refused:
             call()
         assert str(tmp_path) not in str(refused.value) and "store" in str(refused.value)
+
+
+def test_json_depth_counts_brackets_outside_strings_only():
+    """The depth check reads raw bytes: brackets inside strings (escaped quotes too) do not count, so a chat message
+    full of them is never refused, while real nesting past the limit is."""
+    from loraloop.input_rules import MAX_JSON_DEPTH, json_depth_problem
+
+    text = b'{"content": "[[[[{{{{ \\" ]]]] [[[[' + b"[" * 100 + b'"}'
+    assert json_depth_problem(text) is None
+    assert json_depth_problem(b"[" * MAX_JSON_DEPTH + b"]" * MAX_JSON_DEPTH) is None
+    assert "nested more than 32 levels" in json_depth_problem(b'{"a": ' + b"[" * MAX_JSON_DEPTH + b"]" * MAX_JSON_DEPTH
+                                                               + b"}")
