@@ -27,6 +27,7 @@ MAX_SEED = 2**32 - 1  # numpy's RandomState takes 0..2**32-1; plus any rollout o
 MAX_REWARD = 1e6  # |reward|: a sum of any number of steps' rewards stays a finite float
 MAX_KEY_PART_BYTES = 255  # the longest file name Linux file systems (ext4, xfs, btrfs) take
 MAX_KEY_BYTES = 1024  # S3's longest object key
+MODEL_NAME = re.compile(r"[^\s\x00-\x1f]{1,256}")  # a served model name (vLLM's --served-model-name, an adapter)
 _JSON_TOKENS = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{}]')  # a whole string (skipped), or a bracket
 
 

@@ -11,7 +11,7 @@ from pydantic import BaseModel, Field
 
 from loraloop.defaults import SEED, TASK_REGISTRY, TASK_SEED
 from loraloop.http_guards import RequestBody
-from loraloop.input_rules import Identifier, PathText, Seed
+from loraloop.input_rules import MODEL_NAME, Identifier, PathText, Seed
 
 JobState = Literal["queued", "running", "done", "cancelled"]
 FINAL_STATES = ("done", "cancelled")
@@ -31,7 +31,7 @@ class JobRequest(RequestBody):
     temperature: float | None = Field(None, ge=0.0, le=5.0, description="default: the experiment's")
     run_id: Identifier | None = Field(None, description="default: a new one; an existing one resumes (stored ones "
                                                         "skipped)")
-    model: str | None = Field(None, max_length=256, pattern=r"^[^\s\x00-\x1f]+$",
+    model: str | None = Field(None, max_length=256, pattern=f"^{MODEL_NAME.pattern}$",
                               description="served model name, overriding the experiment's")
 
 

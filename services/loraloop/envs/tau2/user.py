@@ -13,7 +13,7 @@ from typing import Any
 
 from loraloop.agents.policy import model_failure
 from loraloop.errors import ConfigError, EnvironmentFailure
-from loraloop.input_rules import same_url, url_list
+from loraloop.input_rules import MODEL_NAME, same_url, url_list
 from loraloop.tasks.tau2.package import tau2_registry
 
 tau2_registry()  # before tau2's modules: offline litellm, quiet logs
@@ -24,14 +24,20 @@ ECONFIG_TYPES = {"user_llm": str, "user_llm_base_url": str, "solo_mode": bool}
 
 def econfig(config: dict) -> dict[str, Any]:
     """AReaL's tau2 settings in a start config, `{"econfig": {...}}` or dotted `{"econfig.user_llm": ...}`; those
-    loraloop uses are type-checked, the rest (AReaL's training knobs) are ignored."""
-    nested = config.get("econfig") or {}
+    loraloop uses are type-checked (a model name: at most 256 characters, no spaces or control characters), the rest
+    (AReaL's training knobs) are ignored."""
+    nested = config.get("econfig")
+    if nested is None:
+        nested = {}
     if not isinstance(nested, dict):
         raise ConfigError(f"config.econfig must be an object, got {type(nested).__name__}")
     found = {**nested, **{k.split(".", 1)[1]: v for k, v in config.items() if k.startswith("econfig.")}}
     for name, kind in ECONFIG_TYPES.items():
         if found.get(name) is not None and not isinstance(found[name], kind):
-            raise ConfigError(f"config econfig.{name} must be a {kind.__name__}, got {found[name]!r}")
+            raise ConfigError(f"config econfig.{name} must be a {kind.__name__}, got {str(found[name])[:100]!r}")
+    if found.get("user_llm") is not None and not MODEL_NAME.fullmatch(found["user_llm"]):
+        raise ConfigError("config econfig.user_llm must be a served model name: 1 to 256 characters, no spaces or "
+                          "control characters")
     return {name: found[name] for name in ECONFIG_TYPES if found.get(name) is not None}
 
 
