@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# The stack's env file: `env.sh new FILE` writes FILE from .env.example with a random MinIO password and gateway
-# admin key (kept if FILE exists); `env.sh check FILE` refuses an env file whose MinIO password is missing, empty,
-# short or the example's, and one that still points the workers at the host's socket, which no service mounts since envd.
+# The stack's env file: `env.sh new FILE` writes FILE from .env.example with a random MinIO password, gateway
+# admin key and Task Server token (kept if FILE exists); `env.sh check FILE` refuses an env file whose MinIO password
+# is missing, empty, short or the example's, one without a Task Server token, and one that still points the workers
+# at the host's socket, which no service mounts since envd.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 action=${1:?usage: env.sh new|check FILE}
@@ -12,10 +13,11 @@ case "$action" in
     if [ -e "$file" ]; then echo "$file exists: kept as it is"; exit 0; fi
     secret=$(python3 -c 'import secrets; print(secrets.token_hex(16))')
     admin=$(python3 -c 'import secrets; print(secrets.token_hex(16))')
+    token=$(python3 -c 'import secrets; print(secrets.token_hex(16))')
     sed -e "s/^MINIO_ROOT_PASSWORD=.*/MINIO_ROOT_PASSWORD=$secret/" -e "s/^GATEWAY_ADMIN_KEY=.*/GATEWAY_ADMIN_KEY=$admin/" \
-      .env.example > "$file"
+      -e "s/^TASK_SERVER_TOKEN=.*/TASK_SERVER_TOKEN=$token/" .env.example > "$file"
     chmod 600 "$file"
-    echo "wrote $file with a random MINIO_ROOT_PASSWORD and GATEWAY_ADMIN_KEY (readable by you only)";;
+    echo "wrote $file with a random MINIO_ROOT_PASSWORD, GATEWAY_ADMIN_KEY and TASK_SERVER_TOKEN (readable by you only)";;
   check)
     if [ ! -f "$file" ]; then
       echo "no env file $file: run 'make env' (writes .env with a random MinIO password) or pass ENV_FILE=" >&2; exit 1
@@ -28,6 +30,10 @@ case "$action" in
     esac
     if [ ${#pw} -lt 8 ]; then
       echo "$file: MINIO_ROOT_PASSWORD has ${#pw} characters; MinIO needs 8 or more" >&2; exit 1
+    fi
+    if ! grep -qE '^TASK_SERVER_TOKEN=.{16,}' "$file"; then
+      echo "$file: TASK_SERVER_TOKEN is missing or shorter than 16 characters; the Task Server needs one: add" \
+           "TASK_SERVER_TOKEN=\$(python3 -c 'import secrets; print(secrets.token_hex(16))') there" >&2; exit 1
     fi
     if grep -qE '^WORKER_DOCKER_HOST=(unix://)?/var/run/docker.sock$' "$file"; then
       echo "$file: WORKER_DOCKER_HOST is the host's socket, which no service mounts now: empty it (the stack's envd" \

@@ -194,11 +194,12 @@ def fuzz_api(app, examples: int, after=None, seeds: dict[str, list] | None = Non
 
 
 @contextmanager
-def scripted_user(lines: list[str | dict]):
+def scripted_user(lines: list[str | dict], keys: list[str] | None = None):
     """A scripted tau2 user: an OpenAI-compatible server on loopback whose chat completions say `lines` in order (the
     last one again after that; a dict `{"name", "arguments"}` is a call on the user's tools); yields its base URL,
     and the requests it got. The user simulator reaches it through
-    litellm as it would reach vLLM; only the words are fixed, so episodes on other domains are reproducible."""
+    litellm as it would reach vLLM; only the words are fixed, so episodes on other domains are reproducible. `keys`,
+    when given, collects the Authorization header of every request (to see which credentials reached it)."""
     import json
     import threading
     from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -210,6 +211,8 @@ def scripted_user(lines: list[str | dict]):
             self._send({"object": "list", "data": [{"id": "scripted-user", "object": "model"}]})
 
         def do_POST(self):
+            if keys is not None:
+                keys.append(self.headers.get("Authorization", ""))
             requests.append(json.loads(self.rfile.read(int(self.headers["Content-Length"]))))
             line = lines[min(len(requests), len(lines)) - 1]
             message = {"role": "assistant", "content": line}

@@ -1,24 +1,31 @@
 """What every loraloop HTTP API puts in front of its routes, so that hostile input gets a 4xx, never a 500.
 
 - `BodyLimit`: a request body over the cap (declared or streamed) is refused with 413 before any
-  route reads it, so a 10 MB action is neither run, nor kept in Redis, nor written to a trajectory.
+  route reads it, so a 10 MB action is neither run, nor kept in Redis, nor written to a trajectory; a
+  JSON body nested deeper than input_rules.MAX_JSON_DEPTH is refused with 422 before anything parses it.
 - `RequestBody`: the base of every request model. Text JSON can carry but UTF-8 cannot (a lone
   surrogate such as "\\ud800") and numbers JSON has no word for (NaN, Infinity) are refused with 422,
   naming the field, before they reach a store or a log line that would fail to encode them.
 - `install`: adds both, and answers validation errors with the field, the kind and the message only;
   FastAPI's default echoes the input, and an echoed NaN or surrogate is itself a 500.
+- `unavailable`: a dependency that does not answer (Redis) is a 503 naming it, with Retry-After, not a 500.
+- `token_ok`: the bearer-token check of every API that has an optional token (jobs API, viewer, Task Server).
 - `InFlightCap`: a dependency for slow routes (an episode's start and step): past its limit a call gets 429
   at once, so slow calls never take every worker thread and health and other episodes stay answered.
 """
 from __future__ import annotations
 
 import math
+import secrets
 from typing import Any
 
 from fastapi import FastAPI, HTTPException, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from fastapi.security import HTTPAuthorizationCredentials
 from pydantic import BaseModel, model_validator
+
+from loraloop.input_rules import json_depth_problem
 
 
 def printable(value: Any) -> Any:
@@ -67,7 +74,8 @@ class RequestBody(BaseModel):
 
 
 class BodyLimit:
-    """ASGI middleware: a request body longer than `max_bytes` gets 413; the body is read once, then replayed."""
+    """ASGI middleware: a request body longer than `max_bytes` gets 413, a JSON body nested too deep 422 (a form's
+    body is not JSON and is not checked); the body is read once, then replayed."""
 
     def __init__(self, app, max_bytes: int, setting: str = "LORALOOP_API_MAX_BODY_BYTES") -> None:
         self.app = app
@@ -93,6 +101,12 @@ class BodyLimit:
             if len(body) > self.max_bytes:
                 await self._refuse(scope, receive, send, f"more than {self.max_bytes}")
                 return
+        kind = dict(scope["headers"]).get(b"content-type", b"")
+        problem = None if kind.startswith((b"application/x-www-form-urlencoded", b"multipart/")) \
+            else json_depth_problem(bytes(body))
+        if problem:
+            await JSONResponse({"detail": problem}, status_code=422)(scope, receive, send)
+            return
         await self.app(scope, _replay(bytes(body), None, receive), send)
 
     async def _refuse(self, scope, receive, send, size: str) -> None:
@@ -123,6 +137,23 @@ async def validation_error(_request: Request, exc: RequestValidationError) -> JS
     """422 naming each field at fault (FastAPI's shape, less the echoed input)."""
     return JSONResponse({"detail": [{"type": error["type"], "loc": [printable(p) for p in error["loc"]],
                                      "msg": printable(error["msg"])} for error in exc.errors()]}, status_code=422)
+
+
+def unavailable(app: FastAPI, errors: tuple[type[Exception], ...], what: str, url: str, retry_after_s: int = 5) -> None:
+    """Answer an exception of `errors` (the dependency `what` at `url`, shown without credentials, does not answer)
+    with 503 and Retry-After, so a client waits and tries again instead of taking a bare 500 as its own fault."""
+    async def down(_request: Request, exc: Exception) -> JSONResponse:
+        return JSONResponse({"detail": f"{what} unreachable at {url} ({type(exc).__name__}): try again in "
+                                       f"{retry_after_s} s"}, status_code=503,
+                            headers={"Retry-After": str(retry_after_s)})
+
+    for error in errors:
+        app.add_exception_handler(error, down)
+
+
+def token_ok(token: str, credentials: HTTPAuthorizationCredentials | None) -> bool:
+    """True when the API has no token (empty) or the request's bearer token is it (compared in constant time)."""
+    return not token or bool(credentials and secrets.compare_digest(credentials.credentials.encode(), token.encode()))
 
 
 class InFlightCap:

@@ -101,7 +101,9 @@ class Settings(BaseSettings):
     # stack's vLLM (vllm_url) serving the base model (base_model_name), never an adapter being trained.
     tau2_user_llm: str = Field("", description="the user simulator's served model name")
     tau2_user_llm_base_url: str = Field("", description="the user simulator's OpenAI-compatible URL")
-    tau2_user_llm_api_key: str = Field("", description="its API key (empty: vllm_api_key)")
+    tau2_user_llm_api_key: str = Field("", description="its API key (empty: vllm_api_key), sent to that URL only")
+    tau2_user_llm_allowed_urls: str = Field("", description="other user-simulator URLs (comma-separated) a Task "
+                                            "Server client may name in econfig.user_llm_base_url; they get no key")
 
     # Rollouts.
     concurrency: int = Field(8, description="episodes in flight per process (embedded default)")
@@ -117,6 +119,8 @@ class Settings(BaseSettings):
                                            "(Authorization: Bearer)")
     task_roots: str = Field("configs/tasks,volumes/tasks", description="folders (comma-separated; relative ones "
                             "the checkout's) a task_registry sent to the rollout API must lie under (400 otherwise)")
+    # The Task Server (`loraloop serve task-server`): with a token, every route but /api/health needs it (401).
+    task_server_token: str = Field("", description="the bearer token Task Server clients send (empty: none asked)")
     # The recording gateway (`loraloop serve gateway`): an outside agent's OpenAI-compatible traffic as episodes.
     gateway_admin_key: str = Field("", description="the key that starts sessions (/rl/start_session); empty: the "
                                                    "gateway refuses to start (set LORALOOP_GATEWAY_ADMIN_KEY)")

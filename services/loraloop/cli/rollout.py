@@ -11,7 +11,8 @@ import typer
 from rich.console import Console
 
 from loraloop.cli.common import EXPERIMENTS, REGISTRY, SEED, TASK_SEED, console
-from loraloop.service.models import RUN_ID, JobRequest
+from loraloop.input_rules import identifier_problem
+from loraloop.service.models import JobRequest
 from loraloop.settings import get_settings
 
 # The flags of every command that plans a job, declared once: (name, type, typer option).
@@ -112,8 +113,9 @@ def eval_cmd(
     from loraloop.store import open_store
 
     eval_id = eval_id or f"eval-{new_run_id()}"
-    if not RUN_ID.match(eval_id):
-        raise ConfigError(f"--eval_id {eval_id!r} may hold only letters, digits, '.', '_' and '-'")
+    problem = identifier_problem(eval_id, "--eval_id")
+    if problem:
+        raise ConfigError(problem)
     store = open_store(settings=get_settings())
     if not claim(store, eval_id, job_request(experiment[0], subset, options).model_dump()):
         console.print(f"eval {eval_id}: going on (episodes already stored are kept)")

@@ -44,7 +44,8 @@ def check_task_root(task_registry: str, settings: Settings) -> None:
     """Refuse (ConfigError, a 400) a registry path outside LORALOOP_TASK_ROOTS, before anything reads it.
 
     The API plans a job from files on its own host, and a registry's errors quote what they read: without the
-    roots a caller could make it read and quote any file (`/etc`). The refusal names the roots, not the path.
+    roots a caller could make it read and quote any file (`/etc`). The refusal names the roots, not the path, and
+    so does the one for a registry that does not exist (the places looked in are host paths).
     """
     roots = [root.strip() for root in settings.task_roots.split(",") if root.strip()]
     here = places(task_registry)
@@ -52,6 +53,9 @@ def check_task_root(task_registry: str, settings: Settings) -> None:
     if not any(path.is_relative_to(in_project(root).resolve()) for root in roots):
         raise ConfigError(f"task_registry must lie under one of this API's task roots ({', '.join(roots) or 'none'}; "
                           "LORALOOP_TASK_ROOTS)")
+    if not path.exists():
+        raise ConfigError(f"task registry {task_registry[:200]} does not exist under this API's task roots "
+                          f"({', '.join(roots)})")
 
 
 def plan_job(request: JobRequest, settings: Settings) -> list[EpisodeSpec]:

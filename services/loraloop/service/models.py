@@ -5,15 +5,14 @@ Redis or HTTP is one type, and the OpenAPI schema shows every field the routes r
 """
 from __future__ import annotations
 
-import re
 from typing import Literal
 
-from pydantic import BaseModel, Field, field_validator
+from pydantic import BaseModel, Field
 
 from loraloop.defaults import SEED, TASK_REGISTRY, TASK_SEED
 from loraloop.http_guards import RequestBody
+from loraloop.input_rules import MODEL_NAME, Identifier, PathText, Seed
 
-RUN_ID = re.compile(r"^[A-Za-z0-9._-]{1,128}$")
 JobState = Literal["queued", "running", "done", "cancelled"]
 FINAL_STATES = ("done", "cancelled")
 
@@ -21,26 +20,19 @@ FINAL_STATES = ("done", "cancelled")
 class JobRequest(RequestBody):
     """What `loraloop rollout` and `POST /api/jobs` take; flag names as in the HALO seed."""
 
-    experiment: str = Field(max_length=128,
-                            description="experiment name in the experiments file (configs/experiments.yaml)")
-    task_registry: str = Field(TASK_REGISTRY, max_length=4096,
-                               description="registry file or folder, as the planning process sees it")
-    subset: str | None = Field(None, max_length=1024, description="split, category or label")
+    experiment: Identifier = Field(description="experiment name in the experiments file (configs/experiments.yaml)")
+    task_registry: PathText = Field(TASK_REGISTRY, max_length=4096,
+                                    description="registry file or folder, as the planning process sees it")
+    subset: PathText | None = Field(None, max_length=1024, description="split, category or label")
     sample_size: int | None = Field(None, ge=1, description="tasks drawn with `seed` (default: all)")
     rollouts_per_task: int = Field(1, ge=1, le=1000)
-    seed: int = Field(SEED, description="task sampling seed")
-    task_seed: int = Field(TASK_SEED, description="base of per-rollout seeds: task_seed + task_index*1000 + attempt")
+    seed: Seed = Field(SEED, description="task sampling seed")
+    task_seed: Seed = Field(TASK_SEED, description="base of per-rollout seeds: task_seed + task_index*1000 + attempt")
     temperature: float | None = Field(None, ge=0.0, le=5.0, description="default: the experiment's")
-    run_id: str | None = Field(None, description="default: a new one; an existing one resumes (stored ones skipped)")
-    model: str | None = Field(None, max_length=256, pattern=r"^[^\s\x00-\x1f]+$",
+    run_id: Identifier | None = Field(None, description="default: a new one; an existing one resumes (stored ones "
+                                                        "skipped)")
+    model: str | None = Field(None, max_length=256, pattern=f"^{MODEL_NAME.pattern}$",
                               description="served model name, overriding the experiment's")
-
-    @field_validator("run_id")
-    @classmethod
-    def _safe_run_id(cls, value: str | None) -> str | None:
-        if value is not None and not RUN_ID.match(value):
-            raise ValueError(f"run_id {value!r} may hold only letters, digits, '.', '_' and '-'")
-        return value
 
 
 class JobStatus(BaseModel):

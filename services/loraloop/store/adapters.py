@@ -13,12 +13,12 @@ import time
 from pathlib import Path
 
 from loraloop.errors import ConfigError
+from loraloop.input_rules import identifier_problem
 from loraloop.store.backends import Store
 
 PREFIX = "adapters"
 REQUIRED = ("adapter_config.json", "adapter_model.safetensors")
 EXTRA = ("training_metrics.json", "loss.png")
-_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 _VERSION = re.compile(r"^v(\d+)$")
 _SERVED = re.compile(r"^(.+)-(v\d+)$")
 
@@ -99,8 +99,9 @@ def read_metadata(store: Store, name: str, version: str | None = None) -> dict:
 
 def upload(store: Store, name: str, adapter_dir: Path, metadata: dict) -> str:
     """Copy the adapter and its metadata to the next version; return that version ('v3')."""
-    if not _NAME.match(name):
-        raise ConfigError(f"adapter name {name!r} must be letters, digits, '.', '_' or '-'")
+    problem = identifier_problem(name, "adapter name")
+    if problem:
+        raise ConfigError(problem)
     if parse_served(name):
         raise ConfigError(f"adapter name {name!r} must not end in '-v<number>': served names add the version so")
     version = next_version(store, name)
@@ -153,7 +154,7 @@ def resolve(store: Store, model: str) -> tuple[str, str] | None:
     """The adapter version a rollout's model names: a bare adapter name is the version last published
     (or rolled back to: `wanted`), a served name `<name>-vK` that version; None for any other model
     (a base model, or an adapter the store does not hold)."""
-    if _NAME.match(model) and versions(store, model):
+    if identifier_problem(model, "model") is None and versions(store, model):
         version = wanted(store, model)
         if version is None:
             raise ConfigError(f"adapter {model!r} has no complete version in {store.url}: publish it first")

@@ -14,6 +14,7 @@ from typing import Iterator, Protocol
 from urllib.parse import urlparse
 
 from loraloop.errors import ConfigError, ServiceUnavailable
+from loraloop.input_rules import store_key_problem
 from loraloop.logs import get_logger
 from loraloop.settings import Settings, get_settings
 
@@ -56,10 +57,15 @@ class FileStore:
         self.url = f"file://{self.root}"
 
     def _file(self, key: str) -> str:
-        """The object's file path as a string (reads are hot in exports: no pathlib per key)."""
+        """The object's file path as a string (reads are hot in exports: no pathlib per key). A key that would leave
+        the folder, or that no file could have (input_rules.store_key_problem), is a ConfigError naming the rule and
+        not the host's folder."""
         parts = key.split("/")
         if key.startswith("/") or ".." in parts or "\\" in key:
-            raise ConfigError(f"store key {key!r} escapes the store root {self.root}")
+            raise ConfigError(f"store key {key[:200]!r} escapes the store root (a '..' part, a leading '/' or a '\\')")
+        problem = store_key_problem(key)
+        if problem:
+            raise ConfigError(problem)
         return os.path.join(self._root, *[p for p in parts if p and p != "."])
 
     def _path(self, key: str) -> Path:

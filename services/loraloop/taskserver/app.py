@@ -21,15 +21,18 @@ from contextlib import asynccontextmanager
 from typing import Any, Literal
 
 from fastapi import Depends, FastAPI, HTTPException
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from pydantic import BaseModel, Field, StrictInt, StrictStr
+from redis import RedisError
 
 from loraloop import http_guards
 from loraloop.envs import env_kind
 from loraloop.envs.base import Env, EnvOptions
-from loraloop.errors import LoraloopError
+from loraloop.errors import ConfigError, LoraloopError
 from loraloop.http_guards import RequestBody
 from loraloop.logs import get_logger
 from loraloop.rollout.session import EpisodeSession, steps_taken
+from loraloop.service.book import without_credentials
 from loraloop.taskserver.states import (EpisodeState, EpisodeStates, MemoryEpisodeStates, RedisEpisodeStates,
                                         sweeping)
 from loraloop.settings import Settings
@@ -38,14 +41,17 @@ from loraloop.store.trajectories import episode_key
 from loraloop.tasks.registry import Registry, Task
 
 ERRORS = {404: {"description": "unknown sample or episode"},
-          400: {"description": "bad sample id, or a step or cancel after the end"},
+          400: {"description": "bad sample id or config, or a step or cancel after the end"},
+          401: {"description": "missing or wrong bearer token (LORALOOP_TASK_SERVER_TOKEN)"},
           409: {"description": "the episode lives on another replica"},
           413: {"description": "the request body is over LORALOOP_API_MAX_BODY_BYTES"},
           429: {"description": "LORALOOP_API_MAX_IN_FLIGHT starts and steps are running: try again (Retry-After)"},
+          503: {"description": "Redis (LORALOOP_BROKER_URL) does not answer: try again (Retry-After)"},
           500: {"description": "the environment could not start (the message says how); a failure during an "
                                 "episode ends it instead: done, info.status env_error, info.error"}}
 MAX_ACTION_CHARS = 65536  # longer than any command or tool call an agent needs; more is refused (422)
 EPISODE_ID = Field(max_length=128, description="the id start returned")
+bearer = HTTPBearer(auto_error=False, description="LORALOOP_TASK_SERVER_TOKEN; needed only when the server has one")
 
 
 class StartRequest(RequestBody):
@@ -242,9 +248,18 @@ def create_app(registry: Registry, task_name: str, settings: Settings, idle_time
         except Exception as exc:  # one episode's failure must not keep the others from being stored
             log.warning("episode not stored at shutdown", fields={"episode": episode_id, "error": exc})
 
+    async def authorised(credentials: HTTPAuthorizationCredentials | None = Depends(bearer)) -> None:
+        """With LORALOOP_TASK_SERVER_TOKEN set, refuse (401) a call without `Authorization: Bearer <that token>`.
+        On the event loop, like the in-flight cap: a refused call never takes a worker thread."""
+        if not http_guards.token_ok(settings.task_server_token, credentials):
+            raise HTTPException(401, "missing or wrong bearer token (LORALOOP_TASK_SERVER_TOKEN)",
+                                headers={"WWW-Authenticate": "Bearer"})
+
     app = FastAPI(title=f"loraloop task server: {task_name}", lifespan=lifespan)
     http_guards.install(app, settings.api_max_body_bytes)
-    slow = [Depends(http_guards.InFlightCap(settings.api_max_in_flight, "episode starts and steps"))]
+    http_guards.unavailable(app, (RedisError,), "Redis (the episodes' state)", without_credentials(settings.broker_url))
+    guarded = [Depends(authorised)]
+    slow = [*guarded, Depends(http_guards.InFlightCap(settings.api_max_in_flight, "episode starts and steps"))]
 
     @app.get("/api/health", response_model=Health)
     async def health() -> Health:
@@ -252,7 +267,7 @@ def create_app(registry: Registry, task_name: str, settings: Settings, idle_time
         no worker thread, so it answers while slow steps hold them."""
         return Health(status="healthy", active_episodes=states.count(), task_name=task_name)
 
-    @app.get("/api/task/info", response_model=TaskInfo)
+    @app.get("/api/task/info", response_model=TaskInfo, dependencies=guarded)
     async def info() -> TaskInfo:
         """What this server serves: its tasks, the longest episode and the environment kinds."""
         return TaskInfo(name=task_name, num_samples=len(registry.tasks),
@@ -262,7 +277,9 @@ def create_app(registry: Registry, task_name: str, settings: Settings, idle_time
 
     @app.post("/api/episode/start", response_model=EpisodeReply, responses=ERRORS, dependencies=slow)
     def start(request: StartRequest) -> EpisodeReply:
-        """Start an episode for a sample (its index string, or its position as an int)."""
+        """Start an episode for a sample (its index string, or its position as an int). Everything the request
+        names is checked before an environment is made (400 naming the field); from then on any failure releases
+        the environment, and until then this process holds it where shutdown finds it."""
         task = resolve(request.sample_id)
         kind = env_kind(task.env)
         protocol = request.config.get("protocol", "text")
@@ -270,25 +287,34 @@ def create_app(registry: Registry, task_name: str, settings: Settings, idle_time
             raise HTTPException(400, f"config.protocol must be one of {list(kind.protocols)} for {task.env} tasks, "
                                      f"got {protocol!r}")
         episode_id = str(uuid.uuid4())
-        attempt = next_attempt(task.index)
         shared = kind.attach is not None
-        env = kind.make_env(task, settings, EnvOptions(protocol=protocol, episode_id=episode_id, shared=shared,
-                                                       config=request.config))
-        session = EpisodeSession(store, env, task, mode=task_name, run_id=run_id, attempt=attempt,
-                                 char_budget=settings.prompt_char_budget, policy="task-server", protocol=protocol,
-                                 max_steps=env.max_rounds, sample_id=request.sample_id, episode_id=episode_id,
-                                 config=request.config)
         try:
-            session.start()
-        except LoraloopError as exc:
-            env.close()
-            session.finish("env_error", str(exc))
-            raise HTTPException(500, f"environment failure: {exc}") from exc
-        states.put(EpisodeState(episode_id=episode_id, sample_id=request.sample_id, task_id=task.index,
-                                attempt=attempt, session=session.snapshot(), handle=env.handle() if shared else None,
-                                owner=replica, protocol=protocol))
+            env = kind.make_env(task, settings, EnvOptions(protocol=protocol, episode_id=episode_id, shared=shared,
+                                                           config=request.config))
+        except ConfigError as exc:  # the start's config names something this server does not take
+            raise HTTPException(400, str(exc)) from exc
         with local_guard:
             local[episode_id] = (env, 0)
+        session = None
+        try:
+            session = EpisodeSession(store, env, task, mode=task_name, run_id=run_id,
+                                     attempt=next_attempt(task.index), char_budget=settings.prompt_char_budget,
+                                     policy="task-server", protocol=protocol, max_steps=env.max_rounds,
+                                     sample_id=request.sample_id, episode_id=episode_id, config=request.config)
+            session.start()
+            states.put(EpisodeState(episode_id=episode_id, sample_id=request.sample_id, task_id=task.index,
+                                    attempt=session.attempt, session=session.snapshot(),
+                                    handle=env.handle() if shared else None, owner=replica, protocol=protocol))
+        except BaseException as exc:
+            drop_local(episode_id, close=True)
+            error = f"environment failure: {exc}" if isinstance(exc, LoraloopError) else \
+                f"start failed ({type(exc).__name__})"
+            if session is not None:  # stored as failed at start; none before it had an attempt index
+                session.finish("env_error", error)
+            log.warning("episode failed at start", fields={"episode": episode_id, "error": error})
+            if not isinstance(exc, Exception) or isinstance(exc, RedisError):  # an interrupt or exit; Redis down: 503
+                raise
+            raise HTTPException(500, error) from exc
         info = {"max_turns": env.max_rounds, "sample_id": request.sample_id, "turn": 0}
         tools = kind.tools(protocol, task)
         if tools:  # a client speaking native tool calls sends these with its model requests
@@ -332,7 +358,8 @@ def create_app(registry: Registry, task_name: str, settings: Settings, idle_time
         return EpisodeReply(episode_id=episode_id, observation=None, reward=result.reward, done=True,
                             info={k: result.info.get(k) for k in keep})
 
-    @app.post("/api/episode/cancel", response_model=Cancelled, responses={k: ERRORS[k] for k in (400, 404, 409)})
+    @app.post("/api/episode/cancel", response_model=Cancelled, responses={k: ERRORS[k] for k in (400, 401, 404, 409)},
+              dependencies=guarded)
     def cancel(request: CancelRequest) -> Cancelled:
         """End an episode early, store its trajectory and release its environment."""
         if not stop(request.episode_id, "cancelled"):

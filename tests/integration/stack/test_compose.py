@@ -175,11 +175,11 @@ def test_one_gpu_runs_one_vllm_for_the_base_model_and_the_adapters(tmp_path):
     assert trainer["environment"]["LORALOOP_VLLM_URL"] == "http://vllm:8000/v1"
 
 
-@pytest.mark.parametrize("given,missing", [("MINIO_ROOT_PASSWORD", "MINIO_ROOT_USER"),
-                                           ("MINIO_ROOT_USER", "MINIO_ROOT_PASSWORD")])
-def test_a_missing_secret_is_named(tmp_path, given, missing):
+@pytest.mark.parametrize("missing", ["MINIO_ROOT_USER", "MINIO_ROOT_PASSWORD", "TASK_SERVER_TOKEN"])
+def test_a_missing_secret_is_named(tmp_path, missing):
     env_file = tmp_path / "partial.env"
-    env_file.write_text(f"{given}=something-long-enough\n")
+    env_file.write_text("".join(f"{given}=something-long-enough\n" for given in
+                                ("MINIO_ROOT_USER", "MINIO_ROOT_PASSWORD", "TASK_SERVER_TOKEN") if given != missing))
     proc = compose(["compose.yaml"], "config", "-q", env_file=str(env_file))
     assert proc.returncode != 0 and f"set {missing} in .env" in proc.stderr
 
@@ -206,6 +206,11 @@ def test_make_env_writes_a_random_password_readable_by_its_owner_only(tmp_path):
                  (first, second)]
     assert passwords[0] != passwords[1] and all(len(p.split("=", 1)[1]) == 32 for p in passwords)
     assert oct(first.stat().st_mode)[-3:] == "600"
+    tokens = [next(l for l in p.read_text().splitlines() if l.startswith("TASK_SERVER_TOKEN=")) for p in (first, second)]
+    assert tokens[0] != tokens[1] and all(len(t.split("=", 1)[1]) == 32 for t in tokens)
+    task_server = json.loads(compose(["compose.yaml"], "config", "--format", "json",
+                                     env_file=str(first)).stdout)["services"]["task-server"]
+    assert task_server["environment"]["LORALOOP_TASK_SERVER_TOKEN"] == tokens[0].split("=", 1)[1]
     assert subprocess.run(["bash", "scripts/env.sh", "check", str(first)]).returncode == 0
     kept = first.read_text()
     subprocess.run(["make", "env", f"ENV_FILE={first}"], check=True, capture_output=True, timeout=60)

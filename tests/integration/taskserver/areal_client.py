@@ -19,12 +19,14 @@ Messages = list[dict[str, str]]
 class TaskServerClient:
     """The workflow's HTTP side; `policy(messages)` plays the model."""
 
-    def __init__(self, base_urls: list[str], timeout: float = 120.0) -> None:
+    def __init__(self, base_urls: list[str], timeout: float = 120.0, headers: dict[str, str] | None = None) -> None:
         self._urls = itertools.cycle(base_urls)
         self.timeout = timeout
+        self.headers = headers or {}  # a subclass's custom headers: `Authorization: Bearer <the server's token>`
 
     async def _post(self, path: str, body: dict) -> dict:
-        async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=self.timeout)) as session:
+        async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=self.timeout),
+                                         headers=self.headers) as session:
             async with session.post(f"{next(self._urls)}/api{path}", json=body) as resp:
                 if resp.status >= 400:
                     raise RuntimeError(f"{path}: HTTP {resp.status}: {await resp.text()}")

@@ -13,8 +13,9 @@ CREATE = '{"name": "create_task", "arguments": {"user_id": "user_1", "title": "I
 
 
 def test_the_task_server_serves_tau2_tasks_to_an_areal_style_client(settings_for):
-    client = TestClient(create_app(load_registry(MOCK), "tau2-mock", settings_for(), run_id="ts"))
     with scripted_user([ASK]) as (url, _):
+        client = TestClient(create_app(load_registry(MOCK), "tau2-mock", settings_for(tau2_user_llm_allowed_urls=url),
+                                       run_id="ts"))
         econfig = {"econfig": {"user_llm": "scripted-user", "user_llm_base_url": url}}  # AReaL's names
         start = client.post("/api/episode/start", json={"sample_id": "create_task_1", "config": econfig}).json()
         messages = start["observation"]["content"]

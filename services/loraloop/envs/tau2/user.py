@@ -1,8 +1,9 @@
 """The user simulator: an LLM behind any OpenAI-compatible URL, its calls recorded apart from the agent's.
 
 By default it is the stack's own vLLM serving the base model (never an adapter being trained); AReaL's
-names set another: `econfig.user_llm` and `econfig.user_llm_base_url` in a Task Server start's config,
-or LORALOOP_TAU2_USER_LLM and LORALOOP_TAU2_USER_LLM_BASE_URL for every episode.
+names set another: `econfig.user_llm` and `econfig.user_llm_base_url` in a Task Server start's config (a URL
+LORALOOP_TAU2_USER_LLM_ALLOWED_URLS allows), or LORALOOP_TAU2_USER_LLM and LORALOOP_TAU2_USER_LLM_BASE_URL for
+every episode.
 """
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from typing import Any
 
 from loraloop.agents.policy import model_failure
 from loraloop.errors import ConfigError, EnvironmentFailure
+from loraloop.input_rules import MODEL_NAME, same_url, url_list
 from loraloop.tasks.tau2.package import tau2_registry
 
 tau2_registry()  # before tau2's modules: offline litellm, quiet logs
@@ -22,14 +24,20 @@ ECONFIG_TYPES = {"user_llm": str, "user_llm_base_url": str, "solo_mode": bool}
 
 def econfig(config: dict) -> dict[str, Any]:
     """AReaL's tau2 settings in a start config, `{"econfig": {...}}` or dotted `{"econfig.user_llm": ...}`; those
-    loraloop uses are type-checked, the rest (AReaL's training knobs) are ignored."""
-    nested = config.get("econfig") or {}
+    loraloop uses are type-checked (a model name: at most 256 characters, no spaces or control characters), the rest
+    (AReaL's training knobs) are ignored."""
+    nested = config.get("econfig")
+    if nested is None:
+        nested = {}
     if not isinstance(nested, dict):
         raise ConfigError(f"config.econfig must be an object, got {type(nested).__name__}")
     found = {**nested, **{k.split(".", 1)[1]: v for k, v in config.items() if k.startswith("econfig.")}}
     for name, kind in ECONFIG_TYPES.items():
         if found.get(name) is not None and not isinstance(found[name], kind):
-            raise ConfigError(f"config econfig.{name} must be a {kind.__name__}, got {found[name]!r}")
+            raise ConfigError(f"config econfig.{name} must be a {kind.__name__}, got {str(found[name])[:100]!r}")
+    if found.get("user_llm") is not None and not MODEL_NAME.fullmatch(found["user_llm"]):
+        raise ConfigError("config econfig.user_llm must be a served model name: 1 to 256 characters, no spaces or "
+                          "control characters")
     return {name: found[name] for name in ECONFIG_TYPES if found.get(name) is not None}
 
 
@@ -46,11 +54,23 @@ class UserLLM:
 
     @classmethod
     def resolve(cls, settings, config: dict) -> "UserLLM":
-        """The start config's econfig, else LORALOOP_TAU2_USER_LLM*, else the stack's vLLM and base model."""
+        """The start config's econfig, else LORALOOP_TAU2_USER_LLM*, else the stack's vLLM and base model.
+
+        Outbound URLs are the operator's: a client's econfig.user_llm_base_url must be the configured one or one of
+        LORALOOP_TAU2_USER_LLM_ALLOWED_URLS (ConfigError naming the field otherwise), and the operator's key goes only
+        to the configured URL, so a client can neither point the server at its own listener nor collect the key."""
         found = econfig(config)
+        configured = settings.tau2_user_llm_base_url or settings.vllm_url
+        asked = found.get("user_llm_base_url")
+        if asked is not None and not any(same_url(asked, url) for url in
+                                         [configured, *url_list(settings.tau2_user_llm_allowed_urls)]):
+            raise ConfigError(f"config econfig.user_llm_base_url {asked[:200]!r} is not a user simulator this server "
+                              f"allows: leave it out (the server's own) or name one of "
+                              f"LORALOOP_TAU2_USER_LLM_ALLOWED_URLS")
+        base_url = asked or configured
+        api_key = settings.tau2_user_llm_api_key or settings.vllm_api_key if same_url(base_url, configured) else "EMPTY"
         return cls(model=found.get("user_llm") or settings.tau2_user_llm or settings.base_model_name,
-                   base_url=found.get("user_llm_base_url") or settings.tau2_user_llm_base_url or settings.vllm_url,
-                   api_key=settings.tau2_user_llm_api_key or settings.vllm_api_key, max_tokens=settings.max_tokens,
+                   base_url=base_url, api_key=api_key, max_tokens=settings.max_tokens,
                    timeout_s=settings.request_timeout_s, retries=settings.model_retries)
 
     def litellm(self) -> tuple[str, dict]:

@@ -24,15 +24,18 @@ import orjson
 from fastapi import FastAPI, HTTPException, Request
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 from pydantic import Field
+from redis import RedisError
 from starlette.concurrency import run_in_threadpool
 
 from loraloop import http_guards
 from loraloop.errors import ConfigError, SessionError
 from loraloop.http_guards import RequestBody
+from loraloop.input_rules import Identifier, Reward
 from loraloop.logs import get_logger
 from loraloop.serve.gateway.recording import StreamedCompletion, completion_of, for_client, upstream_body
 from loraloop.serve.gateway.sessions import Sessions
 from loraloop.serve.gateway.upstream import Upstream
+from loraloop.service.book import without_credentials
 from loraloop.settings import Settings
 from loraloop.store import open_store
 from loraloop.taskserver.states import EpisodeStates, MemoryEpisodeStates, sweeping
@@ -47,15 +50,15 @@ class StartSession(RequestBody):
                                                                    "grouped by it")
     api_key: str | None = Field(None, min_length=16, max_length=256, description="a previous session's key: that "
                                 "session is stored and a new one starts with the same key (AReaL's refresh)")
-    experiment: str | None = Field(None, min_length=1, max_length=128, description="the episode's mode "
-                                   "(trajectories/<experiment>/); default LORALOOP_GATEWAY_EXPERIMENT")
-    run_id: str | None = Field(None, min_length=1, max_length=128, description="the run folder (default: today, UTC)")
+    experiment: Identifier | None = Field(None, description="the episode's mode (trajectories/<experiment>/); "
+                                          "default LORALOOP_GATEWAY_EXPERIMENT")
+    run_id: Identifier | None = Field(None, description="the run folder (default: today, UTC)")
 
 
 class SetReward(RequestBody):
     """POST /rl/set_reward: a completion's reward (the last completion's when interaction_id is null)."""
 
-    reward: float
+    reward: Reward = Field(description="finite, at most 1e6 either way (input_rules.MAX_REWARD)")
     interaction_id: str | None = Field(None, max_length=256, description="a completion's id (chatcmpl-…)")
 
 
@@ -131,6 +134,7 @@ def create_app(settings: Settings, states: EpisodeStates | None = None) -> FastA
 
     app = FastAPI(title="loraloop gateway", lifespan=lifespan)
     http_guards.install(app, settings.gateway_max_body_bytes, "LORALOOP_GATEWAY_MAX_BODY_BYTES")
+    http_guards.unavailable(app, (RedisError,), "Redis (the sessions' state)", without_credentials(settings.broker_url))
 
     @app.exception_handler(SessionError)
     async def session_error(request: Request, exc: SessionError) -> JSONResponse:

@@ -30,7 +30,8 @@ class Upstream:
         self.adapters: dict[str, Adapter | None] = {}
 
     async def models(self) -> dict:
-        """vLLM's /models reply, as it gives it."""
+        """vLLM's /models reply, less each model's `root`: the folder vLLM loaded it from, a host path no client
+        needs (the id, the parent model and the rest pass through)."""
         try:
             response = await self.client.get("/models")
         except httpx.HTTPError as exc:
@@ -38,6 +39,8 @@ class Upstream:
         if response.status_code != 200:
             raise SessionError(f"vLLM at {self.url} answered /models with HTTP {response.status_code}", 502)
         payload = response.json()
+        for entry in payload.get("data", ()):
+            entry.pop("root", None)
         self.served = {entry["id"] for entry in payload.get("data", ())}
         self.asked_at = time.monotonic()
         return payload

@@ -1,13 +1,13 @@
 """What the routes depend on: the settings, the job book and Celery app of this API, and the bearer token."""
 from __future__ import annotations
 
-import secrets
 from typing import Annotated
 
 from celery import Celery
 from fastapi import Depends, HTTPException, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
+from loraloop.http_guards import token_ok
 from loraloop.service.book import JobBook
 from loraloop.settings import Settings
 
@@ -34,15 +34,9 @@ BookDep = Annotated[JobBook, Depends(get_book)]
 QueueDep = Annotated[Celery, Depends(get_queue)]
 
 
-def bearer_ok(settings: Settings, credentials: HTTPAuthorizationCredentials | None) -> bool:
-    """True when the API has no token or the request's bearer token is it (compared in constant time)."""
-    return not settings.api_token or bool(credentials and secrets.compare_digest(
-        credentials.credentials.encode(), settings.api_token.encode()))
-
-
 def authorised(settings: SettingsDep,
                credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)]) -> None:
     """With LORALOOP_API_TOKEN set, refuse (401) a request without `Authorization: Bearer <that token>`."""
-    if not bearer_ok(settings, credentials):
+    if not token_ok(settings.api_token, credentials):
         raise HTTPException(401, "missing or wrong bearer token (LORALOOP_API_TOKEN)",
                             headers={"WWW-Authenticate": "Bearer"})

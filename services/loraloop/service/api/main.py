@@ -40,16 +40,15 @@ def create_app(settings: Settings) -> FastAPI:
     app.include_router(health.router)
     app.include_router(ui.router)
     app.add_exception_handler(ui.LoginNeeded, ui.login_redirect)
+    app.state.login_attempts = ui.LoginAttempts()
+    app.middleware("http")(ui.hardening_headers)
     http_guards.install(app, settings.api_max_body_bytes)
 
     @app.exception_handler(LoraloopError)
     def loraloop_error(_request: Request, exc: LoraloopError) -> JSONResponse:
         return JSONResponse({"detail": str(exc)}, status_code=_status(exc))
 
-    @app.exception_handler(redis.RedisError)
-    def broker_error(_request: Request, exc: redis.RedisError) -> JSONResponse:
-        return JSONResponse({"detail": f"broker unreachable at {without_credentials(settings.broker_url)} "
-                                       f"({type(exc).__name__})"}, status_code=503)
+    http_guards.unavailable(app, (redis.RedisError,), "broker", without_credentials(settings.broker_url))
 
     return app
 
