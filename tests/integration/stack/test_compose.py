@@ -362,9 +362,15 @@ def test_ci_stack_rolls_out_into_the_store_and_goes_away_cleanly(capsys, tmp_pat
             jobs = httpx.get(f"{api}/api/jobs/{run_id}", timeout=30).json()
             assert jobs["done"] == 12 and jobs["state"] == "done"
             tasks = "http://127.0.0.1:25000/api"
-            episode = httpx.post(f"{tasks}/episode/start", json={"sample_id": "test-files-00000"}, timeout=120).json()
+            token = next(line.split("=", 1)[1] for line in ENV_FILE.read_text().splitlines()
+                         if line.startswith("TASK_SERVER_TOKEN="))  # the stack's Task Server requires it
+            assert httpx.post(f"{tasks}/episode/start", json={"sample_id": "test-files-00000"},
+                              timeout=60).status_code == 401
+            auth = {"Authorization": f"Bearer {token}"}
+            episode = httpx.post(f"{tasks}/episode/start", json={"sample_id": "test-files-00000"}, headers=auth,
+                                 timeout=120).json()
             assert episode["observation"]["type"] == "messages"
-            assert httpx.post(f"{tasks}/episode/cancel", json={"episode_id": episode["episode_id"]},
+            assert httpx.post(f"{tasks}/episode/cancel", json={"episode_id": episode["episode_id"]}, headers=auth,
                               timeout=60).json()["status"] == "cancelled"
             assert len(list(store.list("trajectories/os-ci/"))) == 1
             model = make("rollout", EXPERIMENT="smollm_zero", SUBSET="test", SAMPLE_SIZE=2, LORALOOP_API_URL=api)
