@@ -8,6 +8,7 @@ import json
 import os
 import re
 import shutil
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -15,6 +16,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from loraloop.envs.shell.docker import OWNER_LABEL
 from loraloop.serve import vllm_server
 
 LORALOOP = [sys.executable, "-m", "loraloop.cli"]
@@ -87,10 +89,10 @@ def tiny_registry(root: Path, families=("count-ext",), train: int = 3) -> Path:
     return root
 
 
-def shell_containers() -> set[str]:
-    """The ids of the shell-environment containers on the engine (the label every one carries)."""
-    return set(subprocess.run(["docker", "ps", "-aq", "--filter", "label=loraloop.role=shell-env"],
-                              capture_output=True, text=True, check=True).stdout.split())
+def containers_of(pid: int) -> list[str]:
+    """The ids of the environment containers process `pid` owns (the owner label every one carries)."""
+    return subprocess.run(["docker", "ps", "-aq", "--filter", f"label={OWNER_LABEL}={socket.gethostname()}:{pid}"],
+                          capture_output=True, text=True, check=True).stdout.split()
 
 
 @pytest.mark.timeout(900)
@@ -101,10 +103,11 @@ def test_the_demo_runs_its_plan_and_leaves_every_promised_artifact(tmp_path, loo
     exit 0, the report, its CSV, the success chart (each row 0/1 or 1/1: the chart once crashed on 10/10)
     and the loss curve; the closing summary names both arms with intervals, the stages' times and the paths;
     no environment container is left."""
-    before = shell_containers()
-    proc = subprocess.run(LORALOOP + ["demo", "--epochs", "1", "--out", str(tmp_path / "demo"), "--task_registry",
-                                      str(tiny_registry(tmp_path / "tasks", ("count-ext",), train=2))],
-                          env=loop_env, capture_output=True, text=True, timeout=850)
+    demo = subprocess.Popen(LORALOOP + ["demo", "--epochs", "1", "--out", str(tmp_path / "demo"), "--task_registry",
+                                        str(tiny_registry(tmp_path / "tasks", ("count-ext",), train=2))],
+                            env=loop_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    stdout, stderr = demo.communicate(timeout=850)
+    proc = subprocess.CompletedProcess(demo.args, demo.returncode, stdout, stderr)
     assert proc.returncode == 0, proc.stderr[-3000:]
     (run,) = (tmp_path / "demo").iterdir()
     summary = json.loads((run / "summary.json").read_text())
@@ -120,7 +123,7 @@ def test_the_demo_runs_its_plan_and_leaves_every_promised_artifact(tmp_path, loo
     assert list(summary["stages_s"]) == ["prepare model", "start vLLM", "teacher rollouts", "export BC dataset",
                                          "train BC LoRA", "publish adapter to vLLM", "eval base vs adapter"]
     assert "95% CI" in proc.stderr and "wall time" in proc.stderr
-    assert shell_containers() <= before, "the demo left environment containers behind"
+    assert containers_of(demo.pid) == [], "the demo left environment containers behind"
     assert vllm_server.is_ready(vllm_url), "the demo stopped a vLLM it did not start"
 
 
