@@ -36,14 +36,36 @@ def lane_of(path: Path) -> tuple[str | None, str | None]:
     return None, None
 
 
+# The longest test files (seconds on the 2-core VM, bench/results/test_suite.md), longest first: they start
+# first, so that the two workers of `make test` (pytest-xdist, a file per worker at a time) do not end with one
+# of them alone on a long file while the other waits.
+LONGEST_FIRST = ("stack/test_loop.py", "stack/test_compose.py", "serve/test_publish.py", "envs/test_shell_env.py",
+                 "tasks/test_web_tasks.py", "train/test_rl_loop.py", "service/test_jobs.py",
+                 "rollout/test_halo_modes.py", "envs/test_tau2_env.py")
+
+
+def first_rank(item) -> int:
+    """Where a test's file stands in LONGEST_FIRST (the rest after them, in their collected order)."""
+    path = item.path.as_posix()
+    return next((n for n, name in enumerate(LONGEST_FIRST) if path.endswith(f"tests/integration/{name}")),
+                len(LONGEST_FIRST))
+
+
 def pytest_collection_modifyitems(config, items):
-    """Mark every test with its lane (`unit` / `integration`) and, in integration, `stage_<stage>`."""
+    """Mark every test with its lane (`unit` / `integration`) and, in integration, `stage_<stage>`; the longest
+    files first (LONGEST_FIRST), each file's tests in their order."""
     for item in items:
         lane, stage = lane_of(item.path)
         if lane:
             item.add_marker(lane)
         if stage:
             item.add_marker(f"stage_{stage}")
+    items.sort(key=first_rank)
+    phase = os.environ.get("LORALOOP_TEST_PHASE")  # scripts/test.sh: `serial` tests alone, then the rest in parallel
+    if phase in ("serial", "parallel"):
+        keep = [item for item in items if (item.get_closest_marker("serial") is not None) == (phase == "serial")]
+        config.hook.pytest_deselected(items=[item for item in items if item not in keep])
+        items[:] = keep
 
 
 def pytest_runtest_setup(item):

@@ -242,6 +242,7 @@ def test_a_stopped_memory_mode_server_stores_its_open_episodes(tmp_path):
     assert left.strip() == ""
 
 
+@pytest.mark.serial  # counts answers against wall time: alone, not beside the other worker's tests
 def test_slow_steps_past_the_cap_get_429_and_health_stays_quick(tmp_path):
     """45 slow steps at once on one episode held every worker thread, so /api/health waited its turn (13 s for 40
     in the issue). Past LORALOOP_API_MAX_IN_FLIGHT a step is refused with 429 at once, health needs no thread."""
@@ -256,7 +257,8 @@ def test_slow_steps_past_the_cap_get_429_and_health_stays_quick(tmp_path):
         wait_port(port, 60)
         base = f"http://127.0.0.1:{port}"
         episode = call(base, "POST", "/api/episode/start", {"sample_id": "test-files-00000"}).json()["episode_id"]
-        slow = {"episode_id": episode, "action": {"content": bash("sleep 1.5; echo slept")}}
+        # long enough that all 45 arrive while the first 3 still run, on a loaded machine too
+        slow = {"episode_id": episode, "action": {"content": bash("sleep 6; echo slept")}}
         with ThreadPoolExecutor(48) as pool:
             steps = [pool.submit(call, base, "POST", "/api/episode/step", slow) for _ in range(45)]
             time.sleep(1.0)
@@ -355,6 +357,7 @@ def test_hostile_bodies_get_a_4xx_that_names_the_field(server):
     assert call(server, "GET", "/api/health").json()["active_episodes"] == 0
 
 
+@pytest.mark.serial  # the bomb must still hold the pids when the next step comes: alone, not under load
 def test_a_fork_bomb_ends_the_episode_as_an_environment_failure_and_frees_its_container(replicas):
     """The replica that goes on with the episode cannot start a shell in a container whose pids a fork bomb
     holds: the episode ends as env_error with the cause, is stored, and its container is removed."""
