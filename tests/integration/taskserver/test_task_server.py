@@ -365,6 +365,14 @@ def test_a_fork_bomb_ends_the_episode_as_an_environment_failure_and_frees_its_co
     episode = call(a, "POST", "/api/episode/start", {"sample_id": "test-files-00000", "config": {}}).json()["episode_id"]
     bomb = call(a, "POST", "/api/episode/step", {"episode_id": episode, "action": {"content": bash(":(){ :|:& };:")}})
     assert bomb.status_code == 200 and bomb.json()["done"] is False
+    # the bomb forks in the background after its step returned: go on once it holds every pid (no process can
+    # start in the container), as it would soon under any load; before, the next step sometimes came first
+    (box,) = subprocess.run(["docker", "ps", "-q", "--filter", f"label=loraloop.episode={episode}"],
+                            capture_output=True, text=True).stdout.split()
+    deadline = time.monotonic() + 60
+    while subprocess.run(["docker", "exec", box, "true"], capture_output=True, timeout=30).returncode == 0:
+        assert time.monotonic() < deadline, "the fork bomb never took the container's last pid"
+        time.sleep(0.5)
     after = call(b, "POST", "/api/episode/step", {"episode_id": episode, "action": {"content": bash("echo hi")}})
     assert after.status_code == 200, after.text
     end = after.json()
