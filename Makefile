@@ -158,6 +158,9 @@ bench-halo: ## every smol_* HALO mode on bundled test tasks with SmolLM2 (bench/
 bench-learning: setup images model ## does RL beat BC? held-out base, BC and BC+RL over SEEDS (default 1,2,3; about 20 min a seed here)
 	$(VENV)/bin/python bench/rl_learning.py --seeds $(SEEDS) --out
 
+agentbench: setup images model ## learning on AgentBench OS: base, BC, BC+RL on the 100 held-out tasks, SEEDS (resumes; docs/benchmarks/agentbench.md)
+	$(LORALOOP) agentbench --seeds $(SEEDS) $(AGENTBENCH_ARGS)
+
 docs: ## write docs/settings.md from the Settings class (loraloop.settings_doc; tests/unit/test_docs.py checks it)
 	PYTHONPATH=services $(VENV)/bin/python -m loraloop.settings_doc > docs/settings.md.tmp && mv docs/settings.md.tmp docs/settings.md
 

@@ -105,7 +105,7 @@ def demo_plan(epochs: float = 3.0, registry: str = TASK_REGISTRY) -> LoopPlan:
 
 
 @contextmanager
-def _vllm(settings: Settings):
+def vllm_serving(settings: Settings):
     """The model server: reuse a running one, else start it and stop it after."""
     started = not vllm_server.is_ready(settings.vllm_url)
     vllm_server.start(settings)
@@ -152,7 +152,7 @@ def run_turn(settings: Settings, out: Path, plan: LoopPlan, seed: int, server: E
     with stage("prepare model"):
         prepare(plan.model, Path(settings.model_dir))
     with stage("start vLLM"):
-        server.enter_context(_vllm(settings))
+        server.enter_context(vllm_serving(settings))
     with stage("teacher rollouts"):
         rollout(plan.teacher, plan.train_subset, 1, None, None)
     with stage("export BC dataset"):

@@ -31,6 +31,7 @@ app.add_typer(store.app, name="store")
 app.command("worker")(jobs.worker)
 app.command("demo")(loop.demo)
 app.command("loop")(loop.loop)
+app.command("agentbench")(loop.agentbench_command())
 app.command(**serve.renamed("serve-api", "serve task-server"))(serve.task_server)
 app.command(**serve.renamed("rollout-api", "serve rollout-api"))(serve.rollout_api)
 

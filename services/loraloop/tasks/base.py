@@ -9,7 +9,7 @@ from __future__ import annotations
 import glob
 import json
 import random
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -69,6 +69,7 @@ class TaskSet:
     scripts: str | None = None
     index_prefix: str = ""
     stem_in_index: bool = True
+    ids: str | None = None  # a file naming the tasks the set keeps, `index [family]` a line (read_id_list)
 
 
 @dataclass
@@ -201,7 +202,48 @@ def load_set(root: Path, spec: TaskSet, env: str = "") -> list[Task]:
             ctx = TaskContext(file=str(path), number=i, split=spec.split, stem=stem, index_prefix=spec.index_prefix,
                               stem_in_index=spec.stem_in_index, scripts_dir=scripts_dir)
             tasks.append(parse_any(raw, ctx, env))
-    return tasks
+    return keep_listed(tasks, root / spec.ids, spec.files) if spec.ids else tasks
+
+
+def read_id_list(path: Path) -> dict[str, tuple[int, str]]:
+    """A list of task indices, `index [family]` a line (`#` starts a comment), as {index: (line, family or '')}.
+
+    One set of a published file split in two (AgentBench's 1,000 training tasks: 900 to train on, 100 held
+    out) is two such lists over the same file; fails naming the file and line of a malformed or repeated entry."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise TaskFormatError(f"{path}: the task id list a set names does not exist") from None
+    except UnicodeDecodeError as exc:
+        raise TaskFormatError(f"{path}: not UTF-8 text (byte {exc.start}); a task id list is text") from exc
+    listed: dict[str, tuple[int, str]] = {}
+    for number, line in enumerate(text.splitlines(), 1):
+        fields = line.split("#", 1)[0].split()
+        if not fields:
+            continue
+        if len(fields) > 2:
+            raise TaskFormatError(f"{path}: line {number}: expected `index [family]`, got {line.strip()!r}")
+        if fields[0] in listed:
+            raise TaskFormatError(f"{path}: line {number}: task {fields[0]!r} is listed already (line "
+                                  f"{listed[fields[0]][0]})")
+        listed[fields[0]] = (number, fields[1] if len(fields) == 2 else "")
+    return listed
+
+
+def keep_listed(tasks: list[Task], ids: Path, files: str) -> list[Task]:
+    """The tasks an id list names, in their files' order, each with its family as the label `family:NAME` (so
+    `--subset heldout+family:NAME` selects it); fails naming the list's line of an id no task has."""
+    listed = read_id_list(ids)
+    known = {task.index for task in tasks}
+    for index, (number, _) in listed.items():
+        if index not in known:
+            raise TaskFormatError(f"{ids}: line {number}: no task {index!r} in {files}")
+    kept = []
+    for task in tasks:
+        if task.index in listed:
+            family = listed[task.index][1]
+            kept.append(replace(task, labels=(*task.labels, f"family:{family}")) if family else task)
+    return kept
 
 
 def load_sets(name: str, root: Path, sets: list[TaskSet], env: str = "") -> Registry:

@@ -13,7 +13,7 @@ import yaml
 
 from loraloop.errors import TaskFormatError
 from loraloop.paths import locate
-from loraloop.tasks.base import REGISTRY_FILE, Registry, Task, TaskSet, check_unique, load_set
+from loraloop.tasks.base import REGISTRY_FILE, Registry, Task, TaskSet, check_unique, load_set, read_id_list
 
 __all__ = ["Registry", "Task", "load_registry", "missing_files", "registries_below"]
 
@@ -31,16 +31,35 @@ def _registry_yaml(path: Path) -> Registry:
 
     env = str(doc.get("env", DEFAULT_KIND))
     registry = Registry(name=str(doc.get("name", path.parent.name)), env=env)
+    specs = []
     for i, raw in enumerate(doc["sets"]):
         if not isinstance(raw, dict) or "files" not in raw:
             raise TaskFormatError(f"{path}: sets[{i}] needs 'files' (a glob relative to {path.parent})")
-        unknown = set(raw) - {"split", "files", "scripts", "index_prefix"}
+        unknown = set(raw) - {"split", "files", "scripts", "index_prefix", "ids"}
         if unknown:
             raise TaskFormatError(f"{path}: sets[{i}] has unknown field(s) {', '.join(sorted(unknown))}")
-        spec = TaskSet(split=str(raw.get("split", "")), files=str(raw["files"]),
-                       scripts=raw.get("scripts"), index_prefix=str(raw.get("index_prefix", "")))
+        specs.append(TaskSet(split=str(raw.get("split", "")), files=str(raw["files"]), scripts=raw.get("scripts"),
+                             index_prefix=str(raw.get("index_prefix", "")),
+                             ids=str(raw["ids"]) if raw.get("ids") is not None else None))
+    _disjoint_lists(path.parent, specs)
+    for spec in specs:
         registry.tasks.extend(load_set(path.parent, spec, env))
     return registry
+
+
+def _disjoint_lists(root: Path, specs: list[TaskSet]) -> None:
+    """Fail naming both lists and lines when two sets' id lists share a task (a held-out task listed for
+    training too): a task belongs to one split."""
+    seen: dict[str, str] = {}
+    for spec in specs:
+        if spec.ids is None:
+            continue
+        for index, (line, _) in read_id_list(root / spec.ids).items():
+            where = f"{spec.ids} line {line} (split {spec.split!r})"
+            if index in seen:
+                raise TaskFormatError(f"{root}: task {index!r} is in {seen[index]} and in {where}: a task belongs "
+                                      "to one split, and a held-out task is never trained on")
+            seen[index] = where
 
 
 def _published_layout(path: Path) -> Registry | None:

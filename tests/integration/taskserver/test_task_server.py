@@ -357,16 +357,18 @@ def test_hostile_bodies_get_a_4xx_that_names_the_field(server):
     assert call(server, "GET", "/api/health").json()["active_episodes"] == 0
 
 
-@pytest.mark.serial  # the bomb must still hold the pids when the next step comes: alone, not under load
+@pytest.mark.serial  # the flood must hold the pids when the next step comes: alone, not under load
 def test_a_fork_bomb_ends_the_episode_as_an_environment_failure_and_frees_its_container(replicas):
     """The replica that goes on with the episode cannot start a shell in a container whose pids a fork bomb
     holds: the episode ends as env_error with the cause, is stored, and its container is removed."""
     a, b = replicas["urls"]
     episode = call(a, "POST", "/api/episode/start", {"sample_id": "test-files-00000", "config": {}}).json()["episode_id"]
-    bomb = call(a, "POST", "/api/episode/step", {"episode_id": episode, "action": {"content": bash(":(){ :|:& };:")}})
+    # The classic `:(){ :|:& };:` churns: its children die as fast as they fork, so a `docker exec` now and then
+    # found a free pid (in CI it did for 60 s). This bomb forks processes that stay, in the background, until
+    # none is left: once full, no pid is ever freed, so what follows is the same on every run.
+    bomb = call(a, "POST", "/api/episode/step",
+                {"episode_id": episode, "action": {"content": bash("{ while :; do sleep 3600 & done; } 2>/dev/null &")}})
     assert bomb.status_code == 200 and bomb.json()["done"] is False
-    # the bomb forks in the background after its step returned: go on once it holds every pid (no process can
-    # start in the container), as it would soon under any load; before, the next step sometimes came first
     (box,) = subprocess.run(["docker", "ps", "-q", "--filter", f"label=loraloop.episode={episode}"],
                             capture_output=True, text=True).stdout.split()
     deadline = time.monotonic() + 60

@@ -129,7 +129,7 @@ def _registry_yaml(name: str, sets: list[TaskSet], source: tuple[Path, Path]) ->
         "sets:",
     ]
     for spec in sets:
-        fields = {k: v for k, v in asdict(spec).items() if k != "stem_in_index"}
+        fields = {k: v for k, v in asdict(spec).items() if k != "stem_in_index" and (k != "ids" or v is not None)}
         lines.append(f"  - split: {json.dumps(fields.pop('split'))}")
         lines += [f"    {key}: {json.dumps(value)}" for key, value in fields.items()]
     return "\n".join(lines) + "\n"

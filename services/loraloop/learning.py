@@ -1,0 +1,387 @@
+"""Learning on a benchmark: base → BC → BC+RL trained on its train split and judged on its held-out split,
+over training seeds, in one resumable run (`loraloop agentbench`, `make agentbench`).
+
+The stages are the loop's own parts, each timed: teacher episodes on the train split (`rollout`, the
+scripted teacher), the BC dataset (`export`), a LoRA per seed (`train bc`), published to vLLM, online RL
+from it (`train rl`, train/rl_loop.py), and greedy evaluations of base, BC and BC+RL on the held-out
+split with one experiment (its protocol, round limit and reply length), so the three differ only in the
+weights. The report has the learning table (mean ± sd over seeds), Wilson intervals, paired McNemar tests
+between each pair, success per task family, the most common failure modes of BC+RL, the stage times and
+links to every held-out episode in the viewer.
+
+A run lives in one folder (`--out`): the store's run ids are fixed by the plan's name and seed, training
+writes where it is found again, and `progress.json` records the stages done, so a run started again goes
+on where it stopped. The teacher episodes, the BC dataset and the base model's evaluation do not depend on
+the training seed (the teacher is scripted, evaluation is greedy): they are made once and shared.
+"""
+from __future__ import annotations
+
+import json
+import re
+import time
+from collections import Counter, defaultdict
+from contextlib import ExitStack, contextmanager
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+from loraloop.datasets.export import export
+from loraloop.defaults import TASK_SEED
+from loraloop.envs import env_kind
+from loraloop.errors import ConfigError
+from loraloop.evaluate.charts import family_chart, success_chart
+from loraloop.evaluate.report import (Row, episodes_url, markdown_table, mean_sd, paired_table, summary_row,
+                                      viewer_address, write_csv, write_learning_report)
+from loraloop.models.prepare import prepare
+from loraloop.orchestrator import vllm_serving
+from loraloop.rollout.experiments import get_experiment
+from loraloop.rollout.sampler import plan_rollout
+from loraloop.serve.publish import publish, serve_version
+from loraloop.service.client import execute
+from loraloop.settings import Settings
+from loraloop.store import adapters, open_store
+from loraloop.store.browse import run_index
+from loraloop.store.trajectories import iter_episodes, run_prefix
+from loraloop.tasks.registry import Registry, load_registry
+from loraloop.train.bc import train_bc
+from loraloop.train.config import BCConfig, RLConfig
+from loraloop.train.rl_loop import run_rl
+
+console = Console(stderr=True)
+MODELS = ("base", "BC", "BC+RL")
+
+
+def option(default, help: str):
+    """A plan field with the help its command-line flag shows (cli/common.dataclass_options reads it)."""
+    return field(default=default, metadata={"help": help})
+TOP_FAILURES = 10
+
+
+@dataclass(frozen=True)
+class LearningPlan:
+    """What a learning run does: the benchmark's registry and splits, the experiments that play the teacher,
+    the evaluations and RL rollouts, BC and RL training, and the seeds."""
+
+    name: str = option("agentbench", "names the run's store runs and adapters (agentbench-bc-s1, agentbench-rl-s1-v3…)")
+    model: str = option("smollm2-135m", "the base model (`loraloop models prepare` name)")
+    task_registry: str = option("configs/tasks/agentbench-os", "the benchmark's registry (its train and held-out "
+                                "splits)")
+    train_subset: str = option("train", "the tasks trained on")
+    heldout_subset: str = option("heldout", "the tasks judged on: never trained or tuned on")
+    seeds: str = option("1,2,3", "training seeds, comma-separated")
+    teacher: str = option("teacher", "the experiment whose episodes BC learns from")
+    evaluator: str = option("smollm_zero", "the experiment of every held-out evaluation (its protocol and round "
+                            "limit); the model is set per stage")
+    rl_experiment: str = option("smollm_rl", "the experiment of RL's rollouts")
+    teacher_tasks: int = option(300, "train tasks the teacher plays, a seeded sample: BC's data (0: all; "
+                                       "300 keeps BC within half an hour on 2 CPU cores)")
+    eval_tasks: int | None = option(None, "held-out tasks evaluated (default: all)")
+    eval_max_steps: int | None = option(None, "rounds of an evaluation (default: the evaluator's, AgentBench's 8)")
+    max_tokens: int = option(128, "longest reply in evaluations and RL rollouts")
+    bc_epochs: float = option(1.0, "epochs of BC")
+    bc_lr: float = option(5e-4, "BC learning rate")
+    batch_size: int = option(4, "BC batch size")
+    whole_episodes: bool = option(True, "BC on one sequence per episode (every turn in the loss)")
+    rl_iterations: int = option(3, "RL iterations (rollout, train, publish)")
+    rl_tasks: int = option(16, "train tasks per RL iteration")
+    rl_rollouts: int = option(4, "episodes per task: the group advantages compare within")
+    rl_lr: float = option(1e-4, "RL learning rate")
+    rl_temperature: float = option(0.7, "RL rollouts' sampling temperature")
+    task_seed: int = option(TASK_SEED, "base of per-rollout seeds")
+
+    def __post_init__(self) -> None:
+        """Reject a plan that cannot run, naming the value."""
+        self.seed_list()
+        if self.teacher_tasks < 0:
+            raise ConfigError(f"learning plan: teacher_tasks must be 0 (all) or more, got {self.teacher_tasks}")
+        for name in ("bc_epochs", "bc_lr", "rl_lr", "batch_size", "max_tokens", "rl_rollouts", "rl_tasks"):
+            if getattr(self, name) <= 0:
+                raise ConfigError(f"learning plan: {name} must be positive, got {getattr(self, name)}")
+        if self.rl_iterations < 0:
+            raise ConfigError(f"learning plan: rl_iterations must be 0 or more, got {self.rl_iterations}")
+        for name in ("eval_tasks", "eval_max_steps"):
+            if getattr(self, name) is not None and getattr(self, name) < 1:
+                raise ConfigError(f"learning plan: {name} must be at least 1, got {getattr(self, name)}")
+
+    def seed_list(self) -> list[int]:
+        """The training seeds, in order; fails naming the value when it is not a comma-separated list of ints."""
+        try:
+            seeds = [int(s) for s in self.seeds.split(",") if s.strip()]
+        except ValueError:
+            seeds = []
+        if not seeds or len(set(seeds)) != len(seeds):
+            raise ConfigError(f"learning plan: seeds must be distinct integers separated by commas, got "
+                              f"{self.seeds!r}")
+        return seeds
+
+    def run_id(self, model: str, seed: int | None = None) -> str:
+        """The store run of one stage's episodes: `<name>-teacher`, `<name>-base`, `<name>-bc-s1`, …"""
+        return f"{self.name}-{model}" + (f"-s{seed}" if seed is not None else "")
+
+
+def check_split(registry: Registry, plan: LearningPlan) -> tuple[int, int]:
+    """(train tasks, held-out tasks): fails naming a task in both (nothing held out may be trained on)."""
+    train = {t.index for t in registry.select(plan.train_subset)}
+    held = {t.index for t in registry.select(plan.heldout_subset)}
+    both = sorted(train & held)
+    if both:
+        raise ConfigError(f"{plan.task_registry}: {len(both)} held-out task(s) are in the train subset "
+                          f"{plan.train_subset!r} too (first: {both[0]}): a held-out task is never trained on")
+    return len(train), len(held)
+
+
+class Progress:
+    """The stages done and their wall times, in <out>/progress.json: a run started again skips them."""
+
+    def __init__(self, out: Path) -> None:
+        self.path = out / "progress.json"
+        self.stages: dict[str, float] = json.loads(self.path.read_text()) if self.path.is_file() else {}
+
+    @contextmanager
+    def stage(self, name: str):
+        """Run the body unless the stage is done; record its wall time once it returns."""
+        console.rule(f"[bold]{name}")
+        if name in self.stages:
+            console.print(f"[dim]{name}: done before ({self.stages[name]} s)[/]")
+            yield False
+            return
+        started = time.perf_counter()
+        yield True
+        self.stages[name] = round(time.perf_counter() - started, 1)
+        self.path.write_text(json.dumps(self.stages, indent=2))
+        console.print(f"[green]{name}[/]: {self.stages[name]} s")
+
+
+def _served(settings: Settings, folder: Path, name: str) -> str:
+    """The served name of the adapter in `folder` published as `name`: its newest stored version loaded again
+    (a run going on with a restarted vLLM), else published now."""
+    store = open_store(settings=settings)
+    known = adapters.versions(store, name)
+    if known:
+        serve_version(settings, name, adapters.version_name(known[-1]))
+        return adapters.served_name(name, adapters.version_name(known[-1]))
+    return publish(settings, folder, name)["served_name"]
+
+
+def run_learning(settings: Settings, out: Path, plan: LearningPlan) -> Path:
+    """Carry out the plan in `out` (going on where an earlier run there stopped); return report.md's path."""
+    out.mkdir(parents=True, exist_ok=True)
+    registry = load_registry(plan.task_registry)
+    train_count, held_count = check_split(registry, plan)
+    console.print(f"{plan.task_registry}: {train_count} train tasks, {held_count} held out")
+    (out / "plan.json").write_text(json.dumps(asdict(plan), indent=2))
+    progress = Progress(out)
+    store = open_store(settings=settings)
+    evaluating = settings.model_copy(update={"max_tokens": plan.max_tokens})
+
+    def rollout(experiment_name: str, run_id: str, subset: str, sample: int | None, model: str | None) -> None:
+        experiment = get_experiment(settings.experiments_path, experiment_name)
+        if model is not None and plan.eval_max_steps is not None:
+            experiment = experiment.model_copy(update={"max_steps": plan.eval_max_steps})
+        specs = plan_rollout(registry, plan.task_registry, experiment, run_id=run_id, subset=subset,
+                             sample_size=sample, rollouts_per_task=1, seed=plan.task_seed, task_seed=plan.task_seed,
+                             temperature=None, model=model)
+        execute(specs, evaluating if model is not None else settings)
+
+    tasks = registry.select(plan.train_subset) + registry.select(plan.heldout_subset)
+    for kind in sorted({task.env for task in tasks}):
+        env_kind(kind).preflight([task for task in tasks if task.env == kind], settings)
+    with ExitStack() as server:
+        with progress.stage("prepare model") as due:
+            if due:
+                prepare(plan.model, Path(settings.model_dir))
+        server.enter_context(vllm_serving(settings))
+        with progress.stage("teacher episodes") as due:
+            if due:
+                rollout(plan.teacher, plan.run_id("teacher"), plan.train_subset, plan.teacher_tasks or None, None)
+        with progress.stage("export BC dataset") as due:
+            if due:
+                export(store, run_prefix(plan.teacher, plan.run_id("teacher")).rstrip("/"), out / "datasets", ["bc"],
+                       char_budget=settings.prompt_char_budget)  # with datasets/manifest.json
+        with progress.stage("eval base") as due:
+            if due:
+                rollout(plan.evaluator, plan.run_id("base"), plan.heldout_subset, plan.eval_tasks,
+                        settings.base_model_name)
+        for seed in plan.seed_list():
+            _one_seed(settings, evaluating, out / f"seed-{seed}", plan, seed, progress, rollout)
+    return write_learning(store, out, plan, progress.stages, viewer_address(settings), registry)
+
+
+def _one_seed(settings: Settings, evaluating: Settings, folder: Path, plan: LearningPlan, seed: int,
+              progress: Progress, rollout) -> None:
+    """BC, its evaluation, RL from it and BC+RL's evaluation, for one training seed."""
+    with progress.stage(f"train BC (seed {seed})") as due:
+        if due:
+            train_bc(BCConfig(base_model=str(settings.model_dir), dataset_path=str(folder.parent / "datasets/bc.jsonl"),
+                              output_dir=str(folder / "bc_lora"), epochs=plan.bc_epochs, lr=plan.bc_lr, seed=seed,
+                              batch_size=plan.batch_size, whole_episodes=plan.whole_episodes))
+    bc_name = plan.run_id("bc", seed)
+    with progress.stage(f"eval BC (seed {seed})") as due:
+        if due:
+            rollout(plan.evaluator, bc_name, plan.heldout_subset, plan.eval_tasks,
+                    _served(settings, folder / "bc_lora", bc_name))
+    with progress.stage(f"RL (seed {seed})") as due:
+        if due:
+            run_rl(_rl_config(settings, folder, plan, seed), evaluating)
+    with progress.stage(f"eval BC+RL (seed {seed})") as due:
+        if due:  # run_rl again: nothing is left to train, and it loads the newest version into vLLM
+            served = run_rl(_rl_config(settings, folder, plan, seed), evaluating)["adapter"]
+            rollout(plan.evaluator, plan.run_id("rl", seed), plan.heldout_subset, plan.eval_tasks, served)
+
+
+def _rl_config(settings: Settings, folder: Path, plan: LearningPlan, seed: int) -> RLConfig:
+    """`train rl` from the seed's BC adapter on the train split; no held-out evaluation inside it (the
+    held-out split is evaluated after, with the evaluator's protocol, like base and BC)."""
+    return RLConfig(base_model=str(settings.model_dir), dataset_path=plan.task_registry, subset=plan.train_subset,
+                    eval_subset=None, eval_every=0, init_adapter=str(folder / "bc_lora"),
+                    output_dir=str(folder / "rl"), adapter_name=plan.run_id("rl", seed),
+                    experiment=plan.rl_experiment, iterations=plan.rl_iterations, tasks_per_iteration=plan.rl_tasks,
+                    rollouts_per_task=plan.rl_rollouts, lr=plan.rl_lr, temperature=plan.rl_temperature, seed=seed)
+
+
+# -- the report -------------------------------------------------------------------------------------------------
+COMMAND_ERRORS = re.compile(r"command not found|No such file or directory|syntax error|Permission denied|"
+                            r"unexpected EOF|invalid option|unrecognized option")
+
+
+def failure_mode(episode) -> str:
+    """Why a stored episode failed, read from its records: an environment or service error, a wrong answer,
+    `finish` on a task graded by its answer, the round limit (with what filled it: invalid actions, commands
+    that erred, or commands that ran), or the episode's own status."""
+    end = episode.end
+    if end is None:
+        return "no end record"
+    if end.error:
+        return "environment or service error"
+    actions = [step.action for step in episode.steps]
+    if end.status == "completed":
+        return "wrong answer" if actions and actions[-1] == "answer" else "finish without an answer"
+    if end.status == "round_limit":
+        invalid = actions.count("invalid")
+        erred = sum(1 for step in episode.steps if step.action == "bash"
+                    and COMMAND_ERRORS.search(step.next_observation or ""))
+        if invalid == len(actions):
+            return "round limit: every action invalid"
+        if invalid:
+            return "round limit: some actions invalid"
+        if erred:
+            return "round limit: commands that erred"
+        return "round limit: commands ran, no answer"
+    return f"status {end.status or 'unknown'}"
+
+
+def _families(row: Row, family_of: dict[str, str]) -> dict[str, tuple[int, int]]:
+    """(solved, episodes) per task family (the `family:NAME` label) of a row's episodes."""
+    counts: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+    for (task, _), solved in row.outcomes.items():
+        entry = counts[family_of.get(task, "(none)")]
+        entry[0] += solved
+        entry[1] += 1
+    return {name: (v[0], v[1]) for name, v in sorted(counts.items())}
+
+
+def _pooled(label: str, rows: list[Row]) -> Row:
+    """Rows of several seeds as one (their episodes together), labelled `label`, for the family chart."""
+    pooled = Row(label, rows[0].model, sum(r.episodes for r in rows), sum(r.solved for r in rows), 0.0,
+                 sum(r.errors for r in rows))
+    for name in {f for r in rows for f in r.families}:
+        pooled.families[name] = (sum(r.families.get(name, (0, 0))[0] for r in rows),
+                                 sum(r.families.get(name, (0, 0))[1] for r in rows))
+    return pooled
+
+
+def write_learning(store, out: Path, plan: LearningPlan, stages: dict[str, float], viewer_url: str,
+                   registry: Registry) -> Path:
+    """report.md over what is evaluated so far (a seed without its BC+RL evaluation is left out of the table),
+    with report.csv, learning.png, success.png and success_by_family.png; summary.json beside them."""
+    family_of = {t.index: next((label.split(":", 1)[1] for label in t.labels if label.startswith("family:")), "")
+                 for t in registry.tasks}
+
+    def row(label: str, model: str, seed: int | None) -> Row | None:
+        run_id = plan.run_id(model, seed)
+        entries = run_index(store, plan.evaluator, run_id)
+        if not entries:
+            return None
+        r = summary_row(label, entries, run_id)
+        r.families = _families(r, family_of)
+        return r
+
+    base = row("base", "base", None)
+    seeds = [s for s in plan.seed_list() if row("BC+RL", "rl", s) is not None]
+    per_seed = {s: [base, row("BC", "bc", s), row("BC+RL", "rl", s)] for s in seeds}
+    lines = [f"# Learning on `{plan.task_registry}`: base → BC → BC+RL", "",
+             f"Trained on `{plan.train_subset}`, judged on `{plan.heldout_subset}` (never trained or tuned on); "
+             f"evaluator `{plan.evaluator}` for all three (greedy), {plan.max_tokens}-token replies. "
+             f"Plan: {json.dumps(asdict(plan))}", ""]
+    if per_seed:
+        rates = {label: [per_seed[s][i].success_rate for s in seeds] for i, label in enumerate(MODELS)}
+        episodes = {label: sum(per_seed[s][i].episodes for s in seeds) for i, label in enumerate(MODELS)}
+        write_learning_report(rates, episodes, seeds, out, "learning", "")  # learning.png (report.md rewritten below)
+        lines += ["## Held-out success over seeds", "", "| Model | " + " | ".join(f"seed {s}" for s in seeds)
+                  + " | mean | sd |", "|---|" + "---:|" * (len(seeds) + 2)]
+        for label, values in rates.items():
+            mean, sd = mean_sd(values)
+            note = " (greedy: one evaluation, the same for every seed)" if label == "base" else ""
+            lines.append(f"| {label}{note} | " + " | ".join(f"{v:.1%}" for v in values) + f" | {mean:.1%} | {sd:.1%} |")
+        lines += ["", "![learning](learning.png)", ""]
+        for s in seeds:
+            lines += [f"## Seed {s}", "", markdown_table(per_seed[s]),  # (rows are relabelled: links below)
+                      "Paired (same held-out tasks), exact McNemar:", "", paired_table(per_seed[s]),
+                      paired_table(per_seed[s][1:])]
+        final = [_pooled(label, [per_seed[s][i] for s in seeds]) for i, label in enumerate(MODELS)]
+        family_chart(final, out / "success_by_family.png", "Held-out success by task family (seeds pooled)")
+        success_chart([per_seed[seeds[0]][0]] + [per_seed[s][i] for s in seeds for i in (1, 2)],
+                      out / "success.png", "Held-out success with 95% intervals")
+        write_csv([r for s in seeds for r in per_seed[s]], out / "report.csv",
+                  [{"seed": s, "model": label} for s in seeds for label in MODELS])
+        lines += ["## Success by task family (seeds pooled)", "", "| Family | " + " | ".join(MODELS) + " |",
+                  "|---|---:|---:|---:|"]
+        for name in sorted({f for r in final for f in r.families}):
+            cells = [f"{r.families[name][0]}/{r.families[name][1]}" if name in r.families else "–" for r in final]
+            lines.append(f"| {name} | " + " | ".join(cells) + " |")
+        modes = Counter(failure_mode(e) for s in seeds
+                        for e in iter_episodes(store, run_prefix(plan.evaluator, plan.run_id("rl", s)))
+                        if not e.success)
+        lines += ["", "![success](success.png) ![by family](success_by_family.png)", "",
+                  f"## The {TOP_FAILURES} most common failure modes of BC+RL (held out, seeds pooled)", "",
+                  "| Failure mode | Episodes |", "|---|---:|"]
+        lines += [f"| {mode} | {count} |" for mode, count in modes.most_common(TOP_FAILURES)]
+        lines.append("")
+    else:
+        lines += ["No seed has its BC+RL evaluation yet: run the same command again to go on.", ""]
+    teacher = run_index(store, plan.teacher, plan.run_id("teacher"))
+    skipped = sum(1 for e in teacher if e.status == "skipped")
+    lines += [f"Teacher: {len(teacher)} train tasks played, {sum(e.success for e in teacher)} solved, {skipped} "
+              "skipped (no example solution for the scripted teacher to replay).", ""]
+    lines += ["## Stages (wall time, s)", "", "| Stage | Seconds |", "|---|---:|"]
+    lines += [f"| {name} | {seconds} |" for name, seconds in stages.items()]
+    lines += ["", f"Total: {sum(stages.values()):.0f} s.", "", "## Episodes in the viewer", ""]
+    runs = [("teacher", plan.teacher, plan.run_id("teacher")), ("base", plan.evaluator, plan.run_id("base"))]
+    runs += [(f"{label} seed {s}", plan.evaluator, plan.run_id(model, s)) for s in seeds
+             for label, model in (("BC", "bc"), ("BC+RL", "rl"))]
+    lines += [f"- {label}: {episodes_url(viewer_url, mode, run_id)}" for label, mode, run_id in runs]
+    report = out / "report.md"
+    report.write_text("\n".join(lines) + "\n")
+    (out / "summary.json").write_text(json.dumps({"plan": asdict(plan), "stages_s": stages, "seeds": {
+        s: {r.experiment: {"success_rate": r.success_rate, "solved": r.solved, "episodes": r.episodes,
+                           "ci95": list(r.interval), "errors": r.errors} for r in per_seed[s]} for s in seeds}},
+        indent=2))
+    return report
+
+
+def closing_table(out: Path) -> Table:
+    """The run's figures for the terminal, read from summary.json: held-out success per seed with intervals."""
+    summary = json.loads((out / "summary.json").read_text())
+    table = Table(title="held-out success (95% CI)", title_justify="left")
+    for column in ("seed", *MODELS):
+        table.add_column(column, justify="left" if column == "seed" else "right")
+    for seed, results in summary["seeds"].items():
+        cells = []
+        for label in MODELS:
+            r = results[label]
+            cells.append(f"{r['solved']}/{r['episodes']} = {r['success_rate']:.0%} "
+                         f"({r['ci95'][0]:.0%}–{r['ci95'][1]:.0%})")
+        table.add_row(seed, *cells)
+    return table
