@@ -48,8 +48,10 @@ class StartSession(RequestBody):
 
     task_id: str = Field(min_length=1, max_length=256, description="the task the session plays; its episodes are "
                                                                    "grouped by it")
-    api_key: str | None = Field(None, min_length=16, max_length=256, description="a previous session's key: that "
-                                "session is stored and a new one starts with the same key (AReaL's refresh)")
+    api_key: str | None = Field(None, min_length=16, max_length=256, pattern=r"^[\x21-\x7e]+$",
+                                description="a previous session's key: that session is stored and a new one starts "
+                                            "with the same key (AReaL's refresh); visible ASCII only, as a key sent "
+                                            "in an Authorization header must be")
     experiment: Identifier | None = Field(None, description="the episode's mode (trajectories/<experiment>/); "
                                           "default LORALOOP_GATEWAY_EXPERIMENT")
     run_id: Identifier | None = Field(None, description="the run folder (default: today, UTC)")

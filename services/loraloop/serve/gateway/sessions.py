@@ -83,9 +83,11 @@ class Sessions:
         raise SessionError("invalid API key: not the key of an open session", 401)
 
     def _next_attempt(self, mode: str, run_id: str, task_id: str) -> int:
-        """A fresh attempt index for the task; never one whose episode is already stored (a restarted process)."""
+        """A fresh attempt index for the task; never one whose episode is already stored (a restarted process). Counted
+        per store key, not per task id: two ids the key writes alike (`a/b` and `a:b` are both `a_b`) share one count,
+        so two open sessions never end on the same key, where the second would be dropped."""
         while True:
-            attempt = self.states.next_attempt(f"{mode}/{run_id}/{task_id}")
+            attempt = self.states.next_attempt(episode_key(mode, run_id, task_id, 0).removesuffix("0.jsonl"))
             if not self.store.exists(episode_key(mode, run_id, task_id, attempt)):
                 return attempt
 
