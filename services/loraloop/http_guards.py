@@ -8,7 +8,7 @@
   naming the field, before they reach a store or a log line that would fail to encode them.
 - `install`: adds both, and answers validation errors with the field, the kind and the message only;
   FastAPI's default echoes the input, and an echoed NaN or surrogate is itself a 500.
-- `unavailable`: a dependency that does not answer (Redis) is a 503 naming it, with Retry-After, not a 500.
+- `unavailable`: a dependency that does not answer (Redis, the S3 store) is a 503 naming it, with Retry-After, not a 500.
 - `token_ok`: the bearer-token check of every API that has an optional token (jobs API, viewer, Task Server).
 - `InFlightCap`: a dependency for slow routes (an episode's start and step): past its limit a call gets 429
   at once, so slow calls never take every worker thread and health and other episodes stay answered.

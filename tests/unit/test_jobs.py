@@ -1,7 +1,7 @@
 """The rollout service's contracts without a broker: job requests, credentials kept out of URLs, the API's schema."""
 import pytest
 
-from loraloop.service.book import without_credentials
+from loraloop.errors import without_credentials
 from loraloop.service.models import JobRequest
 from loraloop.settings import Settings
 

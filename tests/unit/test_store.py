@@ -4,9 +4,10 @@ import time
 
 import pytest
 
-from loraloop.errors import ConfigError, ServiceUnavailable
+from loraloop.errors import ConfigError, StoreUnavailable
 from loraloop.settings import Settings
 from loraloop.store import FileStore, open_store
+from loraloop.store.backends import shown_store
 from loraloop.store.records import EpisodeEnd, EpisodeStart
 from loraloop.store.trajectories import EpisodeRecorder, MalformedTrajectory, episode_key, iter_episodes, parse_episode
 from tests.helpers import record_episode
@@ -78,9 +79,20 @@ def test_unreachable_s3_is_tried_again_then_named():
     """Port 9 refuses: the store tries again with backoff for LORALOOP_STORE_RETRY_S, then names the URL."""
     settings = Settings(s3_endpoint_url="http://127.0.0.1:9", s3_access_key="a", s3_secret_key="b", store_retry_s=1.5)
     started = time.monotonic()
-    with pytest.raises(ServiceUnavailable, match=r"127.0.0.1:9 \(s3://bucket\): gave up after 2 s"):
+    with pytest.raises(StoreUnavailable, match=r"unreachable: s3://bucket on http://127.0.0.1:9: gave up after 2 s"):
         open_store("s3://bucket", settings)
     assert time.monotonic() - started >= 1.5
+
+
+def test_a_store_is_shown_without_host_folder_or_credentials(tmp_path):
+    """What a reply names (a job's status, the run list, a 503): a folder by its last part, a bucket with its
+    endpoint less the endpoint's user and password."""
+    folder = FileStore(tmp_path / "kept" / "store")
+    assert folder.shown == "file://…/store" and str(tmp_path) not in folder.shown
+    assert shown_store(f"file://{tmp_path}/store/") == "file://…/store"
+    shown = shown_store("s3://bucket/runs/a/", "http://user:s3cret@minio:9000")
+    assert shown == "s3://bucket/runs/a on http://minio:9000"
+    assert shown_store("s3://bucket") == "s3://bucket"  # AWS: no endpoint to name
 
 
 def test_adapter_versions_count_up_and_a_rollback_finds_the_one_before(tmp_path):

@@ -11,13 +11,12 @@ import threading
 import time
 from functools import lru_cache
 from typing import Any, Mapping
-from urllib.parse import urlsplit, urlunsplit
 
 import redis
 from redis.backoff import ExponentialBackoff
 from redis.retry import Retry
 
-from loraloop.errors import ConfigError, LoraloopError, ServiceUnavailable
+from loraloop.errors import ConfigError, LoraloopError, ServiceUnavailable, without_credentials
 from loraloop.service.models import JobRequest, JobStatus
 
 NS = "loraloop"
@@ -84,13 +83,6 @@ def error_line(summary: dict) -> str:
     if unplayable(summary):
         return f"skipped {summary.get('task_id')}: {summary.get('reason')}"
     return f"{summary.get('task_id')}: {summary.get('error') or summary.get('status') or 'error'}"
-
-
-def without_credentials(url: str) -> str:
-    """A URL fit to show: user and password dropped."""
-    parts = urlsplit(url)
-    host = parts.hostname or ""
-    return urlunsplit(parts._replace(netloc=host + (f":{parts.port}" if parts.port else "")))
 
 
 def episode_id(summary: dict) -> str:

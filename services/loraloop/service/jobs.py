@@ -98,7 +98,7 @@ def book_job(specs: list[EpisodeSpec], settings: Settings, book: Book,
         record_plan(store, mode, run_id, [spec_key(s) for s in specs])
     todo = pending_specs(specs, store)
     book.create(run_id, mode, request, [spec_key(s) for s in todo], skipped=len(specs) - len(todo),
-                store_url=settings.store_url)
+                store_url=store.shown)
     return run_id, todo
 
 

@@ -60,7 +60,9 @@ class JobStatus(BaseModel):
     request: JobRequest | None = Field(None, description="what was submitted; null for episodes planned in code")
     recent_errors: list[str] = Field(default_factory=list,
                                      description="the latest errors and unplayable tasks, newest first")
-    store_url: str = Field("", description="where the trajectories are")
+    store_url: str = Field("", description="the store the trajectories are in, as a client may see it: a folder by its "
+                                           "last part (file://…/store), a bucket with its S3 endpoint; never a host "
+                                           "path or credentials")
 
 
 class Health(BaseModel):

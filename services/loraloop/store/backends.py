@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Iterator, Protocol
 from urllib.parse import urlparse
 
-from loraloop.errors import ConfigError, ServiceUnavailable
+from loraloop.errors import ConfigError, StoreUnavailable, without_credentials
 from loraloop.input_rules import store_key_problem
 from loraloop.logs import get_logger
 from loraloop.settings import Settings, get_settings
@@ -23,6 +23,7 @@ class Store(Protocol):
     """Keys are '/'-separated paths; put_bytes replaces an object whole or not at all."""
 
     url: str
+    shown: str  # the store named for a client: no host folder, no credentials (shown_store)
 
     def put_bytes(self, key: str, data: bytes) -> None: ...
 
@@ -55,6 +56,7 @@ class FileStore:
         self._root = str(self.root)
         self.waited_s = 0.0  # a folder never waits; the same field as S3Store's
         self.url = f"file://{self.root}"
+        self.shown = shown_store(self.url)
 
     def _file(self, key: str) -> str:
         """The object's file path as a string (reads are hot in exports: no pathlib per key). A key that would leave
@@ -148,6 +150,7 @@ class S3Store:
         if not parsed.netloc:
             raise ConfigError(f"store URL {url!r} needs a bucket: s3://BUCKET[/PREFIX]")
         self.url = url
+        self.shown = shown_store(url, settings.s3_endpoint_url)
         self.retry_s = settings.store_retry_s
         self.waited_s = 0.0  # seconds this store spent waiting for an unreachable server
         self.bucket = parsed.netloc
@@ -177,9 +180,9 @@ class S3Store:
             except (EndpointConnectionError, ConnectionClosedError, ConnectTimeoutError, ReadTimeoutError) as exc:
                 now = time.monotonic()
                 deadline = deadline or now + self.retry_s
-                where = f"S3 store unreachable at {self.endpoint or 'AWS'} ({self.url})"
+                where = f"S3 store unreachable: {self.shown}"
                 if now >= deadline:
-                    raise ServiceUnavailable(f"{where}: gave up after {self.retry_s:.0f} s "
+                    raise StoreUnavailable(f"{where}: gave up after {self.retry_s:.0f} s "
                                              "(LORALOOP_STORE_RETRY_S)") from exc
                 pause = min(delay, deadline - now)
                 get_logger("loraloop.store").warning("store unreachable, trying again", fields={
@@ -251,8 +254,19 @@ class S3Store:
             from botocore.exceptions import EndpointConnectionError
 
             if isinstance(exc, EndpointConnectionError):
-                raise ServiceUnavailable(f"S3 store unreachable at {self.endpoint or 'AWS'} ({self.url})") from exc
+                raise StoreUnavailable(f"S3 store unreachable: {self.shown}") from exc
             raise
+
+
+def shown_store(url: str, endpoint: str | None = None) -> str:
+    """A store as an answer to a client may name it: a folder by its last part only (`file://…/store`), never the
+    host path; a bucket with its prefix and the S3 endpoint without credentials (`s3://bucket/prefix on
+    http://host:9000`)."""
+    parsed = urlparse(url)
+    if parsed.scheme == "s3":
+        bucket = f"s3://{parsed.hostname or ''}{parsed.path.rstrip('/')}"
+        return f"{bucket} on {without_credentials(endpoint)}" if endpoint else bucket
+    return f"file://…/{Path(url.removeprefix('file://')).name}"
 
 
 def open_store(url: str | None = None, settings: Settings | None = None) -> Store:

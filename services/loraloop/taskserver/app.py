@@ -28,11 +28,10 @@ from redis import RedisError
 from loraloop import http_guards
 from loraloop.envs import env_kind
 from loraloop.envs.base import Env, EnvOptions
-from loraloop.errors import ConfigError, LoraloopError
+from loraloop.errors import ConfigError, LoraloopError, without_credentials
 from loraloop.http_guards import RequestBody
 from loraloop.logs import get_logger
 from loraloop.rollout.session import EpisodeSession, steps_taken
-from loraloop.service.book import without_credentials
 from loraloop.taskserver.states import (EpisodeState, EpisodeStates, MemoryEpisodeStates, RedisEpisodeStates,
                                         sweeping)
 from loraloop.settings import Settings

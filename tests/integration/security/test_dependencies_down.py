@@ -1,23 +1,32 @@
-"""Redis down (a real Redis port with nothing listening): the Task Server and the gateway answer 503 naming the
-dependency, with Retry-After, as the rollout API does for its broker, never a bare 500."""
+"""A dependency down answers 503 naming it, with Retry-After, as the rollout API does for its broker, never a bare 500
+and never a credential or a host path: Redis down (a real Redis port with nothing listening) for the Task Server and
+the gateway; the gateway's S3 store (a real SeaweedFS server) stopped mid-session and at a session's start, then
+started again, losing nothing."""
 from __future__ import annotations
 
+import pytest
 from fastapi.testclient import TestClient
 
 from loraloop.serve.gateway.app import create_app as gateway_app
+from loraloop.serve.gateway.recording import Completion
+from loraloop.serve.gateway.sessions import Sessions
+from loraloop.store import open_store
+from loraloop.store.trajectories import parse_episode
 from loraloop.tasks.registry import load_registry
 from loraloop.taskserver.app import create_app as task_server_app
-from tests.helpers import free_port
+from tests.helpers import ROOT, free_port
+from tests.hostile_json import store_objects
 
 MOCK = "configs/tasks/tau2/mock_base.json"
 ADMIN = "test-admin-key-0123456789"
+S3_KEYS = {"s3_access_key": "store-access-key-0123", "s3_secret_key": "store-secret-key-0123"}
 
 
-def down(reply) -> None:
-    """A 503 that names Redis, says when to try again and shows no credentials."""
+def down(reply, dependency: str = "Redis", secrets: tuple[str, ...] = ("secret-password",)) -> None:
+    """A 503 that names the dependency, says when to try again and shows none of `secrets`."""
     assert reply.status_code == 503, reply.text
-    assert reply.headers["Retry-After"] == "5" and "Redis" in reply.json()["detail"]
-    assert "secret-password" not in reply.text
+    assert reply.headers["Retry-After"] == "5" and dependency in reply.json()["detail"], reply.text
+    assert not any(secret in reply.text for secret in secrets), reply.text
 
 
 def test_task_server_with_redis_down_answers_503_with_retry_after(settings_for):
@@ -33,3 +42,105 @@ def test_gateway_with_redis_down_answers_503_with_retry_after(settings_for):
     client = TestClient(gateway_app(settings_for(gateway_admin_key=ADMIN, broker_url=broker)))
     down(client.post("/rl/start_session", json={"task_id": "t1"}, headers={"Authorization": f"Bearer {ADMIN}"}))
     down(client.post("/rl/end_session", json={}, headers={"Authorization": "Bearer sk-sess-unknown-key-0123"}))
+
+
+def test_rollout_api_and_viewer_with_the_store_unreachable_answer_503_naming_it(settings_for, redis_url):
+    """The store at an S3 port nothing listens on (store_retry_s 0): booking a job (its plan is written there) and the
+    viewer's run list answer 503 naming the bucket and endpoint, never the keys."""
+    from loraloop.service.api.main import create_app
+
+    endpoint = f"http://127.0.0.1:{free_port()}"
+    client = TestClient(create_app(settings_for(broker_url=redis_url, store_url="s3://jobs", s3_endpoint_url=endpoint,
+                                                store_retry_s=0, **S3_KEYS)))
+    for reply in (client.post("/api/jobs", json={"experiment": "teacher", "run_id": "down"}), client.get("/ui")):
+        down(reply, f"the store unreachable at s3://jobs on {endpoint}", tuple(S3_KEYS.values()))
+
+
+class GatewayOnS3:
+    """The gateway (its sessions in Redis, vLLM down) over an S3 store on a SeaweedFS server the test stops and
+    starts; the store's writes are not waited out (store_retry_s 0), so an outage is answered at once."""
+
+    def __init__(self, settings_for, redis_url: str, s3_server, tmp_path) -> None:
+        self.settings = settings_for(
+            store_url="s3://gateway/sessions", s3_endpoint_url=s3_server.endpoint, store_retry_s=0, **S3_KEYS,
+            broker_url=redis_url.rsplit("/", 1)[0] + "/6", gateway_admin_key=ADMIN,
+            vllm_url=f"http://127.0.0.1:{free_port()}/v1")
+        self.client = TestClient(gateway_app(self.settings))
+        self.store = open_store(settings=self.settings)
+        self.secrets = (*S3_KEYS.values(), ADMIN, str(ROOT), str(tmp_path))
+
+    def start(self, task_id: str, **extra):
+        """POST /rl/start_session with the admin key."""
+        return self.client.post("/rl/start_session", json={"task_id": task_id, "run_id": "outage", **extra},
+                                headers={"Authorization": f"Bearer {ADMIN}"})
+
+    def call(self, path: str, key: str, body: dict):
+        """POST a session route with the session's key."""
+        return self.client.post(path, json=body, headers={"Authorization": f"Bearer {key}"})
+
+    def open_sessions(self) -> int:
+        """The open sessions /health counts (Redis: it answers while the store is down)."""
+        reply = self.client.get("/health")
+        assert reply.status_code == 200, reply.text
+        return reply.json()["open_sessions"]
+
+    def store_down(self, reply) -> None:
+        """A 503 naming the store (bucket and endpoint), with Retry-After, no key, credential or host path."""
+        down(reply, "the store (the sessions' episodes) unreachable at s3://gateway/sessions on "
+                    f"{self.settings.s3_endpoint_url}", self.secrets)
+
+
+@pytest.fixture
+def gateway_on_s3(settings_for, redis_url, s3_server, tmp_path):
+    """A GatewayOnS3 over this test's SeaweedFS server and the test Redis (database 6)."""
+    return GatewayOnS3(settings_for, redis_url, s3_server, tmp_path)
+
+
+def test_gateway_with_its_store_stopped_mid_session_answers_503_and_loses_nothing(gateway_on_s3, s3_server):
+    """The S3 server stops with a session open: the routes that write the store (end_session, a start that refreshes
+    the session) answer 503 naming it, never 500; the routes that need only Redis go on (set_reward, health), and
+    chat is answered as without the store (here its vLLM is down too: the 502 naming vLLM). The session stays open;
+    once the server is back, ending it stores its episode exactly once, with the reward given during the outage.
+
+    The session's one completion is recorded by a second Sessions over the same Redis (a replica, as the chat route
+    records it), because this test runs no vLLM; every call under test goes through the gateway's HTTP routes."""
+    gateway = gateway_on_s3
+    started = gateway.start("outage")
+    assert started.status_code == 200, started.text
+    key, episode_key = started.json()["api_key"], started.json()["episode_key"]
+    Sessions(gateway.settings, gateway.store).record(
+        key, Completion(id="chatcmpl-1", model="m", content="ls", prompt_token_ids=[1, 2], completion_token_ids=[3],
+                        logprobs=[-0.5], finish_reason="stop"), [{"role": "user", "content": "go"}], {}, None, 5.0)
+    s3_server.stop()
+
+    rewarded = gateway.call("/rl/set_reward", key, {"reward": 0.5})
+    assert rewarded.status_code == 200 and rewarded.json()["interaction_id"] == "chatcmpl-1", rewarded.text
+    chat = gateway.call("/v1/chat/completions", key, {"model": "m", "messages": [{"role": "user", "content": "hi"}]})
+    assert chat.status_code == 502 and "vLLM unreachable" in chat.text, chat.text
+    gateway.store_down(gateway.call("/rl/end_session", key, {}))
+    gateway.store_down(gateway.start("outage", api_key=key))  # a refresh stores the old session first
+    assert gateway.open_sessions() == 1  # the session is still open, its reward kept
+
+    s3_server.start()
+    ended = gateway.call("/rl/end_session", key, {})
+    assert ended.status_code == 200 and ended.json()["stored"] and ended.json()["episode_key"] == episode_key, \
+        ended.text
+    assert gateway.call("/rl/end_session", key, {}).status_code == 409  # ended once
+    assert store_objects(gateway.store) == [episode_key]  # stored exactly once, nothing else written
+    episode = parse_episode(episode_key, gateway.store.get_bytes(episode_key))
+    assert (episode.end.status, episode.end.reward, [s.reward for s in episode.steps]) == ("completed", 0.5, [0.5])
+    assert gateway.open_sessions() == 0
+
+
+def test_gateway_session_start_with_the_store_down_leaves_no_session_and_no_object(gateway_on_s3, s3_server):
+    """A start fails at the store (the S3 server stopped: its attempt index is looked up there) after the attempt
+    counter moved: 503 naming the store, and no session opened nor object written, counted before and after."""
+    gateway = gateway_on_s3
+    before = (gateway.open_sessions(), store_objects(gateway.store))
+    s3_server.stop()
+    gateway.store_down(gateway.start("fails-at-start"))
+    assert gateway.open_sessions() == before[0]
+    s3_server.start()
+    after = (gateway.open_sessions(), store_objects(gateway.store))
+    print(f"gateway start with the store down: (open sessions, store objects) before {before}, after {after}")
+    assert after == before == (0, [])

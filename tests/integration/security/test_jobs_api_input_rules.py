@@ -105,3 +105,19 @@ def test_jobs_api_missing_task_registry_is_a_400_without_host_paths(api):
     reply = client.post("/api/jobs", json={"experiment": "teacher", "task_registry": "configs/tasks/nope"})
     assert reply.status_code == 400 and "does not exist" in reply.json()["detail"], reply.text
     assert not any(path in reply.text for path in HOST_PATHS) and not store.exists(), reply.text
+
+
+def test_a_job_status_and_the_run_list_name_the_store_without_its_host_folder(api):
+    """Finding (issue 26, item 6): a job's status (`store_url`) and the viewer's run list named the file store by its
+    host folder. Now by its last part only, in every reply that names it: the booked job, its status, the job list
+    and the run list."""
+    client, store = api
+    booked = client.post("/api/jobs", json={"experiment": "teacher", "run_id": "shown", "subset": "test",
+                                            "sample_size": 1})
+    assert booked.status_code == 201, booked.text
+    replies = [booked, client.get("/api/jobs/shown"), client.get("/api/jobs"), client.get("/ui")]
+    assert client.post("/api/jobs/shown/cancel").status_code == 200
+    for reply in replies:
+        assert reply.status_code in (200, 201), reply.text
+        assert "file://…/store" in reply.text and str(store) not in reply.text, reply.text
+        assert not any(path in reply.text for path in HOST_PATHS), reply.text

@@ -10,7 +10,8 @@
 - `GET /health`: open sessions.
 
 OpenAI routes answer errors in OpenAI's shape ({"error": {"message", "type", "code"}}), the
-session routes in FastAPI's ({"detail": …}); a body over LORALOOP_GATEWAY_MAX_BODY_BYTES gets 413.
+session routes in FastAPI's ({"detail": …}); a body over LORALOOP_GATEWAY_MAX_BODY_BYTES gets 413. Redis or the
+S3 store unreachable: 503 naming it, with Retry-After (a session whose episode could not be written stays open).
 """
 from __future__ import annotations
 
@@ -28,14 +29,13 @@ from redis import RedisError
 from starlette.concurrency import run_in_threadpool
 
 from loraloop import http_guards
-from loraloop.errors import ConfigError, SessionError
+from loraloop.errors import ConfigError, SessionError, StoreUnavailable, without_credentials
 from loraloop.http_guards import RequestBody
 from loraloop.input_rules import Identifier, Reward
 from loraloop.logs import get_logger
 from loraloop.serve.gateway.recording import StreamedCompletion, completion_of, for_client, upstream_body
 from loraloop.serve.gateway.sessions import Sessions
 from loraloop.serve.gateway.upstream import Upstream
-from loraloop.service.book import without_credentials
 from loraloop.settings import Settings
 from loraloop.store import open_store
 from loraloop.taskserver.states import EpisodeStates, MemoryEpisodeStates, sweeping
@@ -137,6 +137,7 @@ def create_app(settings: Settings, states: EpisodeStates | None = None) -> FastA
     app = FastAPI(title="loraloop gateway", lifespan=lifespan)
     http_guards.install(app, settings.gateway_max_body_bytes, "LORALOOP_GATEWAY_MAX_BODY_BYTES")
     http_guards.unavailable(app, (RedisError,), "Redis (the sessions' state)", without_credentials(settings.broker_url))
+    http_guards.unavailable(app, (StoreUnavailable,), "the store (the sessions' episodes)", store.shown)
 
     @app.exception_handler(SessionError)
     async def session_error(request: Request, exc: SessionError) -> JSONResponse:

@@ -167,7 +167,17 @@ class Sessions:
             return self._store(state, status)
 
     def _store(self, state: EpisodeState, status: str) -> dict[str, Any]:
-        """Write a claimed session's episode through EpisodeSession.finish (written once, never over another)."""
+        """Write a claimed session's episode through EpisodeSession.finish (written once, never over another). A write
+        that fails (the store unreachable: the gateway answers 503) puts the session back open, its calls and key
+        kept, so ending it again once the store answers stores it: nothing is lost."""
+        try:
+            return self._write(state, status)
+        except Exception:
+            self.states.put(state)
+            raise
+
+    def _write(self, state: EpisodeState, status: str) -> dict[str, Any]:
+        """The episode of a claimed session, written; its summary."""
         session = EpisodeSession.resume(self.store, None, OutsideTask(state.task_id), state.session)
         total = sum(step.reward for step in session.recorder.records[1:])
         session.outcome.update(success=total > 0, reward=total)

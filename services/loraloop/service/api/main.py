@@ -11,13 +11,15 @@ from fastapi.responses import JSONResponse
 from prometheus_client import CollectorRegistry
 
 from loraloop import http_guards
-from loraloop.errors import ConfigError, LoraloopError, ServiceUnavailable, TaskFormatError
+from loraloop.errors import (ConfigError, LoraloopError, ServiceUnavailable, StoreUnavailable, TaskFormatError,
+                             without_credentials)
 from loraloop.rollout.preflight import require_redis
 from loraloop.service.api.metrics import JobMetrics
 from loraloop.service.api.routes import health, jobs, ui
-from loraloop.service.book import JobBook, JobRunning, UnknownJob, without_credentials
+from loraloop.service.book import JobBook, JobRunning, UnknownJob
 from loraloop.service.queue import celery_for
 from loraloop.settings import Settings
+from loraloop.store.backends import shown_store
 
 STATUS = ((UnknownJob, 404), (JobRunning, 409), (ConfigError, 400), (TaskFormatError, 400), (ServiceUnavailable, 503))
 
@@ -49,6 +51,8 @@ def create_app(settings: Settings) -> FastAPI:
         return JSONResponse({"detail": str(exc)}, status_code=_status(exc))
 
     http_guards.unavailable(app, (redis.RedisError,), "broker", without_credentials(settings.broker_url))
+    http_guards.unavailable(app, (StoreUnavailable,), "the store", shown_store(settings.store_url,
+                                                                             settings.s3_endpoint_url))
 
     return app
 

@@ -6,7 +6,7 @@ from prometheus_client import generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_PLAIN_0_0_4 as TEXT_FORMAT
 
 from loraloop.service.api.deps import BookDep, SettingsDep
-from loraloop.service.book import without_credentials
+from loraloop.errors import without_credentials
 from loraloop.service.models import ErrorMessage, Health
 
 router = APIRouter(tags=["service"])

@@ -153,7 +153,7 @@ def runs_page(store: StoreDep, mode: str = "", page: Annotated[int, Query(ge=1)]
     chosen = [r for r in runs if not mode or r.mode == mode]
     shown, count = paged(chosen, page)
     return html("runs.html", title="Runs", runs=shown, total=len(runs), shown=len(chosen), page=page, pages=count,
-                store_url=store.url, mode=mode, modes=sorted({r.mode for r in runs}), query=urlencode({"mode": mode}))
+                store_url=store.shown, mode=mode, modes=sorted({r.mode for r in runs}), query=urlencode({"mode": mode}))
 
 
 @pages.get("/runs/{mode}/{run_id}", response_class=HTMLResponse)
