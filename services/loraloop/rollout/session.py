@@ -17,12 +17,14 @@ from typing import Any
 from loraloop.agents.progress import ProgressTracker
 from loraloop.agents.prompts import build_prompt
 from loraloop.envs.base import Env, StepResult
+from loraloop.logs import get_logger
 from loraloop.store.backends import Store
 from loraloop.store.records import RECORDS, EpisodeEnd, EpisodeStart, Step
 from loraloop.store.trajectories import EpisodeRecorder, obs_hash
 from loraloop.tasks.base import Task
 
 OBS_SUMMARY_CHARS = 400
+log = get_logger("loraloop.rollout")
 
 
 class EpisodeSession:
@@ -50,6 +52,7 @@ class EpisodeSession:
         self.outcome: dict[str, Any] = {"success": False, "reward": 0.0, "status": "error", "answer": None}
         self.started = time.time()
         self.progress = ProgressTracker(task.env, task)  # each step's progress_score (agents/progress.py)
+        self._cut_warned = False  # the prompt's history was cut to its budget, and a warning said so
 
     @property
     def key(self) -> str:
@@ -83,9 +86,20 @@ class EpisodeSession:
 
     def prompt(self, reserve: int = 0) -> list[dict[str, str]]:
         """The chat the policy sees now: the env's prompt style over the first observation and past turns;
-        `reserve` characters of the budget are kept for what a caller adds (the manager's note)."""
+        `reserve` characters of the budget are kept for what a caller adds (the manager's note). When the
+        whole history is past the budget, the prompt keeps the newest turns that fit, and the first time in
+        an episode a warning says so (never silently: a short context is a result's cause)."""
+        budget = self.char_budget - reserve
+        if not self._cut_warned:
+            whole = (len(self.env.instructions) + sum(len(m["content"]) for m in self.env.examples)
+                     + len(self.first or "") + sum(len(a) + len(b) for a, b in self.turns))
+            if whole > budget:
+                self._cut_warned = True
+                log.warning("the prompt is cut to its budget: the oldest turns are left out",
+                            fields={"episode": self.key, "history_chars": whole, "budget_chars": budget,
+                                    "setting": "LORALOOP_PROMPT_CHAR_BUDGET"})
         return build_prompt(self.prompt_style, self.env.instructions, self.env.examples, self.first or "",
-                            self.turns, self.char_budget - reserve)
+                            self.turns, budget)
 
     def act(self, text: str, *, source: str, model: str | None = None, latency_ms: float | None = None,
             completion_tokens: int = 0, **sample: Any) -> StepResult:
