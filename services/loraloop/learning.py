@@ -31,9 +31,9 @@ from loraloop.datasets.export import export
 from loraloop.defaults import TASK_SEED
 from loraloop.envs import env_kind
 from loraloop.errors import ConfigError
-from loraloop.evaluate.charts import family_chart, success_chart
+from loraloop.evaluate.charts import family_chart, learning_chart, success_chart
 from loraloop.evaluate.report import (Row, episodes_url, markdown_table, mean_sd, paired_table, summary_row,
-                                      viewer_address, write_csv, write_learning_report)
+                                      viewer_address, write_csv)
 from loraloop.models.prepare import prepare
 from loraloop.orchestrator import vllm_serving
 from loraloop.rollout.experiments import get_experiment
@@ -294,8 +294,8 @@ def _pooled(label: str, rows: list[Row]) -> Row:
 
 def write_learning(store, out: Path, plan: LearningPlan, stages: dict[str, float], viewer_url: str,
                    registry: Registry) -> Path:
-    """report.md over what is evaluated so far (a seed without its BC+RL evaluation is left out of the table),
-    with report.csv, learning.png, success.png and success_by_family.png; summary.json beside them."""
+    """report.md over what is evaluated so far (a seed shows once its BC is evaluated; a model not evaluated yet
+    is a dash), with report.csv, learning.png, success.png and success_by_family.png; summary.json beside them."""
     family_of = {t.index: next((label.split(":", 1)[1] for label in t.labels if label.startswith("family:")), "")
                  for t in registry.tasks}
 
@@ -309,48 +309,57 @@ def write_learning(store, out: Path, plan: LearningPlan, stages: dict[str, float
         return r
 
     base = row("base", "base", None)
-    seeds = [s for s in plan.seed_list() if row("BC+RL", "rl", s) is not None]
-    per_seed = {s: [base, row("BC", "bc", s), row("BC+RL", "rl", s)] for s in seeds}
+    per_seed = {s: {"base": base, "BC": row("BC", "bc", s), "BC+RL": row("BC+RL", "rl", s)} for s in plan.seed_list()}
+    per_seed = {s: {label: r for label, r in rows.items() if r is not None} for s, rows in per_seed.items()}
+    seeds = [s for s, rows in per_seed.items() if "BC" in rows]  # a seed shows once its BC is evaluated
     lines = [f"# Learning on `{plan.task_registry}`: base → BC → BC+RL", "",
              f"Trained on `{plan.train_subset}`, judged on `{plan.heldout_subset}` (never trained or tuned on); "
              f"evaluator `{plan.evaluator}` for all three (greedy), {plan.max_tokens}-token replies. "
              f"Plan: {json.dumps(asdict(plan))}", ""]
-    if per_seed:
-        rates = {label: [per_seed[s][i].success_rate for s in seeds] for i, label in enumerate(MODELS)}
-        episodes = {label: sum(per_seed[s][i].episodes for s in seeds) for i, label in enumerate(MODELS)}
-        write_learning_report(rates, episodes, seeds, out, "learning", "")  # learning.png (report.md rewritten below)
+    if seeds:
+        rates = {label: {s: per_seed[s][label].success_rate for s in seeds if label in per_seed[s]} for label in MODELS}
+        spread = {label: mean_sd(list(values.values())) for label, values in rates.items() if values}
+        learning_chart(spread, out / "learning.png", f"held-out success over {len(seeds)} seed(s)")
         lines += ["## Held-out success over seeds", "", "| Model | " + " | ".join(f"seed {s}" for s in seeds)
                   + " | mean | sd |", "|---|" + "---:|" * (len(seeds) + 2)]
         for label, values in rates.items():
-            mean, sd = mean_sd(values)
+            mean, sd = spread.get(label, (None, None))
             note = " (greedy: one evaluation, the same for every seed)" if label == "base" else ""
-            lines.append(f"| {label}{note} | " + " | ".join(f"{v:.1%}" for v in values) + f" | {mean:.1%} | {sd:.1%} |")
+            cells = [f"{values[s]:.1%}" if s in values else "–" for s in seeds]
+            lines.append(f"| {label}{note} | " + " | ".join(cells) + " | "
+                         + (f"{mean:.1%} | {sd:.1%} |" if mean is not None else "– | – |"))
+        missing = [s for s in seeds if "BC+RL" not in per_seed[s]]
+        if missing:
+            lines += ["", f"Seed(s) {', '.join(map(str, missing))}: BC+RL not evaluated yet (run the same command "
+                      "again to go on)."]
         lines += ["", "![learning](learning.png)", ""]
         for s in seeds:
-            lines += [f"## Seed {s}", "", markdown_table(per_seed[s]),  # (rows are relabelled: links below)
-                      "Paired (same held-out tasks), exact McNemar:", "", paired_table(per_seed[s]),
-                      paired_table(per_seed[s][1:])]
-        final = [_pooled(label, [per_seed[s][i] for s in seeds]) for i, label in enumerate(MODELS)]
+            rows = list(per_seed[s].values())
+            lines += [f"## Seed {s}", "", markdown_table(rows),  # (rows are relabelled: their links are below)
+                      "Paired (same held-out tasks), exact McNemar:", "", paired_table(rows), paired_table(rows[1:])]
+        final = [_pooled(label, [per_seed[s][label] for s in seeds if label in per_seed[s]]) for label in MODELS
+                 if any(label in per_seed[s] for s in seeds)]
         family_chart(final, out / "success_by_family.png", "Held-out success by task family (seeds pooled)")
-        success_chart([per_seed[seeds[0]][0]] + [per_seed[s][i] for s in seeds for i in (1, 2)],
-                      out / "success.png", "Held-out success with 95% intervals")
-        write_csv([r for s in seeds for r in per_seed[s]], out / "report.csv",
-                  [{"seed": s, "model": label} for s in seeds for label in MODELS])
-        lines += ["## Success by task family (seeds pooled)", "", "| Family | " + " | ".join(MODELS) + " |",
-                  "|---|---:|---:|---:|"]
+        shown = [base] + [per_seed[s][label] for s in seeds for label in ("BC", "BC+RL") if label in per_seed[s]]
+        success_chart(shown, out / "success.png", "Held-out success with 95% intervals")
+        write_csv([r for s in seeds for r in per_seed[s].values()], out / "report.csv",
+                  [{"seed": s, "model": label} for s in seeds for label in per_seed[s]])
+        lines += ["## Success by task family (seeds pooled)", "", "| Family | " + " | ".join(r.experiment for r in final)
+                  + " |", "|---|" + "---:|" * len(final)]
         for name in sorted({f for r in final for f in r.families}):
             cells = [f"{r.families[name][0]}/{r.families[name][1]}" if name in r.families else "–" for r in final]
             lines.append(f"| {name} | " + " | ".join(cells) + " |")
-        modes = Counter(failure_mode(e) for s in seeds
-                        for e in iter_episodes(store, run_prefix(plan.evaluator, plan.run_id("rl", s)))
+        judged = "BC+RL" if any("BC+RL" in per_seed[s] for s in seeds) else "BC"
+        modes = Counter(failure_mode(e) for s in seeds if judged in per_seed[s]
+                        for e in iter_episodes(store, run_prefix(plan.evaluator, per_seed[s][judged].run_id))
                         if not e.success)
         lines += ["", "![success](success.png) ![by family](success_by_family.png)", "",
-                  f"## The {TOP_FAILURES} most common failure modes of BC+RL (held out, seeds pooled)", "",
+                  f"## The {TOP_FAILURES} most common failure modes of {judged} (held out, seeds pooled)", "",
                   "| Failure mode | Episodes |", "|---|---:|"]
         lines += [f"| {mode} | {count} |" for mode, count in modes.most_common(TOP_FAILURES)]
         lines.append("")
     else:
-        lines += ["No seed has its BC+RL evaluation yet: run the same command again to go on.", ""]
+        lines += ["No seed has its BC evaluation yet: run the same command again to go on.", ""]
     teacher = run_index(store, plan.teacher, plan.run_id("teacher"))
     skipped = sum(1 for e in teacher if e.status == "skipped")
     lines += [f"Teacher: {len(teacher)} train tasks played, {sum(e.success for e in teacher)} solved, {skipped} "
@@ -359,14 +368,14 @@ def write_learning(store, out: Path, plan: LearningPlan, stages: dict[str, float
     lines += [f"| {name} | {seconds} |" for name, seconds in stages.items()]
     lines += ["", f"Total: {sum(stages.values()):.0f} s.", "", "## Episodes in the viewer", ""]
     runs = [("teacher", plan.teacher, plan.run_id("teacher")), ("base", plan.evaluator, plan.run_id("base"))]
-    runs += [(f"{label} seed {s}", plan.evaluator, plan.run_id(model, s)) for s in seeds
-             for label, model in (("BC", "bc"), ("BC+RL", "rl"))]
+    runs += [(f"{label} seed {s}", plan.evaluator, per_seed[s][label].run_id) for s in seeds
+             for label in ("BC", "BC+RL") if label in per_seed[s]]
     lines += [f"- {label}: {episodes_url(viewer_url, mode, run_id)}" for label, mode, run_id in runs]
     report = out / "report.md"
     report.write_text("\n".join(lines) + "\n")
     (out / "summary.json").write_text(json.dumps({"plan": asdict(plan), "stages_s": stages, "seeds": {
-        s: {r.experiment: {"success_rate": r.success_rate, "solved": r.solved, "episodes": r.episodes,
-                           "ci95": list(r.interval), "errors": r.errors} for r in per_seed[s]} for s in seeds}},
+        s: {label: {"success_rate": r.success_rate, "solved": r.solved, "episodes": r.episodes,
+                    "ci95": list(r.interval), "errors": r.errors} for label, r in per_seed[s].items()} for s in seeds}},
         indent=2))
     return report
 
@@ -380,8 +389,8 @@ def closing_table(out: Path) -> Table:
     for seed, results in summary["seeds"].items():
         cells = []
         for label in MODELS:
-            r = results[label]
-            cells.append(f"{r['solved']}/{r['episodes']} = {r['success_rate']:.0%} "
-                         f"({r['ci95'][0]:.0%}–{r['ci95'][1]:.0%})")
+            r = results.get(label)
+            cells.append(f"{r['solved']}/{r['episodes']} = {r['success_rate']:.0%} ({r['ci95'][0]:.0%}–"
+                         f"{r['ci95'][1]:.0%})" if r else "–")
         table.add_row(seed, *cells)
     return table
