@@ -296,6 +296,7 @@ def write_learning(store, out: Path, plan: LearningPlan, stages: dict[str, float
                    registry: Registry) -> Path:
     """report.md over what is evaluated so far (a seed shows once its BC is evaluated; a model not evaluated yet
     is a dash), with report.csv, learning.png, success.png and success_by_family.png; summary.json beside them."""
+    out.mkdir(parents=True, exist_ok=True)
     family_of = {t.index: next((label.split(":", 1)[1] for label in t.labels if label.startswith("family:")), "")
                  for t in registry.tasks}
 

@@ -148,3 +148,43 @@ def test_the_command_line_is_built_from_the_plan(tmp_path):
         assert field in result.output
     bad = CliRunner().invoke(app, ["agentbench", "--seeds", "1,1"])
     assert bad.exit_code != 0 and "seeds must be distinct integers" in bad.output + str(bad.exception)
+
+
+def stored(store, run_id: str, solved: dict[str, bool]) -> None:
+    """Episodes of the evaluator's run as a rollout stores them: start, one answer step, end."""
+    from loraloop.store.trajectories import EpisodeRecorder
+
+    for task_id, success in solved.items():
+        recorder = EpisodeRecorder(store, "smollm_zero", run_id, task_id, 0)
+        recorder.add(EpisodeStart(task_id=task_id, mode="smollm_zero", worker_model="m"))
+        recorder.add(Step(step_idx=0, action="answer"))
+        recorder.add(EpisodeEnd(success=success, reward=float(success), status="completed", total_steps=1))
+        recorder.flush()
+
+
+@pytest.mark.parametrize("evaluated,shown", [
+    ({}, None), ({"base": 0}, None), ({"base": 0, "bc-s1": 1}, ["0.0%", "50.0%", "–"]),
+    ({"base": 0, "bc-s1": 1, "rl-s1": 2}, ["0.0%", "50.0%", "100.0%"])])
+def test_the_report_has_what_is_evaluated_so_far(tmp_path, registry, evaluated, shown):
+    """Boundaries of a stopped run: nothing evaluated, base alone, BC without BC+RL, all three."""
+    from loraloop.learning import write_learning
+    from loraloop.store import open_store
+
+    store = open_store(f"file://{tmp_path / 'store'}")
+    held = [t.index for t in registry.select("heldout")][:2]
+    for run, solved in evaluated.items():  # `solved` of the two held-out tasks played
+        stored(store, f"ab-{run}", {task: solved > i for i, task in enumerate(held)})
+    plan = LearningPlan(name="ab", seeds="1")
+    report = write_learning(store, tmp_path / "out", plan, {"eval base": 1.0}, "http://viewer", registry).read_text()
+    assert "| eval base | 1.0 |" in report
+    if shown is None:
+        assert "No seed has its BC evaluation yet" in report and not (tmp_path / "out" / "learning.png").exists()
+        return
+    table = report.split("## Held-out success over seeds")[1]
+    for label, cell in zip(("base", "BC", "BC+RL"), shown):
+        line = next(line for line in table.splitlines() if line.startswith(f"| {label} ") or
+                    line.startswith(f"| {label}("))
+        assert f" {cell} |" in line, (label, line)
+    assert ("BC+RL not evaluated yet" in report) == (shown[2] == "–")
+    assert (tmp_path / "out" / "learning.png").stat().st_size > 0
+    assert "http://viewer/ui/runs/smollm_zero/ab-bc-s1" in report
