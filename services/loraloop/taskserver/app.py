@@ -8,7 +8,10 @@ any replica, or a restarted one; a kind whose environment lives in one process (
 context) is served by the replica that started the episode, and a call reaching another replica
 is a 409 that says so. Every episode served is written to the trajectory store when it ends:
 completed, cancelled, expired, failed at start, or interrupted (open when this process stopped, in
-memory mode or a browser episode). Errors follow FastAPI's {"detail": …} convention.
+memory mode or a browser episode). Errors follow FastAPI's {"detail": …} convention; Redis or the S3
+store unreachable is a 503 naming it, with Retry-After. An episode whose write fails stays open, its
+environment kept, and is stored once by the next call that ends it (a retried step, a cancel, the
+idle reaper of any replica).
 """
 from __future__ import annotations
 
@@ -28,12 +31,12 @@ from redis import RedisError
 from loraloop import http_guards
 from loraloop.envs import env_kind
 from loraloop.envs.base import Env, EnvOptions
-from loraloop.errors import ConfigError, LoraloopError, without_credentials
+from loraloop.errors import ConfigError, LoraloopError, StoreUnavailable, without_credentials
 from loraloop.http_guards import RequestBody
 from loraloop.logs import get_logger
 from loraloop.rollout.session import EpisodeSession, steps_taken
 from loraloop.taskserver.states import (EpisodeState, EpisodeStates, MemoryEpisodeStates, RedisEpisodeStates,
-                                        sweeping)
+                                        sweeping, write_or_reopen)
 from loraloop.settings import Settings
 from loraloop.store import open_store
 from loraloop.store.trajectories import episode_key
@@ -45,7 +48,8 @@ ERRORS = {404: {"description": "unknown sample or episode"},
           409: {"description": "the episode lives on another replica"},
           413: {"description": "the request body is over LORALOOP_API_MAX_BODY_BYTES"},
           429: {"description": "LORALOOP_API_MAX_IN_FLIGHT starts and steps are running: try again (Retry-After)"},
-          503: {"description": "Redis (LORALOOP_BROKER_URL) does not answer: try again (Retry-After)"},
+          503: {"description": "Redis (LORALOOP_BROKER_URL) or the store does not answer: try again (Retry-After); "
+                                "an episode that could not be stored stays open"},
           500: {"description": "the environment could not start (the message says how); a failure during an "
                                 "episode ends it instead: done, info.status env_error, info.error"}}
 MAX_ACTION_CHARS = 65536  # longer than any command or tool call an agent needs; more is refused (422)
@@ -190,9 +194,26 @@ def create_app(registry: Registry, task_name: str, settings: Settings, idle_time
             local[state.episode_id] = (env, steps)
         return env
 
-    def end(state: EpisodeState, session: EpisodeSession, status: str | None = None, error: str | None = None) -> None:
-        """Write the episode to the store, then release its environment (the caller has claimed it)."""
-        session.finish(status, error)
+    def over(state: EpisodeState, session: EpisodeSession, status: str | None = None, error: str | None = None,
+             info: dict[str, Any] | None = None) -> EpisodeState:
+        """Note in a claimed episode's state how it ended (state.ending): its records, the status and error that
+        override its outcome, and the info a step that ended it answers; what `end` stores, again if need be."""
+        state.session = session.snapshot()
+        state.ending = {"status": status, "error": error, "outcome": dict(session.outcome),
+                        "info": info or {"turn": session.steps, "status": status, "success": False}}
+        return state
+
+    def end(state: EpisodeState) -> None:
+        """Write a claimed episode that is over (`over`) to the store, then release its environment. A write that fails
+        (the store unreachable) puts it back open with its environment kept (states.write_or_reopen), and the
+        error goes on (503): the next call that ends it (a retried step, a cancel, the idle reaper) stores it once."""
+        def write() -> EpisodeSession:
+            session = EpisodeSession.resume(store, None, registry.get(state.task_id), state.session)
+            session.outcome.update(state.ending["outcome"])
+            session.finish(state.ending["status"], state.ending["error"])
+            return session
+
+        session = write_or_reopen(states, state, write)
         with local_guard:
             here = state.episode_id in local
         if here:
@@ -204,26 +225,35 @@ def create_app(registry: Registry, task_name: str, settings: Settings, idle_time
 
     def stop(episode_id: str, status: str) -> bool:
         """End an open episode as `status` (cancelled, expired, interrupted); False when it is unknown or already over.
+        An episode that is over already, its write failed before (state.ending), is stored as it ended.
 
-        An episode bound to another replica's process is left to that replica (409 for a cancel).
+        An episode bound to another replica's process is left to that replica (409 for a cancel), unless it is over.
         """
         with states.lock(episode_id):
             state = states.get(episode_id)
             if state is None:
                 return False
-            if state.handle is None and state.owner != replica:
+            if state.ending is None and state.handle is None and state.owner != replica:
                 if status == "expired":
                     return False
                 raise HTTPException(409, f"episode {episode_id} lives on replica {state.owner}: cancel it there")
             if not states.claim(episode_id):
                 return False
-            end(state, EpisodeSession.resume(store, None, registry.get(state.task_id), state.session), status)
+            if state.ending is None:
+                over(state, EpisodeSession.resume(store, None, registry.get(state.task_id), state.session), status)
+            end(state)
             return True
 
     def expire() -> None:
-        """End episodes idle for longer than the timeout, whichever replica started them."""
+        """End episodes idle for longer than the timeout, whichever replica started them, and those over whose write
+        failed (any replica's). One the store cannot take now stays open, its environment kept, and is tried again
+        once idle for another timeout (its failed try counts as a use); the others still go."""
         for episode_id in states.idle(time.time() - idle_timeout_s):
-            stop(episode_id, "expired")
+            try:
+                stop(episode_id, "expired")
+            except Exception as exc:  # one episode's failure must not keep the others from being ended
+                log.warning("idle episode not stored, kept open to try again", fields={"episode": episode_id,
+                                                                                       "error": exc})
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI):
@@ -241,11 +271,20 @@ def create_app(registry: Registry, task_name: str, settings: Settings, idle_time
 
     def interrupt(episode_id: str) -> None:
         """At shutdown, end and store an open episode of this process that no other process can go on with (every
-        one in memory mode, a browser episode in Redis mode); a failure is logged, the others still stored."""
+        one in memory mode, a browser episode in Redis mode); a failure is logged, the others still stored.
+
+        When the store cannot take it (after its own retries, LORALOOP_STORE_RETRY_S), the episode stays open as
+        `interrupted` (state.ending) and its environment is released, since no process would find it after this
+        one: in Redis mode any replica's idle reaper stores it once the store is back; in memory mode its state
+        ends with this process, so it is lost, logged as an error naming it (run with Redis to keep it)."""
         try:
             stop(episode_id, "interrupted")
         except Exception as exc:  # one episode's failure must not keep the others from being stored
-            log.warning("episode not stored at shutdown", fields={"episode": episode_id, "error": exc})
+            kept = not isinstance(states, MemoryEpisodeStates) and states.get(episode_id) is not None
+            (log.warning if kept else log.error)(
+                "episode not stored at shutdown" + ("; kept open in Redis for a replica to store" if kept else
+                                                    ": lost"), fields={"episode": episode_id, "error": exc})
+            drop_local(episode_id, close=True)
 
     async def authorised(credentials: HTTPAuthorizationCredentials | None = Depends(bearer)) -> None:
         """With LORALOOP_TASK_SERVER_TOKEN set, refuse (401) a call without `Authorization: Bearer <that token>`.
@@ -257,6 +296,7 @@ def create_app(registry: Registry, task_name: str, settings: Settings, idle_time
     app = FastAPI(title=f"loraloop task server: {task_name}", lifespan=lifespan)
     http_guards.install(app, settings.api_max_body_bytes)
     http_guards.unavailable(app, (RedisError,), "Redis (the episodes' state)", without_credentials(settings.broker_url))
+    http_guards.unavailable(app, (StoreUnavailable,), "the store (the episodes' trajectories)", store.shown)
     guarded = [Depends(authorised)]
     slow = [*guarded, Depends(http_guards.InFlightCap(settings.api_max_in_flight, "episode starts and steps"))]
 
@@ -311,7 +351,7 @@ def create_app(registry: Registry, task_name: str, settings: Settings, idle_time
             if session is not None:  # stored as failed at start; none before it had an attempt index
                 session.finish("env_error", error)
             log.warning("episode failed at start", fields={"episode": episode_id, "error": error})
-            if not isinstance(exc, Exception) or isinstance(exc, RedisError):  # an interrupt or exit; Redis down: 503
+            if not isinstance(exc, Exception) or isinstance(exc, (RedisError, StoreUnavailable)):  # Redis, store: 503
                 raise
             raise HTTPException(500, error) from exc
         info = {"max_turns": env.max_rounds, "sample_id": request.sample_id, "turn": 0}
@@ -323,7 +363,9 @@ def create_app(registry: Registry, task_name: str, settings: Settings, idle_time
 
     @app.post("/api/episode/step", response_model=EpisodeReply, responses=ERRORS, dependencies=slow)
     def step(request: StepRequest) -> EpisodeReply:
-        """Apply one action; at the end the observation is null and the info carries the outcome."""
+        """Apply one action; at the end the observation is null and the info carries the outcome. The store
+        unreachable when the episode ends: 503, the episode stays open, and this step sent again stores it and gets
+        the same end (the action is not played twice)."""
         episode_id = request.episode_id
         with states.lock(episode_id):
             state = states.get(episode_id)
@@ -331,18 +373,25 @@ def create_app(registry: Registry, task_name: str, settings: Settings, idle_time
                 if states.finished(episode_id):
                     raise HTTPException(400, f"episode {episode_id} has already ended (it is stored)")
                 raise HTTPException(404, f"unknown episode {episode_id!r}")
+            if state.ending is not None:  # over, but its write failed: store it now and answer its end again
+                if states.claim(episode_id):
+                    end(state)
+                return EpisodeReply(episode_id=episode_id, observation=None, done=True,
+                                    reward=state.ending["outcome"]["reward"], info=state.ending["info"])
             task = registry.get(state.task_id)
             try:
                 env = env_for(state, task)
                 session = EpisodeSession.resume(store, env, task, state.session)
                 result = session.act(request.action.content, source="client")
+            except StoreUnavailable:  # the step's own write (a screenshot): 503, the episode goes on
+                raise
             except LoraloopError as exc:  # the environment failed, not the agent: the episode ends, stored
+                info = {"turn": steps_taken(state.session) + 1, "status": "env_error", "success": False,
+                        "error": f"environment failure: {exc}"}
                 if states.claim(episode_id):
-                    end(state, EpisodeSession.resume(store, None, task, state.session), "env_error",
-                        f"environment failure: {exc}")
-                return EpisodeReply(episode_id=episode_id, observation=None, reward=0.0, done=True,
-                                    info={"turn": steps_taken(state.session) + 1, "status": "env_error",
-                                          "success": False, "error": f"environment failure: {exc}"})
+                    end(over(state, EpisodeSession.resume(store, None, task, state.session), "env_error",
+                             f"environment failure: {exc}", info))
+                return EpisodeReply(episode_id=episode_id, observation=None, reward=0.0, done=True, info=info)
             with local_guard:
                 local[episode_id] = (env, session.steps)
             if not result.done:
@@ -351,14 +400,13 @@ def create_app(registry: Registry, task_name: str, settings: Settings, idle_time
                 states.put(state)
                 return EpisodeReply(episode_id=episode_id, observation=Observation(type="text", content=result.observation),
                                     reward=0.0, done=False, info={"turn": result.info["turn"]})
+            info = {k: result.info.get(k) for k in ("turn", "status", "success", "answer", "num_turns")}
             if states.claim(episode_id):
-                end(state, session)
-        keep = ("turn", "status", "success", "answer", "num_turns")
-        return EpisodeReply(episode_id=episode_id, observation=None, reward=result.reward, done=True,
-                            info={k: result.info.get(k) for k in keep})
+                end(over(state, session, info=info))
+        return EpisodeReply(episode_id=episode_id, observation=None, reward=result.reward, done=True, info=info)
 
-    @app.post("/api/episode/cancel", response_model=Cancelled, responses={k: ERRORS[k] for k in (400, 401, 404, 409)},
-              dependencies=guarded)
+    @app.post("/api/episode/cancel", response_model=Cancelled, dependencies=guarded,
+              responses={k: ERRORS[k] for k in (400, 401, 404, 409, 503)})
     def cancel(request: CancelRequest) -> Cancelled:
         """End an episode early, store its trajectory and release its environment."""
         if not stop(request.episode_id, "cancelled"):

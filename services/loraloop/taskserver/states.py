@@ -13,9 +13,12 @@ import time
 from collections import OrderedDict
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
-from typing import Any, Callable, Iterator, Protocol
+from typing import Any, Callable, Iterator, Protocol, TypeVar
 
 from loraloop.errors import EnvironmentFailure
+
+T = TypeVar("T")
+
 
 @contextmanager
 def sweeping(expire: Callable[[], Any], idle_timeout_s: float, log, name: str) -> Iterator[None]:
@@ -50,7 +53,9 @@ class EpisodeState:
 
     `session` is the episode's EpisodeSession snapshot (records so far, turns, outcome); `handle`
     is what another replica attaches to the environment with (a shell's container), or None for a
-    kind whose episodes live in the process that started them, named by `owner`.
+    kind whose episodes live in the process that started them, named by `owner`. `ending` is set on an
+    episode that is over but not stored yet, because its write failed (write_or_reopen): how it ended
+    (status, error, outcome, the done reply's info), so the next call that ends it stores it so.
     """
 
     episode_id: str
@@ -61,6 +66,7 @@ class EpisodeState:
     handle: dict[str, Any] | None = None
     owner: str = ""
     protocol: str = "text"
+    ending: dict[str, Any] | None = None
 
     def to_json(self) -> str:
         """The state as one JSON document."""
@@ -70,6 +76,17 @@ class EpisodeState:
     def from_json(cls, text: str | bytes) -> "EpisodeState":
         """Read a state written by to_json."""
         return cls(**json.loads(text))
+
+
+def write_or_reopen(states: "EpisodeStates", state: EpisodeState, write: Callable[[], T]) -> T:
+    """Store a claimed episode (`write`), or, when the write fails (the store unreachable: the APIs answer 503 naming
+    it), put its state back open and re-raise: nothing is lost, and ending it again once the store answers stores it
+    once. The one way the gateway's sessions and the Task Server's episodes are ended."""
+    try:
+        return write()
+    except Exception:
+        states.put(state)
+        raise
 
 
 class EpisodeStates(Protocol):

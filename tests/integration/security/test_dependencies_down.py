@@ -1,8 +1,12 @@
 """A dependency down answers 503 naming it, with Retry-After, as the rollout API does for its broker, never a bare 500
 and never a credential or a host path: Redis down (a real Redis port with nothing listening) for the Task Server and
-the gateway; the gateway's S3 store (a real SeaweedFS server) stopped mid-session and at a session's start, then
-started again, losing nothing."""
+the gateway; the gateway's and the Task Server's S3 store (a real SeaweedFS server) stopped mid-session, as an episode
+ends and at a start, then started again, losing nothing."""
 from __future__ import annotations
+
+import json
+import time
+import uuid
 
 import pytest
 from fastapi.testclient import TestClient
@@ -15,7 +19,7 @@ from loraloop.store.trajectories import parse_episode
 from loraloop.tasks.registry import load_registry
 from loraloop.taskserver.app import create_app as task_server_app
 from tests.helpers import ROOT, free_port
-from tests.hostile_json import store_objects
+from tests.hostile_json import my_containers, store_objects
 
 MOCK = "configs/tasks/tau2/mock_base.json"
 ADMIN = "test-admin-key-0123456789"
@@ -144,3 +148,109 @@ def test_gateway_session_start_with_the_store_down_leaves_no_session_and_no_obje
     after = (gateway.open_sessions(), store_objects(gateway.store))
     print(f"gateway start with the store down: (open sessions, store objects) before {before}, after {after}")
     assert after == before == (0, [])
+
+
+class TaskServerOnS3:
+    """The Task Server (its episodes in Redis, shell episodes in real containers) over an S3 store on a SeaweedFS
+    server the test stops and starts; one task, answered `1`; the store's calls are not waited out (store_retry_s 0)."""
+
+    def __init__(self, settings_for, redis_url: str, s3_server, tmp_path, idle_timeout_s: float = 300.0) -> None:
+        tasks = tmp_path / "tasks.json"
+        tasks.write_text(json.dumps([{"description": "Answer 1.", "evaluation": {"match": "1", "example": "echo 1"}}]))
+        self.settings = settings_for(
+            store_url="s3://taskserver/episodes", s3_endpoint_url=s3_server.endpoint, store_retry_s=0, **S3_KEYS,
+            broker_url=redis_url.rsplit("/", 1)[0] + "/7", init_timeout_s=30, command_timeout_s=10)
+        self.app = task_server_app(load_registry(tasks), f"outage-{uuid.uuid4().hex[:8]}", self.settings,
+                                   idle_timeout_s=idle_timeout_s, run_id="outage")
+        self.client = TestClient(self.app)
+        self.store = open_store(settings=self.settings)
+        self.secrets = (*S3_KEYS.values(), str(ROOT), str(tmp_path))
+
+    def call(self, path: str, body: dict):
+        """POST a Task Server route."""
+        return self.client.post(path, json=body)
+
+    def open_episodes(self) -> int:
+        """The open episodes /api/health counts (Redis: it answers while the store is down)."""
+        reply = self.client.get("/api/health")
+        assert reply.status_code == 200, reply.text
+        return reply.json()["active_episodes"]
+
+    def live(self) -> tuple[int, int]:
+        """This process's containers (by owner label) and the open episodes: what can be counted with the store down."""
+        return my_containers(), self.open_episodes()
+
+    def counts(self) -> tuple[int, int, list[str]]:
+        """`live` and the store's objects."""
+        return *self.live(), store_objects(self.store)
+
+    def store_down(self, reply) -> None:
+        """A 503 naming the store (bucket and endpoint), with Retry-After, no credential or host path."""
+        down(reply, "the store (the episodes' trajectories) unreachable at s3://taskserver/episodes on "
+                    f"{self.settings.s3_endpoint_url}", self.secrets)
+
+    def stored(self, status: str) -> None:
+        """The store holds exactly one object: the episode, ended as `status`."""
+        keys = store_objects(self.store)
+        assert len(keys) == 1 and keys[0].startswith("trajectories/outage-"), keys
+        assert parse_episode(keys[0], self.store.get_bytes(keys[0])).end.status == status
+
+
+def test_task_server_with_its_store_stopped_as_an_episode_ends_answers_503_and_loses_nothing(
+        settings_for, redis_url, s3_server, docker_ready, tmp_path):
+    """The S3 server stops with an episode open: the step that ends it, and a cancel, answer 503 naming the store; the
+    episode stays open, its container kept. Once the server is back, the same step sent again stores the episode
+    exactly once, as it ended (completed, reward 1, one step: the answer is not played twice), and its container goes.
+    A start with the store down is a 503 too, and leaves no container and no episode."""
+    server = TaskServerOnS3(settings_for, redis_url, s3_server, tmp_path)
+    before = server.counts()
+    started = server.call("/api/episode/start", {"sample_id": 0})
+    assert started.status_code == 200, started.text
+    episode = started.json()["episode_id"]
+    answer = {"episode_id": episode, "action": {"content": "Act: answer(1)"}}
+    s3_server.stop()
+
+    server.store_down(server.call("/api/episode/step", answer))
+    server.store_down(server.call("/api/episode/cancel", {"episode_id": episode}))
+    during = server.live()
+    server.store_down(server.call("/api/episode/start", {"sample_id": 0}))
+    assert server.live() == during == (before[0] + 1, 1)  # open, its container kept; the start left nothing
+
+    s3_server.start()
+    ended = server.call("/api/episode/step", answer)
+    assert ended.status_code == 200, ended.text
+    assert (ended.json()["done"], ended.json()["reward"], ended.json()["info"]["status"]) == (True, 1.0, "completed")
+    assert server.call("/api/episode/step", answer).status_code == 400  # ended once
+    after = server.counts()
+    print(f"task server, store down as an episode ends: (containers, open episodes, objects) before {before}, "
+          f"during {during}, after {after}")
+    assert after[:2] == before[:2] == (before[0], 0)
+    server.stored("completed")
+    key = after[2][0]
+    episode_stored = parse_episode(key, server.store.get_bytes(key))
+    assert (episode_stored.end.reward, len(episode_stored.steps)) == (1.0, 1)
+
+
+def test_task_server_idle_reaper_keeps_an_episode_the_store_cannot_take_and_stores_it_later(
+        settings_for, redis_url, s3_server, docker_ready, tmp_path):
+    """The idle reaper (timeout 2 s, a sweep each second) finds an idle episode while the S3 server is stopped: it
+    keeps it open with its container; once the server is back a later sweep stores it once, as expired, and removes
+    its container."""
+    server = TaskServerOnS3(settings_for, redis_url, s3_server, tmp_path, idle_timeout_s=2.0)
+    with server.client:  # the lifespan runs the reaper
+        before = server.counts()
+        started = server.call("/api/episode/start", {"sample_id": 0})
+        assert started.status_code == 200, started.text
+        s3_server.stop()
+        time.sleep(5)  # idle past the timeout at least twice: the reaper tried and failed
+        during = server.live()
+        assert during == (before[0] + 1, 1)
+        s3_server.start()
+        deadline = time.monotonic() + 30
+        while server.live() != before[:2] and time.monotonic() < deadline:  # stored, then its container removed
+            time.sleep(0.5)
+        after = server.counts()
+    print(f"task server reaper, store down: (containers, open episodes, objects) before {before}, during {during}, "
+          f"after {after}")
+    assert after[:2] == before[:2] == (before[0], 0)
+    server.stored("expired")

@@ -31,7 +31,8 @@ from loraloop.settings import Settings
 from loraloop.store.backends import Store
 from loraloop.store.records import Adapter, EpisodeStart, Record, Step
 from loraloop.store.trajectories import episode_key, stamp
-from loraloop.taskserver.states import EpisodeState, EpisodeStates, MemoryEpisodeStates, RedisEpisodeStates
+from loraloop.taskserver.states import (EpisodeState, EpisodeStates, MemoryEpisodeStates, RedisEpisodeStates,
+                                        write_or_reopen)
 
 POLICY = "gateway"
 KEY_PREFIX = "sk-sess-"  # AReaL's session keys look the same
@@ -169,12 +170,8 @@ class Sessions:
     def _store(self, state: EpisodeState, status: str) -> dict[str, Any]:
         """Write a claimed session's episode through EpisodeSession.finish (written once, never over another). A write
         that fails (the store unreachable: the gateway answers 503) puts the session back open, its calls and key
-        kept, so ending it again once the store answers stores it: nothing is lost."""
-        try:
-            return self._write(state, status)
-        except Exception:
-            self.states.put(state)
-            raise
+        kept, so ending it again once the store answers stores it: nothing is lost (states.write_or_reopen)."""
+        return write_or_reopen(self.states, state, lambda: self._write(state, status))
 
     def _write(self, state: EpisodeState, status: str) -> dict[str, Any]:
         """The episode of a claimed session, written; its summary."""
