@@ -90,6 +90,7 @@ class BrowserGymEnv(WebEnv):
             goal, info = self.bg_task.setup(self._sync(self.page))
         except Exception as exc:
             at = f" from {self.url}" if self.url != "about:blank" else ""
+            self.close()  # the context goes with the failed episode; the pool's browser stays for the next
             raise EnvironmentFailure(f"task {self.task.index} (seed {self.seed}): {self.task.task_id} did not set up"
                                      f"{at}: {_first_line(exc)}") from exc
         self.goal = goal_text(goal)

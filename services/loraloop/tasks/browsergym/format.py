@@ -109,7 +109,10 @@ def check_task_id(task_id: Any, where: str) -> bool:
     if not isinstance(task_id, str) or "." not in task_id.strip(".") or task_id != task_id.strip():
         raise TaskFormatError(f"{where}: field 'task' must be a BrowserGym task id '<benchmark>.<type>' "
                               f"(e.g. 'miniwob.click-button'), got {task_id!r}")
-    known = registered(task_id.split(".", 1)[0])
+    try:
+        known = registered(task_id.split(".", 1)[0])
+    except ConfigError as exc:
+        raise TaskFormatError(f"{where}: task {task_id!r}: {exc}") from exc
     if task_id not in known:
         close = difflib.get_close_matches(task_id, list(known), n=3)
         hint = f"; did you mean {', '.join(close)}?" if close else f" ({len(known)} registered)"
