@@ -77,7 +77,7 @@ class BrowserGymEnv(WebEnv):
 
     def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple[str, dict]:
         """Build BrowserGym's task for this episode's seed, let it set up a fresh page; return the first observation
-        and `{"url", "task_id", "seed", "task_info"}`. The seed is `options["seed"]` (or the driver's), which must be
+        and `{"url", "task_id", "seed", "task_info", "events"}` (the episode's start record keeps the seed played). The seed is `options["seed"]` (or the driver's), which must be
         in the task's split, else the one `seed` (the rollout's) picks from the split."""
         self.close()
         self.turn, self.done, self.last_error, self.chat = 0, False, "", []
@@ -97,8 +97,9 @@ class BrowserGymEnv(WebEnv):
         self.chat = [self._message("assistant", HELLO), self._message("user", self.goal)]
         self.origin = "{0.scheme}://{0.netloc}".format(urlsplit(self.page.url))
         observation = self._run(self._observe(goal=True))
+        setup = {"type": "task_setup", "task_id": self.task.task_id, "seed": self.seed, "task_info": _plain(info)}
         return observation, {"url": self.page.url, "expected": None, "task_id": self.task.task_id,
-                             "seed": self.seed, "task_info": _plain(info)}
+                             "seed": self.seed, "task_info": setup["task_info"], "events": [setup]}
 
     def step(self, action: str) -> StepResult:
         """Run one action as BrowserGym's `BrowserEnv.step` does, then ask the task's `validate` for the reward and

@@ -365,6 +365,8 @@ def solve(task_type: str, goal: str, observation: str, turn: int, history: list[
     if strategy is None:
         return f"report_infeasible({f'no scripted strategy for {task_type}'!r})"
     action = strategy(goal, nodes(observation), turn, history)
+    if action and history and action == history[-1] and "\n# Error from the last action\n" in observation:
+        return f"report_infeasible({f'{task_type}: {action} failed twice'!r})"  # e.g. a button another one covers
     return action or f"report_infeasible({f'{task_type}: no next step on this page'!r})"
 
 
