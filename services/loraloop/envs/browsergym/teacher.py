@@ -323,21 +323,103 @@ def _send_icon(page: list[Node]) -> Node | None:
 
 
 def autocomplete(goal, page, turn, history):
-    """use-autocomplete: type the start, pick the suggestion that fits, then Submit."""
+    """use-autocomplete: type the start into the box, pick the suggestion that fits, then Submit."""
     parts = quoted(goal)
     start = parts[0] if parts else ""
     end = parts[1] if len(parts) > 1 and "ends with" in goal else ""
     box = next(iter(boxes(page)), None)
     if box is None:
         return None
-    value = box.prop("value") or ""
-    if value.startswith(start) and value.endswith(end) and len(value) > len(start):
-        return submit(page)
+    if any(a.startswith("click(") and a != f"click({box.bid!r})" for a in history):
+        return submit(page)  # a suggestion was picked
+    if (box.prop("value") or "") != start:
+        return f"keyboard_type({start!r})" if f"click({box.bid!r})" in history else click(box)
     suggestions = [n for n in page if n.role in ("menuitem", "option", "listitem", "StaticText") and n.bid
-                   and n.name.startswith(start) and n.name.endswith(end) and n.name != start]
-    if suggestions and value == start:
+                   and n.name.startswith(start) and n.name.endswith(end) and (n.name != start or end)]
+    if suggestions:
         return click(suggestions[0])
-    return f"keyboard_type({start!r})" if value != start and turn == 1 else f"click({box.bid!r})"
+    return "noop(500)" if "noop(500)" not in history else submit(page)  # the list shows after a delay
+
+
+def enter_date(goal, page, turn, history):
+    """enter-date: `MM/DD/YYYY` into the date input (as ISO, what a date input takes), then Submit."""
+    found = re.search(r"(\d\d)/(\d\d)/(\d{4})", goal)
+    box = find(page, None, ("Date", "date"))
+    if not found or box is None:
+        return None
+    month, day, year = found.groups()
+    return fill_then(box, f"{year}-{month}-{day}", lambda: submit(page), history)
+
+
+def enter_time(goal, page, turn, history):
+    """enter-time: `H:MM AM` into the time input (as 24-hour `HH:MM`), then Submit."""
+    found = re.search(r"(\d{1,2}):(\d\d) ?([AP]M)", goal)
+    box = find(page, None, ("InputTime", "time"))
+    if not found or box is None:
+        return None
+    hour = int(found[1]) % 12 + (12 if found[3] == "PM" else 0)
+    return fill_then(box, f"{hour:02d}:{found[2]}", lambda: submit(page), history)
+
+
+def copy_paste(goal, page, turn, history):
+    """copy-paste, copy-paste-2: the (nth) text area's text into the empty box, then Submit."""
+    if any(action.startswith("fill(") for action in history):
+        return submit(page)
+    found = boxes(page)
+    sources = [b for b in found if b.prop("value")]
+    empty = [b for b in found if not b.prop("value")]
+    nth = re.search(r"(\d+)(?:st|nd|rd|th) text area", goal)
+    index = int(nth.group(1)) - 1 if nth else 0
+    if len(sources) <= index or not empty:
+        return None
+    return f"fill({empty[0].bid!r}, {sources[index].prop('value')!r})"
+
+
+def find_word(goal, page, turn, history):
+    """find-word: the nth word of the paragraph (punctuation dropped) into the box, then Submit."""
+    nth = re.search(r"(\d+)(?:st|nd|rd|th) word", goal)
+    paragraph = next((n.name for n in page if n.role == "StaticText" and len(n.name.split()) > 3), "")
+    words = [w.strip(".,;:!?") for w in paragraph.split()]
+    if not nth or len(words) < int(nth.group(1)):
+        return None
+    found = boxes(page)
+    return fill_then(found[0] if found else None, words[int(nth.group(1)) - 1], lambda: submit(page), history)
+
+
+def scroll_list(goal, page, turn, history):
+    """click-scroll-list: select the named items in the list, then Submit."""
+    found = re.search(r"Select (.*) from the scroll list", goal)
+    box = find(page, None, ("listbox",))
+    if not found or box is None:
+        return None
+    names = [w.strip() for w in found.group(1).split(",") if w.strip()]
+    action = f"select_option({box.bid!r}, {names!r})"
+    return action if action not in history else submit(page)
+
+
+def odd_or_even(goal, page, turn, history):
+    """odd-or-even: for each number, its Odd or Even button (the buttons around it), then Submit."""
+    picks = []
+    for i, node in enumerate(page):
+        if node.role == "StaticText" and re.fullmatch(r"-?\d+", node.name):
+            before = [n for n in page[:i] if n.role == "button" and n.name == "Odd"]
+            after = [n for n in page[i:] if n.role == "button" and n.name == "Even"]
+            target = before[-1] if int(node.name) % 2 else (after[0] if after else None)
+            if target is None:
+                return None
+            picks.append(click(target))
+    return picks[turn] if turn < len(picks) else submit(page)
+
+
+WIDGET_ROLES = {"button": ("button",), "checkbox": ("checkbox",), "radio": ("radio",)}
+
+
+def click_widget(goal, page, turn, history):
+    """click-widget: a widget of the named kind (buttons, checkboxes and radio buttons; text inputs and text areas
+    look alike in the tree, so those are left)."""
+    kind = quoted(goal)
+    roles = WIDGET_ROLES.get(kind[0]) if kind else None
+    return click(find(page, None, roles)) if roles else None
 
 
 STRATEGIES: dict[str, Strategy] = {
@@ -354,6 +436,9 @@ STRATEGIES: dict[str, Strategy] = {
     "focus-text-2": focus_text, "simple-arithmetic": arithmetic, "simple-algebra": algebra,
     "read-table": read_table, "email-inbox": email, "email-inbox-noscroll": email,
     "use-autocomplete": autocomplete, "use-autocomplete-nodelay": autocomplete,
+    "enter-date": enter_date, "enter-time": enter_time, "copy-paste": copy_paste, "copy-paste-2": copy_paste,
+    "find-word": find_word, "click-scroll-list": scroll_list, "odd-or-even": odd_or_even,
+    "click-widget": click_widget,
 }
 SOLVED = tuple(sorted(STRATEGIES))
 
