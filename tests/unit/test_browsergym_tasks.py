@@ -9,7 +9,7 @@ import pytest
 from loraloop.envs import env_kind, kind_of_raw
 from loraloop.envs.browsergym.teacher import SOLVED, Node, goal_of, nodes, solve
 from loraloop.envs.web.observe import flatten_axtree
-from loraloop.errors import TaskFormatError
+from loraloop.errors import ConfigError, TaskFormatError
 from loraloop.tasks.base import TaskContext
 from loraloop.tasks.browsergym.format import parse_task, registered, task_entrypoint
 from loraloop.tasks.browsergym.miniwob import (HELDOUT_SEEDS, MAX_TRAIN_TYPES, TRAIN_SEEDS, task_files,
@@ -70,7 +70,7 @@ def test_a_seed_outside_the_split_is_named():
                                                                                      split="train"))
     assert task.seed_for(1207) == 7 and task.seed_for(None) == 0 and task.seed_for(0, 49) == 49
     for bad in (50, -1, "3", 2.0, True):
-        with pytest.raises(TaskFormatError, match=rf"seed {bad!r} is outside split 'train' of miniwob\.click-button "
+        with pytest.raises(ConfigError, match=rf"seed {bad!r} is outside split 'train' of miniwob\.click-button "
                                                   r"\(seeds 0-49, t\.jsonl#0\)"):
             task.seed_for(0, bad)
 

@@ -82,13 +82,13 @@ def test_an_unknown_task_type_is_named_with_the_closest_ones(tmp_path):
 
 def test_a_seed_outside_the_split_is_refused_before_any_page_opens(registry, settings_for):
     task = registry.get("heldout-miniwob.click-button")  # held-out seeds 1000-1019
-    env = env_kind("browsergym").make_env(task, settings_for(), EnvOptions(config={"seed": 7}))
-    with pytest.raises(TaskFormatError, match=r"seed 7 is outside split 'heldout-seed' of miniwob\.click-button "
-                                              r"\(seeds 1000-1019, configs/tasks/miniwob/heldout_seeds\.jsonl#\d+\)"):
-        env.reset()
-    assert env.context is None and env.page is None
-    with pytest.raises(TaskFormatError, match="seed '1000' is outside"):
+    with pytest.raises(ConfigError, match=r"seed 7 is outside split 'heldout-seed' of miniwob\.click-button "
+                                          r"\(seeds 1000-1019, configs/tasks/miniwob/heldout_seeds\.jsonl#\d+\)"):
+        env_kind("browsergym").make_env(task, settings_for(), EnvOptions(config={"seed": 7}))
+    env = env_kind("browsergym").make_env(task, settings_for(), EnvOptions())
+    with pytest.raises(ConfigError, match="seed '1000' is outside"):
         env.reset(options={"seed": "1000"})
+    assert env.context is None and env.page is None
     observation, info = env.reset(options={"seed": 1019})  # the same env plays a seed of the split
     assert info["seed"] == 1019 and "# Goal" in observation
     env.close()

@@ -70,7 +70,9 @@ class BrowserGymEnv(WebEnv):
                          url=self.kwargs.get("base_url") or "about:blank")
         self.instructions = INSTRUCTIONS
         self.text_bids = True
-        self.asked_seed = seed  # a driver's explicit seed (EnvOptions.config["seed"]), checked at reset
+        if seed is not None:
+            task.seed_for(None, seed)  # a driver's seed outside the split fails here, before any page opens
+        self.asked_seed = seed  # a driver's explicit seed (EnvOptions.config["seed"])
         self.bg_task = None
         self.chat: list[dict[str, Any]] = []  # BrowserGym's chat messages, as the task's validate reads them
         self.seed: int | None = None

@@ -73,10 +73,11 @@ class BrowserGymTask:
 
     def seed_for(self, rollout_seed: int | None, asked: Any = None) -> int:
         """The seed an episode plays: `asked` (a driver's explicit seed, which must be one of the split's),
-        else the one the rollout seed picks. Fails naming the seed, the task, its split and its seeds."""
+        else the one the rollout seed picks. An asked seed outside the split is a ConfigError (a request's bad
+        input: the Task Server answers 400) naming the seed, the task, its split, its seeds and where they are."""
         if asked is not None:
             if isinstance(asked, bool) or not isinstance(asked, int) or asked not in self.seeds:
-                raise TaskFormatError(f"task {self.index}: seed {asked!r} is outside split {self.split!r} of "
+                raise ConfigError(f"task {self.index}: seed {asked!r} is outside split {self.split!r} of "
                                       f"{self.task_id} (seeds {self.first_seed}-{self.last_seed}, {self.source})")
             return asked
         return self.seeds[(rollout_seed or 0) % len(self.seeds)]
