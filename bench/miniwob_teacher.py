@@ -1,7 +1,7 @@
 """The scripted MiniWoB++ solver's coverage: each type it has a strategy for, played on the given seeds through the
 browsergym kind (real Chromium, MiniWoB's pages on loopback), success counted by MiniWoB's own reward.
 
-    PYTHONPATH=services .venv/bin/python bench/miniwob_teacher.py --seeds 0-9 --out    # bench/results/miniwob_teacher.md
+    PYTHONPATH=services .venv/bin/python bench/miniwob_teacher.py --seeds 0-9 --out  # bench/results/miniwob_teacher.md
 
 The solver reads only the goal and the observation (envs/browsergym/teacher.py). It always exits 0: a measurement,
 not a gate (the parity test checks the solver's sequences on 22 types).

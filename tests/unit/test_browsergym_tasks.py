@@ -24,7 +24,8 @@ NONDETERMINISTIC = {"click-pie", "click-pie-nodelay", "terminal", "visual-additi
 def test_every_miniwob_type_is_registered_once_trained_types_at_most_60():
     registry = load_registry(FOLDER)
     trained = {t.task_id for t in registry.select("train")}
-    assert trained == {t.task_id for t in registry.select("heldout-seed")} == set(train_types(FOLDER / "train_types.txt"))
+    listed = set(train_types(FOLDER / "train_types.txt"))
+    assert trained == {t.task_id for t in registry.select("heldout-seed")} == listed
     held_out = {t.task_id for t in registry.select("heldout-type")}
     assert len(trained) <= MAX_TRAIN_TYPES and not trained & held_out
     assert trained | held_out == set(registered("miniwob")) and len(trained | held_out) == 125
@@ -94,7 +95,8 @@ def test_static_text_carries_its_hidden_elements_bid_only_when_asked():
           {"nodeId": "5", "parentId": "4", "role": {"value": "StaticText"}, "name": {"value": "Go now"},
            "backendDOMNodeId": 5}]
     bids = {1: "0", 2: "20", 4: "21"}
-    assert flatten_axtree(ax, bids) == "[0] RootWebArea 'T'\n\tStaticText 'Carlynne'\n\t[21] button 'Go'\n\t\tStaticText 'Go now'"
+    assert flatten_axtree(ax, bids) == ("[0] RootWebArea 'T'\n\tStaticText 'Carlynne'\n\t[21] button 'Go'\n"
+                                        "\t\tStaticText 'Go now'")
     assert flatten_axtree(ax, bids, text_bids=True).splitlines()[1] == "\t[20] StaticText 'Carlynne'"
 
 

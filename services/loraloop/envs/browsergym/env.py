@@ -79,8 +79,9 @@ class BrowserGymEnv(WebEnv):
 
     def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple[str, dict]:
         """Build BrowserGym's task for this episode's seed, let it set up a fresh page; return the first observation
-        and `{"url", "task_id", "seed", "task_info", "events"}` (the episode's start record keeps the seed played). The seed is `options["seed"]` (or the driver's), which must be
-        in the task's split, else the one `seed` (the rollout's) picks from the split."""
+        and `{"url", "task_id", "seed", "task_info", "events"}` (the start record keeps the seed played). The seed is
+        `options["seed"]` (or the driver's), which must be in the task's split, else the one `seed` (the rollout's)
+        picks from the split."""
         self.close()
         self.turn, self.done, self.last_error, self.chat = 0, False, "", []
         self.seed = self.task.seed_for(seed, (options or {}).get("seed", self.asked_seed))

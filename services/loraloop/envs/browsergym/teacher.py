@@ -4,7 +4,7 @@ page's internals, and writes one BrowserGym action a turn. It is the start of is
 Each solved task type has a strategy: a function of the goal, the page's nodes and the turn that returns the next
 action, or None when it sees no way on (the teacher then reports it infeasible, which ends the episode). Most are
 stateless (they read what the page shows: a box's value, a checkbox's state), so a step that failed is retried.
-`SOLVED` lists the types with a strategy; tests/integration/envs/test_browsergym_env.py measures their success.
+`SOLVED` lists the types with a strategy; bench/miniwob_teacher.py measures their success per type.
 """
 from __future__ import annotations
 
@@ -17,8 +17,8 @@ from typing import Callable
 from loraloop.agents.policy import Reply
 from loraloop.errors import TaskSkipped
 
-_NODE = re.compile(r"^(?P<depth>\t*)(?:\[(?P<bid>[^\]]+)\] )?(?P<role>\S+) (?P<name>'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\")"
-                   r"(?P<props>.*)$")
+_NODE = re.compile(r"^(?P<depth>\t*)(?:\[(?P<bid>[^\]]+)\] )?(?P<role>\S+) "
+                   r"(?P<name>'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\")(?P<props>.*)$")
 
 
 @dataclass(frozen=True)
