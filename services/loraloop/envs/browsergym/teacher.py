@@ -112,9 +112,14 @@ def only_button(goal, page, turn, history):
 
 
 def button_sequence(goal, page, turn, history):
-    """click-button-sequence: ONE, then TWO."""
-    names = re.findall(r"button (\w+)", goal)
-    return click(find(page, names[min(turn, len(names) - 1)], BUTTONS)) if names else None
+    """click-button-sequence: ONE, then TWO (each once it was clicked or pressed)."""
+    for name in re.findall(r"button (\w+)", goal):
+        button = find(page, name, BUTTONS)
+        if button is None:
+            return None
+        if not any(a in (f"click({button.bid!r})", f"press({button.bid!r}, 'Enter')") for a in history):
+            return click(button)
+    return None
 
 
 def close_dialog(goal, page, turn, history):
@@ -444,14 +449,22 @@ SOLVED = tuple(sorted(STRATEGIES))
 
 
 def solve(task_type: str, goal: str, observation: str, turn: int, history: list[str]) -> str:
-    """The next action for a MiniWoB task type on the page the observation shows; `report_infeasible(...)` when the
-    type has no strategy or the strategy sees no way on."""
+    """The next action for a MiniWoB task type on the page the observation shows, given the actions sent so far
+    (`history`; `turn` is kept for callers, the strategies count what the page took); `report_infeasible(...)` when
+    the type has no strategy, the strategy sees no way on, or an action failed twice."""
     strategy = STRATEGIES.get(task_type)
     if strategy is None:
         return f"report_infeasible({f'no scripted strategy for {task_type}'!r})"
-    action = strategy(goal, nodes(observation), turn, history)
-    if action and history and action == history[-1] and "\n# Error from the last action\n" in observation:
-        return f"report_infeasible({f'{task_type}: {action} failed twice'!r})"  # e.g. a button another one covers
+    failed = history[-1] if history and "\n# Error from the last action\n" in observation else None
+    done = history[:-1] if failed else history  # what the page took: a failed action is not a step made
+    action = strategy(goal, nodes(observation), len(done), done)
+    clicked = re.fullmatch(r"click\(('[^']+')\)", action or "")
+    if clicked and failed in (action, f"press({clicked.group(1)}, 'Enter')"):
+        if failed == action:  # another element covers it (click-test-2): a focused button takes Enter as a click
+            return f"press({clicked.group(1)}, 'Enter')"
+        action = failed
+    if action and action == failed:
+        return f"report_infeasible({f'{task_type}: {action} failed twice'!r})"
     return action or f"report_infeasible({f'{task_type}: no next step on this page'!r})"
 
 
