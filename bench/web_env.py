@@ -35,9 +35,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator
 
-from browsergym.core import _get_global_playwright
-from browsergym.core.action.functions import check, uncheck
-from browsergym.core.action.highlevel import HighLevelActionSet
 from browsergym.core.env import BrowserEnv
 from browsergym.core.task import AbstractBrowserTask
 from browsergym.utils.obs import flatten_axtree_to_str
@@ -46,7 +43,7 @@ from rich.console import Console
 from rich.table import Table
 
 from loraloop.envs.web.teacher import step_action
-from loraloop.envs.web.browser import LAUNCH_ARGS
+from loraloop.envs.browsergym.reference import REFERENCE_ACTIONS, use_system_chromium
 from loraloop.envs.web.env import WebEnv, task_url
 from loraloop.envs.web.evaluate import grade
 from loraloop.settings import Settings
@@ -58,10 +55,9 @@ ROOT = Path(__file__).resolve().parents[1]
 REGISTRY = ROOT / "configs" / "tasks" / "web"
 TARGET = 3.0
 OURS, BGYM = "loraloop WebEnv", "BrowserGym BrowserEnv"
-# BrowserGym's default action subsets plus its own check/uncheck, which it ships but leaves out of
-# "bid"; the scripted solutions tick radio buttons with check('bid'), as WebEnv accepts.
-BGYM_ACTIONS = HighLevelActionSet(subsets=["chat", "infeas", "bid", "nav", "tab", "custom"],
-                                  custom_actions=[check, uncheck])
+# BrowserGym's default action subsets plus its own check/uncheck (the scripted solutions tick radio buttons with
+# check('bid'), as WebEnv accepts): envs/browsergym/reference.py, shared with the browsergym kind's parity test.
+BGYM_ACTIONS = REFERENCE_ACTIONS
 
 
 @dataclass
@@ -97,23 +93,6 @@ def sites_server(url: str | None) -> Iterator[str]:
         return
     with serving() as served:
         yield served
-
-
-def use_system_chromium(executable: str) -> None:
-    """Point every Chromium launch BrowserGym makes at `executable` with loraloop's launch flags.
-
-    BrowserEnv.reset() launches the page's browser (with `pw_chromium_kwargs`, which cannot carry
-    `args`: reset passes its own) and a chat-window browser with no executable path at all, which
-    would need Playwright's bundled Chromium. Both go through the one global Playwright's
-    `chromium.launch`, so wrapping that gives both the same binary and flags as WebEnv.
-    """
-    chromium = _get_global_playwright().chromium
-    launch = chromium.launch
-
-    def launch_system(**kwargs):
-        return launch(**{**kwargs, "executable_path": executable, "args": [*kwargs.get("args", []), *LAUNCH_ARGS]})
-
-    chromium.launch = launch_system
 
 
 class BundledTask(AbstractBrowserTask):

@@ -42,7 +42,7 @@ def lane_of(path: Path) -> tuple[str | None, str | None]:
 # of them alone on a long file while the other waits.
 LONGEST_FIRST = ("stack/test_loop.py", "stack/test_compose.py", "serve/test_publish.py", "envs/test_shell_env.py",
                  "tasks/test_web_tasks.py", "train/test_rl_loop.py", "service/test_jobs.py",
-                 "rollout/test_halo_modes.py", "envs/test_tau2_env.py")
+                 "rollout/test_halo_modes.py", "envs/test_tau2_env.py", "envs/test_browsergym_parity.py")
 
 
 def first_rank(item) -> int:

@@ -5,7 +5,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field
+from pydantic import AliasChoices, Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from loraloop.defaults import EXPERIMENTS
@@ -89,6 +89,9 @@ class Settings(BaseSettings):
     # Web environment (Playwright + Chromium) and REAL's llm_boolean judge.
     chromium_path: str = Field("/usr/bin/chromium", description="the Chromium Playwright drives")
     sites_url: str = Field("http://127.0.0.1:8090", description="where the bundled sites run (service `sites`)")
+    miniwob_url: str = Field("", description="where MiniWoB++'s pages are served, ending in `miniwob/` (BrowserGym's "
+                             "MINIWOB_URL is read too); empty: each process serves them on loopback",
+                             validation_alias=AliasChoices("LORALOOP_MINIWOB_URL", "MINIWOB_URL"))
     web_action_timeout_ms: int = Field(5000, description="longest wait for an element to act on")
     web_load_timeout_ms: int = Field(15000, description="longest wait for a page to load")
     web_step_timeout_s: float = Field(60.0, description="a step that takes longer fails the episode")

@@ -18,6 +18,7 @@ KIND_MODULES = {
     "shell": "loraloop.envs.shell.kind",  # AgentBench's OS interaction: a container and a bash shell
     "web": "loraloop.envs.web.kind",  # REAL's websites: Playwright on Chromium
     "tau2": "loraloop.envs.tau2.kind",  # tau2-bench's customer-service domains: tools, policy, an LLM user
+    "browsergym": "loraloop.envs.browsergym.kind",  # BrowserGym's tasks (MiniWoB++): their own setup and validate
 }
 DEFAULT_KIND = "shell"  # a task object no kind claims is read as AgentBench's format, which names no kind
 

@@ -47,7 +47,27 @@ def create_app() -> FastAPI:
         """Links to both sites."""
         return INDEX
 
+    mount_miniwob(app)
     return app
+
+
+MINIWOB_PATH = "/miniwob-html"  # MINIWOB_URL is <sites>/miniwob-html/miniwob/ (the pages load ../core/, ../common/)
+
+
+def mount_miniwob(app: FastAPI) -> None:
+    """Serve MiniWoB++'s static pages (the `miniwob` package's html/ folder) under MINIWOB_PATH when that package is
+    installed (the `sites` image installs it), for the stack's browsergym episodes; nothing otherwise."""
+    import importlib.util
+    from pathlib import Path
+
+    spec = importlib.util.find_spec("miniwob")
+    if spec is None or spec.origin is None:
+        return
+    html = Path(spec.origin).parent / "html"
+    if html.is_dir():
+        from fastapi.staticfiles import StaticFiles
+
+        app.mount(MINIWOB_PATH, StaticFiles(directory=html), name="miniwob")
 
 
 def serve(host: str, port: int) -> None:

@@ -129,3 +129,14 @@ def test_the_package_stands_alone():
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "[]"
+
+
+def test_miniwob_pages_are_served_as_utf8_where_the_package_is_installed(origin):
+    """The stack's browsergym episodes load MiniWoB++'s static pages from here (MINIWOB_URL
+    <sites>/miniwob-html/miniwob/); the pages declare no charset, so they are sent as UTF-8."""
+    pytest.importorskip("miniwob", reason="the sites serve MiniWoB's pages only where the miniwob package is installed")
+    page = httpx.get(f"{origin}/miniwob-html/miniwob/unicode-test.html")
+    assert page.status_code == 200 and page.headers["content-type"] == "text/html; charset=utf-8"
+    assert "../core/core.js" in page.text
+    assert httpx.get(f"{origin}/miniwob-html/core/core.js").status_code == 200
+    assert httpx.get(f"{origin}/miniwob-html/../pyproject.toml").status_code == 404

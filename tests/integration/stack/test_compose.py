@@ -77,6 +77,8 @@ def test_the_task_sites_are_a_healthy_service_the_workers_wait_for(files):
     assert worker["depends_on"]["sites"]["condition"] == "service_healthy"
     ci = "compose.ci.yaml" in files
     assert worker["environment"]["LORALOOP_SITES_URL"] == ("http://127.0.0.1:28090" if ci else "http://sites:8090")
+    sites_url = worker["environment"]["LORALOOP_SITES_URL"]
+    assert worker["environment"]["LORALOOP_MINIWOB_URL"] == f"{sites_url}/miniwob-html/miniwob/"  # the sites serve it
     if ci:
         assert sites["network_mode"] == "host" and not sites.get("ports")
         assert sites["command"][-4:] == ["--host", "127.0.0.1", "--port", "28090"]

@@ -46,7 +46,7 @@ class WebEnv:
     """One REAL episode: a fresh context on this process's Chromium; the env the HALO seed trains on."""
 
     def __init__(self, task: WebTask, settings: Settings | None = None, *, max_rounds: int = 15,
-                 episode_id: str | None = None, screenshots: bool = False) -> None:
+                 episode_id: str | None = None, screenshots: bool = False, url: str | None = None) -> None:
         self.task = task
         self.settings = settings or get_settings()
         self.max_rounds = max_rounds
@@ -56,7 +56,9 @@ class WebEnv:
         self.examples: list[dict[str, str]] = []
         self.stop: list[str] | None = None
         self.prompt_style = "web"  # goal, past actions and the current page only (agents/prompts.py)
-        self.url = task_url(task, self.settings)
+        self.url = url or task_url(task, self.settings)  # a kind of its own (browsergym) gives its site's URL
+        self.goal = getattr(task, "goal", "")  # a kind whose goal comes from the page sets it at reset
+        self.text_bids = False  # StaticText lines carry their element's bid (flatten_axtree)
         self.origin = "{0.scheme}://{0.netloc}".format(urlsplit(self.url))
         self.host = get_browser(self.settings.chromium_path)
         self.context = self.page = None
@@ -113,12 +115,7 @@ class WebEnv:
 
     # ---- browser side (runs on the browser loop) -----------------------------------------------
     async def _reset(self) -> str:
-        self.events = PageState()
-        self._cdp_sessions: dict = {}
-        self.context = await self.host.new_context(viewport={"width": 1280, "height": 720})
-        self.context.set_default_timeout(self.settings.web_action_timeout_ms)
-        self.context.set_default_navigation_timeout(self.settings.web_load_timeout_ms)
-        self.context.on("page", self._on_page)
+        await self._open_context({"width": 1280, "height": 720}, self.settings.web_action_timeout_ms)
         setup = await self.context.new_page()
         config = f"{self.url}/config?run_id={self.episode_id}&task_id={self.task.index}&latency=0"
         try:
@@ -131,6 +128,15 @@ class WebEnv:
                                      f"{_first_line(exc)}") from exc
         self.events.new_tabs = 0
         return await self._observe(goal=True)
+
+    async def _open_context(self, viewport: dict, action_timeout_ms: int) -> None:
+        """A fresh context on the pool's browser for this episode, its timeouts set and its pages watched."""
+        self.events = PageState()
+        self._cdp_sessions: dict = {}
+        self.context = await self.host.new_context(viewport=viewport)
+        self.context.set_default_timeout(action_timeout_ms)
+        self.context.set_default_navigation_timeout(self.settings.web_load_timeout_ms)
+        self.context.on("page", self._on_page)
 
     def _on_page(self, page) -> None:
         page.on("dialog", self._on_dialog)
@@ -245,7 +251,8 @@ class WebEnv:
         if self.events.crashed:
             raise EnvironmentFailure("the page's renderer crashed")
         try:
-            tree = await accessibility_text(self.page, await self._cdp(), self.settings.web_axtree_chars)
+            tree = await accessibility_text(self.page, await self._cdp(), self.settings.web_axtree_chars,
+                                            text_bids=self.text_bids)
             title = await self.page.title()
         except Exception as exc:
             if self.events.crashed or "crash" in str(exc).lower():
@@ -258,7 +265,7 @@ class WebEnv:
         self.events.dialogs, self.events.new_tabs = [], 0
         if self.screenshots:
             self.last_screenshot = await self.page.screenshot(type="png")
-        self.observation = format_observation(goal=self.task.goal if goal else None, url=self.page.url,
+        self.observation = format_observation(goal=self.goal if goal else None, url=self.page.url,
                                               title=title, tabs=tabs, error=self.last_error, notes=notes, tree=tree)
         return self.observation
 

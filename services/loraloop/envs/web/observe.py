@@ -44,7 +44,7 @@ def _bids(node: dict, out: dict[int, str]) -> None:
         stack.extend(current.get("shadowRoots") or ())
 
 
-def _line(node: dict, bid: str | None) -> str | None:
+def _line(node: dict, bid: str | None, text_bid: str | None = None) -> str | None:
     role = _value(node.get("role")) or ""
     name = str(_value(node.get("name")) or "").strip()
     if node.get("ignored") or role in SKIPPED_ROLES:
@@ -62,20 +62,29 @@ def _line(node: dict, bid: str | None) -> str | None:
             continue
         props.append(pname if pvalue is True else f"{pname}={pvalue!r}" if isinstance(pvalue, str)
                      else f"{pname}={pvalue}")
-    head = f"[{bid}] {role} {name!r}" if bid is not None and role != "StaticText" else f"{role} {name!r}"
+    if role == "StaticText":
+        bid = text_bid
+    head = f"[{bid}] {role} {name!r}" if bid is not None else f"{role} {name!r}"
     return head + (", " + ", ".join(props) if props else "")
 
 
-def flatten_axtree(ax_nodes: list[dict], bids: dict[int, str], max_chars: int | None = None) -> str:
-    """BrowserGym's text form of the AX tree; a StaticText repeating its parent's name is dropped."""
+def flatten_axtree(ax_nodes: list[dict], bids: dict[int, str], max_chars: int | None = None,
+                   text_bids: bool = False) -> str:
+    """BrowserGym's text form of the AX tree; a StaticText repeating its parent's name is dropped.
+
+    With `text_bids`, a StaticText whose element is not shown (an unnamed span or div: a `generic` node) carries
+    that element's bid, `[12] StaticText 'Carlynne'`: MiniWoB's clickable spans and divs have a bid in the DOM but
+    reach the AX tree only as their text, so an agent reading the tree could not click them otherwise.
+    """
     by_id = {n["nodeId"]: n for n in ax_nodes}
     roots = [n for n in ax_nodes if not n.get("parentId") or n["parentId"] not in by_id]
     lines: list[str] = []
     used = 0
-    stack: list[tuple[dict, int, str]] = [(r, 0, "") for r in reversed(roots)]
+    stack: list[tuple[dict, int, str, str | None]] = [(r, 0, "", None) for r in reversed(roots)]
     while stack:
-        node, depth, parent_name = stack.pop()
-        line = _line(node, bids.get(node.get("backendDOMNodeId")))
+        node, depth, parent_name, hidden_bid = stack.pop()
+        bid = bids.get(node.get("backendDOMNodeId"))
+        line = _line(node, bid, hidden_bid if text_bids else None)
         name = str(_value(node.get("name")) or "").strip()
         role = _value(node.get("role"))
         if line is not None and role == "StaticText" and name and name in parent_name:
@@ -89,17 +98,19 @@ def flatten_axtree(ax_nodes: list[dict], bids: dict[int, str], max_chars: int | 
             lines.append(text)
         child_depth = depth + (line is not None)
         child_parent = name if line is not None else parent_name
+        child_hidden = None if line is not None else (bid if bid is not None else hidden_bid)
         for child in reversed(node.get("childIds") or ()):
             if child in by_id:
-                stack.append((by_id[child], child_depth, child_parent))
+                stack.append((by_id[child], child_depth, child_parent, child_hidden))
     return "\n".join(lines)
 
 
-async def accessibility_text(page, cdp, max_chars: int | None = None) -> str:
-    """Mark new elements with bids and return the page's flattened accessibility tree."""
+async def accessibility_text(page, cdp, max_chars: int | None = None, text_bids: bool = False) -> str:
+    """Mark new elements with bids and return the page's flattened accessibility tree (`text_bids`: see
+    flatten_axtree)."""
     await page.evaluate(MARK_JS)
     dom = await cdp.send("DOM.getDocument", {"depth": -1, "pierce": True})
     ax = await cdp.send("Accessibility.getFullAXTree")
     bids: dict[int, str] = {}
     _bids(dom["root"], bids)
-    return flatten_axtree(ax["nodes"], bids, max_chars)
+    return flatten_axtree(ax["nodes"], bids, max_chars, text_bids)

@@ -5,7 +5,7 @@ import re
 
 from loraloop.envs.base import Message
 
-INSTRUCTIONS = """You are a web agent. You see a web page as an accessibility tree: one element a line, \
+ACTIONS_HELP = """You are a web agent. You see a web page as an accessibility tree: one element a line, \
 `[bid] role 'name'`. Reach the user's goal by acting on the page, one action per reply.
 
 Actions (Python call syntax; bid is the element's id in brackets, always a string):
@@ -14,7 +14,8 @@ press(bid, key_comb)          check(bid)   uncheck(bid)    hover(bid)   clear(bi
 scroll(delta_x, delta_y)      goto(url)    go_back()       go_forward()
 new_tab()   tab_close()   tab_focus(index)   noop(wait_ms=1000)
 send_msg_to_user(text)        report_infeasible(reason)
-
+"""
+INSTRUCTIONS = ACTIONS_HELP + """
 When the goal is reached, reply send_msg_to_user with a short answer or confirmation: it ends the
 episode. If the goal cannot be reached on this site, reply report_infeasible(reason).
 
