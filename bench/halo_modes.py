@@ -30,7 +30,7 @@ from pathlib import Path
 
 from loraloop_sites import serving
 
-from loraloop.evaluate.charts import chart
+from loraloop.charts import chart
 from loraloop.rollout.experiments import load_experiments
 from loraloop.rollout.sampler import plan_rollout
 from loraloop.serve import vllm_server
@@ -38,7 +38,7 @@ from loraloop.service.client import execute
 from loraloop.settings import Settings
 from loraloop.store import open_store
 from loraloop.store.trajectories import iter_episodes
-from loraloop.tasks.registry import load_registry
+from loraloop.task_registry import load_registry
 from results import ROOT, add_out, free_port, machine, report, timed
 
 BASELINE = "smol_baseline_worker"

@@ -34,13 +34,13 @@ from pathlib import Path
 
 from loraloop.envs.shell.docker import PROJECT_LABEL
 from loraloop.errors import LoraloopError
-from loraloop.evaluate.charts import chart
+from loraloop.charts import chart
 from loraloop.service.book import JobBook, UnknownJob, job_book
 from loraloop.service.models import JobStatus
 from loraloop.service.progress import progress_bar
 from loraloop.store import FileStore
 from loraloop.store.integrity import RunCheck, report as check_report, verify_run
-from loraloop.tasks.registry import load_registry
+from loraloop.task_registry import load_registry
 from results import add_out, machine, report
 from service import EXPERIMENT, LORALOOP, REGISTRY, SUBSET, job, private_service, start_workers, stop
 

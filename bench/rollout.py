@@ -33,7 +33,7 @@ from loraloop.rollout.sampler import EpisodeSpec
 from loraloop.settings import Settings
 from loraloop.store import FileStore
 from loraloop.store.trajectories import iter_episodes
-from loraloop.tasks.registry import Registry, load_registry
+from loraloop.task_registry import Registry, load_registry
 from loraloop.tasks.shell.format import ShellTask
 from results import add_out, machine, report
 from service import EXPERIMENT, LORALOOP, REGISTRY, SUBSET, job, private_service, start_workers, stop

@@ -22,7 +22,7 @@ from loraloop.errors import LoraloopError
 from loraloop.rollout.experiments import get_experiment
 from loraloop.rollout.sampler import EpisodeSpec, plan_rollout
 from loraloop.settings import Settings
-from loraloop.tasks.registry import Registry
+from loraloop.task_registry import Registry
 from results import free_port
 
 LORALOOP = [sys.executable, "-m", "loraloop.cli"]

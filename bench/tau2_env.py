@@ -31,7 +31,7 @@ from loraloop.agents.policy import tool_call_text  # noqa: E402
 from loraloop.envs.base import EnvOptions  # noqa: E402
 from loraloop.envs.tau2.kind import KIND  # noqa: E402
 from loraloop.settings import Settings  # noqa: E402
-from loraloop.tasks.registry import load_registry  # noqa: E402
+from loraloop.task_registry import load_registry  # noqa: E402
 from loraloop.tasks.tau2.snapshot import write_snapshot  # noqa: E402
 from tests.helpers import scripted_user  # noqa: E402
 

@@ -36,7 +36,7 @@ from loraloop.envs.shell.protocol import EMPTY_OUTPUT, INSTRUCTIONS, ONE_SHOT, t
 from loraloop.hardware import cpu_flags, cpu_has_bf16
 from loraloop.serve import vllm_server
 from loraloop.settings import Settings
-from loraloop.tasks.registry import load_registry
+from loraloop.task_registry import load_registry
 from results import add_out, free_port, report
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -51,7 +51,7 @@ from loraloop.envs.web.env import WebEnv, task_url
 from loraloop.envs.web.evaluate import grade
 from loraloop.settings import Settings
 from loraloop.tasks.web.format import WebTask
-from loraloop.tasks.registry import load_registry
+from loraloop.task_registry import load_registry
 from results import add_out, machine, percentile, report, timed
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -11,7 +11,7 @@ from loraloop.errors import ConfigError, TaskFormatError
 from loraloop.learning import LearningPlan, check_split, failure_mode
 from loraloop.store.records import EpisodeEnd, EpisodeStart, Step
 from loraloop.store.trajectories import Episode
-from loraloop.tasks.registry import load_registry
+from loraloop.task_registry import load_registry
 from loraloop.tasks.shell.agentbench import agentbench_registry
 from loraloop.tasks.shell.agentbench_split import MIN_FAMILY, OTHER, family, heldout_split
 from loraloop.tasks.shell.format import parse_shell_task

@@ -11,7 +11,8 @@ from loraloop.envs.web.actions import ActionError, parse_action as parse_web_act
 from loraloop.errors import TaskFormatError
 from loraloop.store.records import EpisodeEnd, EpisodeStart, Step, dump
 from loraloop.store.trajectories import MalformedTrajectory, parse_episode
-from loraloop.tasks.base import TaskContext, parse_any
+from loraloop.envs import parse_any
+from loraloop.tasks.base import TaskContext
 
 FUZZ = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=40),

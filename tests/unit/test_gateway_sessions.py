@@ -15,7 +15,7 @@ from loraloop.serve.gateway.recording import Completion, StreamedCompletion, com
 from loraloop.serve.gateway.sessions import Sessions
 from loraloop.store import open_store
 from loraloop.store.trajectories import parse_episode
-from loraloop.taskserver.states import MemoryEpisodeStates
+from loraloop.rollout.states import MemoryEpisodeStates
 
 
 def completion(n: int) -> Completion:
@@ -104,7 +104,7 @@ def test_streamed_tool_call_pieces_join_and_the_client_gets_what_it_asked_for():
 
 def test_rl_from_run_names_what_is_wrong(settings_for):
     from loraloop.train.config import RLConfig
-    from loraloop.train.rl_loop import check_config
+    from loraloop.rl_loop import check_config
 
     settings = settings_for()
     with pytest.raises(ConfigError, match="MODE/RUN_ID"):

@@ -4,7 +4,7 @@ import pytest
 from loraloop.errors import ConfigError
 from loraloop.rollout.experiments import load_experiments
 from loraloop.rollout.sampler import plan_rollout
-from loraloop.tasks.registry import load_registry
+from loraloop.task_registry import load_registry
 
 SEED_MODES = ["baseline_worker", "hierarchy_vac_macros", "qwen_worker_zero", "qwen_worker_bc", "qwen_worker_dpo",
               "qwen_pure_zero", "qwen_pure_grpo"]

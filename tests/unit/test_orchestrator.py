@@ -11,7 +11,7 @@ import pytest
 from loraloop.errors import ConfigError
 from loraloop.evaluate.report import write_learning_report
 from loraloop.orchestrator import DEMO_FAMILIES, LoopPlan, demo_plan
-from loraloop.tasks.registry import load_registry
+from loraloop.task_registry import load_registry
 
 
 @pytest.mark.parametrize("change, named", [({"seeds": ()}, "seeds is empty"), ({"epochs": 0}, "epochs=0"),

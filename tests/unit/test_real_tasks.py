@@ -10,7 +10,7 @@ import pytest
 from loraloop.envs.web.evaluate import grade
 from loraloop.errors import TaskFormatError
 from loraloop.tasks.web.format import parse_web_task
-from loraloop.tasks.registry import load_registry
+from loraloop.task_registry import load_registry
 from tests.helpers import REAL_TASK as GOOD
 
 

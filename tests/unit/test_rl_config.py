@@ -4,7 +4,7 @@ import pytest
 from loraloop.errors import LoraloopError
 from loraloop.settings import Settings
 from loraloop.train.config import RLConfig
-from loraloop.train.rl_loop import check_config
+from loraloop.rl_loop import check_config
 
 
 def cfg(**overrides):

@@ -3,7 +3,7 @@ import pytest
 
 from loraloop.rollout.experiments import get_experiment, load_experiments
 from loraloop.rollout.sampler import plan_rollout, rollout_seed
-from loraloop.tasks.registry import load_registry
+from loraloop.task_registry import load_registry
 from loraloop.errors import ConfigError
 from tests.helpers import run_cli
 

@@ -4,7 +4,7 @@ import json
 import pytest
 
 from loraloop.errors import TaskFormatError
-from loraloop.tasks.registry import load_registry, missing_files
+from loraloop.task_registry import load_registry, missing_files
 from loraloop.tasks.shell.format import CheckEval, MatchEval, parse_shell_task
 
 

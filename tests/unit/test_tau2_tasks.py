@@ -7,7 +7,7 @@ import pytest
 
 from loraloop.envs.tau2.protocol import parse_turn
 from loraloop.errors import ConfigError, TaskFormatError
-from loraloop.tasks.registry import load_registry
+from loraloop.task_registry import load_registry
 from loraloop.tasks.tau2.snapshot import snapshot, write_snapshot
 
 

@@ -144,7 +144,7 @@ def verify_exploration(
     from loraloop.rollout.exploration import actions, compare_actions, comparison_table, plan_pair, read_pair, verdict
     from loraloop.rollout.sampler import new_run_id
     from loraloop.service.client import execute
-    from loraloop.tasks.registry import load_registry
+    from loraloop.task_registry import load_registry
 
     settings = get_settings()
     specs = plan_pair(load_registry(task_registry), str(task_registry),

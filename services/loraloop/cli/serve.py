@@ -63,7 +63,7 @@ def task_server(task: str = typer.Option("os-dev", "--task", help="task name rep
 
     from loraloop.rollout.preflight import require_free_port
     from loraloop.taskserver.app import create_app
-    from loraloop.tasks.registry import load_registry
+    from loraloop.task_registry import load_registry
 
     require_free_port(host, port)  # before anything is built or a banner printed
     api = create_app(load_registry(task_registry), task, get_settings(), idle_timeout, run_id)

@@ -14,7 +14,7 @@ app = typer.Typer(help="Task registries.", no_args_is_help=True)
 
 def _validate_one(path: Path) -> str:
     """Load one registry and check the files its tasks name exist; return its summary line."""
-    from loraloop.tasks.registry import load_registry, missing_files
+    from loraloop.task_registry import load_registry, missing_files
 
     registry = load_registry(path)
     missing = [f"{t.index}: missing script {m}" for t in registry.tasks for m in missing_files(t)]
@@ -31,7 +31,7 @@ def tasks_validate(path: Path = typer.Argument(..., help="task file, folder, reg
                    ) -> None:
     """Check a task file or folder: format, fields and referenced scripts. A folder holding
     registries below it (configs/tasks: os/registry.yaml, web/registry.yaml) checks each one."""
-    from loraloop.tasks.registry import registries_below
+    from loraloop.task_registry import registries_below
 
     below = registries_below(path)
     if not below:
@@ -50,7 +50,7 @@ def tasks_validate(path: Path = typer.Argument(..., help="task file, folder, reg
 @app.command("list")
 def tasks_list(task_registry: Path = REGISTRY, subset: Optional[str] = typer.Option(None, "--subset")) -> None:
     """Print the tasks of a registry (index, split, labels, description)."""
-    from loraloop.tasks.registry import load_registry
+    from loraloop.task_registry import load_registry
 
     for task in load_registry(task_registry).select(subset):
         typer.echo(f"{task.index}\t{task.split}\t{','.join(task.labels)}\t{task.description[:90]}")

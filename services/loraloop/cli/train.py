@@ -81,7 +81,7 @@ def train(
     Defaults per algorithm are the seed's; only the flags given override them. Under
     `accelerate launch -m loraloop.cli train …` the same command trains on several GPUs.
     """
-    from loraloop.train.run import run_training
+    from loraloop.training import run_training
 
     overrides = dict(lora_r=lora_r, lora_alpha=lora_alpha, lr=lr, epochs=epochs, batch_size=batch_size,
                      gradient_accumulation_steps=gradient_accumulation_steps, max_length=max_length, seed=seed,

@@ -9,10 +9,13 @@ from __future__ import annotations
 
 import importlib
 from functools import lru_cache
-from typing import Any, Iterator
+from typing import TYPE_CHECKING, Any, Iterator
 
 from loraloop.envs.base import EnvKind
 from loraloop.errors import TaskFormatError
+
+if TYPE_CHECKING:
+    from loraloop.tasks.base import Task, TaskContext
 
 KIND_MODULES = {
     "shell": "loraloop.envs.shell.kind",  # AgentBench's OS interaction: a container and a bash shell
@@ -40,3 +43,9 @@ def kinds() -> Iterator[EnvKind]:
 def kind_of_raw(raw: Any) -> EnvKind:
     """The kind whose task format a raw task object has (in a folder without a registry.yaml)."""
     return next((kind for kind in kinds() if kind.owns(raw)), env_kind(DEFAULT_KIND))
+
+
+def parse_any(raw: Any, ctx: TaskContext, env: str = "") -> Task:
+    """Parse one raw task with the kind `env` names, else with the first kind that owns it (shell last)."""
+    kind = env_kind(env, where=ctx.file) if env else kind_of_raw(raw)
+    return kind.parse_task(raw, ctx)

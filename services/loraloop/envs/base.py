@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, NamedTuple, Protocol
 
 if TYPE_CHECKING:
-    from loraloop.agents.policy import Policy
+    from loraloop.replies import Policy
     from loraloop.settings import Settings
     from loraloop.tasks.base import Registry, Task, TaskContext
 

@@ -12,7 +12,7 @@ from pathlib import Path
 from urllib.parse import urlencode
 
 from loraloop.defaults import ROLLOUT_API_PORT
-from loraloop.evaluate.charts import family_chart, learning_chart, steps_chart, success_chart
+from loraloop.charts import family_chart, learning_chart, steps_chart, success_chart
 from loraloop.evaluate.stats import mcnemar, pass_at_k, pass_hat_k, wilson
 from loraloop.settings import Settings
 from loraloop.store.backends import Store

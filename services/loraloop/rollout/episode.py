@@ -18,7 +18,7 @@ from loraloop.settings import Settings, get_settings
 from loraloop.store import open_store
 from loraloop.store.records import Adapter
 from loraloop.store.trajectories import episode_key, parse_episode
-from loraloop.tasks.registry import Registry, Task, load_registry
+from loraloop.task_registry import Registry, Task, load_registry
 
 # The episode's status for each failure that is not the agent's (the first class that matches; ModelTimeout is a
 # ServiceUnavailable, so it comes first).

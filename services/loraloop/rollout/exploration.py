@@ -18,7 +18,7 @@ from loraloop.rollout.sampler import EpisodeSpec, plan_rollout
 from loraloop.settings import Settings
 from loraloop.store import open_store
 from loraloop.store.trajectories import Episode, episode_key, parse_episode
-from loraloop.tasks.registry import Registry
+from loraloop.task_registry import Registry
 
 PREVIEW_CHARS = 70
 

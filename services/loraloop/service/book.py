@@ -11,12 +11,12 @@ import threading
 import time
 from functools import lru_cache
 from typing import Any, Mapping
-from urllib.parse import urlsplit, urlunsplit
 
 import redis
 from redis.backoff import ExponentialBackoff
 from redis.retry import Retry
 
+from loraloop.broker import BROKER_OUTAGE_S, without_credentials
 from loraloop.errors import ConfigError, LoraloopError, ServiceUnavailable
 from loraloop.service.models import JobRequest, JobStatus
 
@@ -24,7 +24,6 @@ NS = "loraloop"
 LATENCY_BUCKETS_S = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
 FAILURE_CAUSES = ("env_error", "service_error", "model_timeout", "model_error", "crash")
 KEPT_ERRORS = 20
-BROKER_OUTAGE_S = 120  # how long workers retry the book (with backoff) while Redis restarts
 # Count an episode once: its id joins the job's counted set, and only then do the counters move, in one script,
 # so a redelivered episode (a worker killed after counting, an ack lost in a broker restart) or a command retried
 # after a dropped connection is not counted twice. Returns done and total, or -1s when it was counted already.
@@ -84,13 +83,6 @@ def error_line(summary: dict) -> str:
     if unplayable(summary):
         return f"skipped {summary.get('task_id')}: {summary.get('reason')}"
     return f"{summary.get('task_id')}: {summary.get('error') or summary.get('status') or 'error'}"
-
-
-def without_credentials(url: str) -> str:
-    """A URL fit to show: user and password dropped."""
-    parts = urlsplit(url)
-    host = parts.hostname or ""
-    return urlunsplit(parts._replace(netloc=host + (f":{parts.port}" if parts.port else "")))
 
 
 def episode_id(summary: dict) -> str:

@@ -14,7 +14,7 @@ def write_training_report(log_history: list[dict], output_dir: Path, extra: dict
                "train_loss": final.get("train_loss"), **extra}
     (output_dir / "training_metrics.json").write_text(json.dumps(metrics, indent=2))
     if losses:
-        from loraloop.evaluate.charts import loss_chart
+        from loraloop.charts import loss_chart
 
         loss_chart(losses, output_dir / "loss.png", extra.get("algorithm", "training"))
     return metrics

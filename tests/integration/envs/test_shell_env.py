@@ -4,7 +4,7 @@ import subprocess
 import pytest
 
 from loraloop.envs.shell.env import ShellEnv
-from loraloop.tasks.registry import load_registry
+from loraloop.task_registry import load_registry
 from tests.helpers import BASH, outcome_of, play_both, simple_task
 
 pytestmark = pytest.mark.usefixtures("docker_ready")

@@ -15,7 +15,7 @@ from loraloop.service.models import JobRequest
 from loraloop.service.progress import follow
 from loraloop.store import open_store
 from loraloop.store.trajectories import iter_episodes, parse_episode
-from loraloop.tasks.registry import load_registry
+from loraloop.task_registry import load_registry
 from loraloop.tasks.tau2.snapshot import write_snapshot
 from tests.helpers import free_port, scripted_user
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from fastapi.testclient import TestClient
 
 from loraloop.serve.gateway.app import create_app as gateway_app
-from loraloop.tasks.registry import load_registry
+from loraloop.task_registry import load_registry
 from loraloop.taskserver.app import create_app as task_server_app
 from tests.helpers import free_port
 

@@ -125,7 +125,7 @@ def viewer(settings_for, redis_url, tmp_path):
 def task_server(settings_for, docker_ready, redis_url, tmp_path):
     """The Task Server with a token over a one-task shell registry (real containers), its episodes in Redis. One
     episode stays open for the step and cancel routes (their bodies name it); when a call ends it, another starts."""
-    from loraloop.tasks.registry import load_registry
+    from loraloop.task_registry import load_registry
     from loraloop.taskserver.app import create_app
 
     (tmp_path / "tasks.json").write_text(json.dumps([{"description": "Print 1.",

@@ -25,7 +25,7 @@ def ref(path: str) -> str:
 def test_the_task_server_stateful_never_answers_5xx_nor_leaks(settings_for, docker_ready, redis_url, tmp_path):
     """Scenarios of start, then steps or a cancel of the episode started: no 5xx, and no container, open episode or
     unstored episode left."""
-    from loraloop.tasks.registry import load_registry
+    from loraloop.task_registry import load_registry
     from loraloop.taskserver.app import create_app
 
     (tmp_path / "tasks.json").write_text(json.dumps([{"description": "Print 1.",

@@ -13,7 +13,7 @@ from loraloop.rollout.episode import run_episode
 from loraloop.rollout.sampler import EpisodeSpec
 from loraloop.store import open_store
 from loraloop.store.trajectories import parse_episode
-from loraloop.tasks.registry import load_registry
+from loraloop.task_registry import load_registry
 from tests.helpers import free_port
 from tests.hostile_json import my_containers, store_objects
 

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from loraloop.tasks.registry import load_registry
+from loraloop.task_registry import load_registry
 from loraloop.tasks.shell.format import parse_shell_task
 from tests.helpers import outcome_of, play, play_both
 

@@ -34,14 +34,14 @@ def test_health_and_info(server):
     assert call(server, "GET", "/api/health").json() == {"status": "healthy", "active_episodes": 0,
                                                            "task_name": "os-test"}
     info = call(server, "GET", "/api/task/info").json()
-    from loraloop.tasks.registry import load_registry
+    from loraloop.task_registry import load_registry
 
     assert info["num_samples"] == len(load_registry("configs/tasks/os").tasks) and info["observation_type"] == "text" and info["max_episode_length"] == 8
 
 
 def test_dataset_rows_like_areal(server):
     """Rows {"index", "messages": []}: start, step with the example command, answer; cancel on error."""
-    from loraloop.tasks.registry import load_registry
+    from loraloop.task_registry import load_registry
 
     tasks = [t for t in load_registry("configs/tasks/os").tasks if t.split == "test" and t.uses_answer][:3]
     rows = [{"index": t.index, "messages": []} for t in tasks]
@@ -156,7 +156,7 @@ def test_areal_workflow_runs_a_whole_dataset_over_two_replicas(replicas):
     import asyncio
 
     from loraloop.envs.shell.teacher import ScriptedTeacher
-    from loraloop.tasks.registry import load_registry
+    from loraloop.task_registry import load_registry
     from tests.integration.taskserver.areal_client import TaskServerClient
 
     tasks = {t.index: t for t in load_registry("configs/tasks/os").tasks if t.split == "test"}
@@ -285,7 +285,7 @@ def test_web_tasks_are_served_too_and_stay_on_the_replica_that_started_them(site
     from loraloop.store.trajectories import iter_episodes
     from loraloop.taskserver.app import create_app, open_states
     from loraloop.store import open_store
-    from loraloop.tasks.registry import load_registry
+    from loraloop.task_registry import load_registry
 
     registry = load_registry("configs/tasks/web")
     task = registry.get("loraloop.shop-6")

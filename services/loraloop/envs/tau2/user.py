@@ -11,7 +11,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from loraloop.agents.policy import model_failure
+from loraloop.replies import model_failure
 from loraloop.errors import ConfigError, EnvironmentFailure
 from loraloop.input_rules import MODEL_NAME, same_url, url_list
 from loraloop.tasks.tau2.package import tau2_registry

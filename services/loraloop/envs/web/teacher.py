@@ -6,7 +6,7 @@ import re
 import time
 from typing import Callable
 
-from loraloop.agents.policy import Reply
+from loraloop.replies import Reply
 from loraloop.errors import TaskSkipped
 from loraloop.tasks.web.format import ScriptStep, WebTask
 

@@ -35,10 +35,10 @@ from loraloop.logs import get_logger
 from loraloop.serve.gateway.recording import StreamedCompletion, completion_of, for_client, upstream_body
 from loraloop.serve.gateway.sessions import Sessions
 from loraloop.serve.gateway.upstream import Upstream
-from loraloop.service.book import without_credentials
+from loraloop.broker import without_credentials
 from loraloop.settings import Settings
 from loraloop.store import open_store
-from loraloop.taskserver.states import EpisodeStates, MemoryEpisodeStates, sweeping
+from loraloop.rollout.states import EpisodeStates, MemoryEpisodeStates, sweeping
 
 NOT_SAMPLING = ("messages", "model", "stream", "stream_options", "logprobs", "top_logprobs", "return_token_ids")
 

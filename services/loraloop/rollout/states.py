@@ -1,4 +1,4 @@
-"""Where the Task Server keeps its open episodes, so any replica can serve any call.
+"""Where the Task Server and the gateway keep their open episodes, so any replica can serve any call.
 
 With Redis (LORALOOP_BROKER_URL) the state outlives the API process and is shared by every
 replica behind a load balancer; without it, one process keeps it in memory. Either way an
