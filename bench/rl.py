@@ -30,13 +30,13 @@ from dataclasses import replace
 from pathlib import Path
 
 import httpx
+from results import add_out, free_port, percentile, report
 
 from loraloop.orchestrator import demo_plan, run_turn
+from loraloop.rl_loop import run_rl
 from loraloop.serve import vllm_server
 from loraloop.serve.publish import publish
 from loraloop.settings import Settings
-from loraloop.rl_loop import run_rl
-from results import add_out, free_port, percentile, report
 
 ROOT = Path(__file__).resolve().parents[1]
 MODEL = "SmolLM2-135M-Instruct"

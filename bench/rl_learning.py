@@ -28,12 +28,13 @@ from contextlib import ExitStack
 from dataclasses import replace
 from pathlib import Path
 
+from results import RESULTS, add_out, free_port, report
+
 from loraloop.evaluate.report import mean_sd, write_learning_report
 from loraloop.orchestrator import demo_plan, run_turn
+from loraloop.rl_loop import run_rl
 from loraloop.serve import vllm_server
 from loraloop.settings import Settings
-from loraloop.rl_loop import run_rl
-from results import RESULTS, add_out, free_port, report
 
 ROOT = Path(__file__).resolve().parents[1]
 MODEL = "SmolLM2-135M-Instruct"

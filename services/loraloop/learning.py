@@ -27,15 +27,25 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
+from loraloop.charts import family_chart, success_chart
 from loraloop.datasets.export import export
 from loraloop.defaults import TASK_SEED
 from loraloop.envs import env_kind
 from loraloop.errors import ConfigError
-from loraloop.charts import family_chart, success_chart
-from loraloop.evaluate.report import (Row, episodes_url, markdown_table, mean_sd, paired_table, summary_row,
-                                      viewer_address, write_csv, write_learning_report)
+from loraloop.evaluate.report import (
+    Row,
+    episodes_url,
+    markdown_table,
+    mean_sd,
+    paired_table,
+    summary_row,
+    viewer_address,
+    write_csv,
+    write_learning_report,
+)
 from loraloop.models.prepare import prepare
 from loraloop.orchestrator import vllm_serving
+from loraloop.rl_loop import run_rl
 from loraloop.rollout.experiments import get_experiment
 from loraloop.rollout.sampler import plan_rollout
 from loraloop.serve.publish import publish, serve_version
@@ -47,7 +57,6 @@ from loraloop.store.trajectories import iter_episodes, run_prefix
 from loraloop.task_registry import Registry, load_registry
 from loraloop.train.bc import train_bc
 from loraloop.train.config import BCConfig, RLConfig
-from loraloop.rl_loop import run_rl
 
 console = Console(stderr=True)
 MODELS = ("base", "BC", "BC+RL")

@@ -28,8 +28,8 @@ from pathlib import Path
 from rich.console import Console
 from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
-from loraloop.errors import ConfigError
 from loraloop.charts import rl_curve
+from loraloop.errors import ConfigError
 from loraloop.rollout.experiments import get_experiment
 from loraloop.serve.publish import publish, retire, serve_version, vllm_urls
 from loraloop.service.client import jobs_client, once_ended

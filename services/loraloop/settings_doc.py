@@ -29,8 +29,8 @@ folder's); a relative path set in the environment is the current folder's. `.env
 from the current folder, which wins. An unreachable vLLM, Redis, S3 or task site is one line naming the URL.
 
 Not in the class: `LORALOOP_LOG_LEVEL` (default `WARNING`, read by `loraloop.logs`); `make envd` also reads
-`LORALOOP_ENVD_DISK_GB` (40) and `LORALOOP_ENVD_IMAGES`, which `make envd-images` reads too ([envs/shell.md](envs/shell.md)); the Compose stack's own variables are in
-`.env.example` ([compose.md](compose.md)).
+`LORALOOP_ENVD_DISK_GB` (40) and `LORALOOP_ENVD_IMAGES`, which `make envd-images` reads too
+([envs/shell.md](envs/shell.md)); the Compose stack's own variables are in `.env.example` ([compose.md](compose.md)).
 
 `{checkout}` below stands for the loraloop checkout (the folder holding `configs/` and `services/`).
 

@@ -8,16 +8,25 @@ a plain folder or file is parsed task by task by the kind that owns each object.
 from __future__ import annotations
 
 import glob
+from collections.abc import Callable
 from functools import partial
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import yaml
 
 from loraloop.errors import TaskFormatError
 from loraloop.paths import locate
-from loraloop.tasks.base import (REGISTRY_FILE, Registry, Task, TaskContext, TaskSet, check_unique, load_set,
-                                 read_id_list)
+from loraloop.tasks.base import (
+    REGISTRY_FILE,
+    Registry,
+    Task,
+    TaskContext,
+    TaskSet,
+    check_unique,
+    load_set,
+    read_id_list,
+)
 
 __all__ = ["Registry", "Task", "load_registry", "missing_files", "registries_below"]
 

@@ -26,7 +26,10 @@ def test_seed_modes_and_their_smol_shapes_ship():
         assert bool(seed.worker.adapter) == bool(smol.worker.adapter), name
         assert smol.worker.url is None and smol.model.startswith(("SmolLM2", "smollm_")), name
         assert smol.manager is None or (smol.manager.model == "SmolLM2-135M-Instruct" and smol.manager.url is None)
-    assert experiments["baseline_worker"].worker.api_key_env == "OPENAI_API_KEY" and not experiments["baseline_worker"].halo
+    assert (
+        experiments["baseline_worker"].worker.api_key_env == "OPENAI_API_KEY"
+        and not experiments["baseline_worker"].halo
+    )
     assert experiments["hierarchy_vac_macros"].manager.model == "gpt-4o"
     assert experiments["qwen_pure_grpo"].model == "qwen_grpo" and not experiments["qwen_pure_grpo"].halo
     assert experiments["teacher"].policy == "scripted" and experiments["smollm_zero"].policy == "openai"

@@ -10,8 +10,8 @@ from fastapi.testclient import TestClient
 from loraloop import http_guards
 from loraloop.errors import TaskFormatError
 from loraloop.http_guards import RequestBody
-from loraloop.service.book import JobRunning, MemoryBook
 from loraloop.rollout.states import MemoryEpisodeStates
+from loraloop.service.book import JobRunning, MemoryBook
 
 
 class Body(RequestBody):

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import threading
 import time
-from functools import lru_cache
+from functools import cache
 from typing import Any
 
 from loraloop.replies import Policy, Reply, action_text, model_failure, tool_call_text
@@ -12,7 +12,7 @@ from loraloop.store.records import Adapter
 __all__ = ["OpenAIPolicy", "Policy", "Reply", "action_text", "model_failure", "request_slots", "tool_call_text"]
 
 
-@lru_cache(maxsize=None)
+@cache
 def request_slots(limit: int) -> threading.BoundedSemaphore:
     """The process-wide cap on model requests in flight (many episodes share one server)."""
     return threading.BoundedSemaphore(limit)

@@ -21,8 +21,9 @@ score on its end record, whoever played it.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 from loraloop.agents.vac import page_structure

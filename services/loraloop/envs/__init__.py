@@ -8,8 +8,9 @@ trainers then run it without a change: they ask the kind, never which kind it is
 from __future__ import annotations
 
 import importlib
-from functools import lru_cache
-from typing import TYPE_CHECKING, Any, Iterator
+from collections.abc import Iterator
+from functools import cache
+from typing import TYPE_CHECKING, Any
 
 from loraloop.envs.base import EnvKind
 from loraloop.errors import TaskFormatError
@@ -25,7 +26,7 @@ KIND_MODULES = {
 DEFAULT_KIND = "shell"  # a task object no kind claims is read as AgentBench's format, which names no kind
 
 
-@lru_cache(maxsize=None)
+@cache
 def env_kind(name: str, where: str = "") -> EnvKind:
     """The kind registered under `name`; an unknown name fails naming it, where it came from and the known ones."""
     if name not in KIND_MODULES:

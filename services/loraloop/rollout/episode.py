@@ -1,8 +1,9 @@
 """Run one episode end to end for the rollout worker: env, policy, session; stored whatever happens."""
 from __future__ import annotations
 
-from functools import lru_cache
-from typing import Any, Callable
+from collections.abc import Callable
+from functools import cache, lru_cache
+from typing import Any
 
 from loraloop.agents.halo import HaloAgent, Tuning
 from loraloop.agents.manager import MANAGER_RETRIES, Manager
@@ -91,7 +92,7 @@ def make_manager(spec: EpisodeSpec, task: Task, settings: Settings, env: Env) ->
     return Manager(policy, spec.manager["model"], base_url)
 
 
-@lru_cache(maxsize=None)
+@cache
 def shared_cache(broker_url: str, namespace: str) -> Any:
     """The Verified Action Cache an experiment's episodes share: in Redis with a broker (every worker), else in
     this process's memory (opened once, so the process's episodes share it)."""

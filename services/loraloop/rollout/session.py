@@ -119,8 +119,8 @@ class EpisodeSession:
     def note(self, text: str, error: str, *, source: str, model: str | None = None, latency_ms: float | None = None,
              completion_tokens: int = 0, **fields: Any) -> None:
         """Record a reply the environment never saw, because it could not become an action (a macro call with a
-        missing argument): the error, over the unchanged observation, is the agent's next one and the episode goes on. It counts against
-        the episode's max_steps, so replies that never reach the env cannot go on forever."""
+        missing argument): the error, over the unchanged observation, is the agent's next one and the episode goes
+        on. It counts against the episode's max_steps, so replies that never reach the env cannot go on forever."""
         observation = f"Your last reply could not be taken: {error}\n\n{self.observation}"  # the state is unchanged
         self.errors += 1
         limit = self.provenance.get("max_steps")
@@ -154,8 +154,8 @@ class EpisodeSession:
         """Record episode_end and write the episode; False when a copy was stored first (this one is dropped).
 
         `status` overrides the outcome for an episode that did not end by itself (cancelled,
-        expired, interrupted, env_error, model_error, model_timeout, crash, skipped); `error` says what failed, `reason` why a
-        skipped episode was not played.
+        expired, interrupted, env_error, model_error, model_timeout, crash, skipped); `error` says what failed,
+        `reason` why a skipped episode was not played.
         """
         if status is not None:
             self.outcome["status"] = status
@@ -163,11 +163,21 @@ class EpisodeSession:
             self._record_start()
         scores = [r.progress_score for r in self.recorder.records
                   if isinstance(r, Step) and r.progress_score is not None]
-        self.recorder.add(EpisodeEnd(
-            **self._common(), **self.outcome, total_steps=self.steps, wall_time_sec=round(time.time() - self.started, 3),
-            error_count=self.errors, error=error, reason=reason, expected=self.expected,
-            max_progress_score=max(scores, default=None), final_progress_score=scores[-1] if scores else None,
-            **orchestrator_counts(self.recorder.records)))
+        self.recorder.add(
+            EpisodeEnd(
+                **self._common(),
+                **self.outcome,
+                total_steps=self.steps,
+                wall_time_sec=round(time.time() - self.started, 3),
+                error_count=self.errors,
+                error=error,
+                reason=reason,
+                expected=self.expected,
+                max_progress_score=max(scores, default=None),
+                final_progress_score=scores[-1] if scores else None,
+                **orchestrator_counts(self.recorder.records),
+            )
+        )
         return self.recorder.flush()
 
     def summary(self) -> dict[str, Any]:
@@ -182,7 +192,7 @@ class EpisodeSession:
                 "records": [r.model_dump(mode="json", exclude_none=True) for r in self.recorder.records]}
 
     @classmethod
-    def resume(cls, store: Store, env: Env | None, task: Task, snapshot: dict[str, Any]) -> "EpisodeSession":
+    def resume(cls, store: Store, env: Env | None, task: Task, snapshot: dict[str, Any]) -> EpisodeSession:
         """A running session saved by `snapshot()`, rebuilt from its records, going on with `env` (attached
         to the episode's environment); with `env` None it can only `finish` (it expired or was cancelled)."""
         start, *steps = RECORDS.validate_python(snapshot["records"])

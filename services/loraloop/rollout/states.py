@@ -11,11 +11,13 @@ import json
 import threading
 import time
 from collections import OrderedDict
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
-from typing import Any, Callable, Iterator, Protocol
+from typing import Any, Protocol
 
 from loraloop.errors import EnvironmentFailure
+
 
 @contextmanager
 def sweeping(expire: Callable[[], Any], idle_timeout_s: float, log, name: str) -> Iterator[None]:
@@ -67,7 +69,7 @@ class EpisodeState:
         return json.dumps(asdict(self), ensure_ascii=False)
 
     @classmethod
-    def from_json(cls, text: str | bytes) -> "EpisodeState":
+    def from_json(cls, text: str | bytes) -> EpisodeState:
         """Read a state written by to_json."""
         return cls(**json.loads(text))
 

@@ -9,8 +9,9 @@ from __future__ import annotations
 import json
 import threading
 import time
+from collections.abc import Mapping
 from functools import lru_cache
-from typing import Any, Mapping
+from typing import Any
 
 import redis
 from redis.backoff import ExponentialBackoff
@@ -139,7 +140,7 @@ def new_job(run_id: str, mode: str, request: JobRequest | None, keys: list[str],
 
 
 @lru_cache(maxsize=8)
-def job_book(url: str) -> "JobBook":
+def job_book(url: str) -> JobBook:
     """This process's job book for a broker URL (one Redis connection pool, reused by every episode). Workers and
     clients following a job wait out a broker restart (BROKER_OUTAGE_S) instead of losing an episode's count."""
     return JobBook(url, outage_s=BROKER_OUTAGE_S)

@@ -11,7 +11,7 @@ lack takes its default, and fields these types do not name are kept as they are.
 """
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
@@ -152,7 +152,7 @@ class EpisodeEnd(Record):
     recoveries: int = 0
 
 
-AnyRecord = Annotated[Union[EpisodeStart, Step, EpisodeEnd], Field(discriminator="type")]
+AnyRecord = Annotated[EpisodeStart | Step | EpisodeEnd, Field(discriminator="type")]
 RECORDS = TypeAdapter(list[AnyRecord])
 RECORD = TypeAdapter(AnyRecord)
 

@@ -5,14 +5,13 @@ import hashlib
 import json
 import re
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Iterator
 
 from pydantic import ValidationError
 
 from loraloop.store.backends import Store
-from loraloop.store.records import (RECORD, RECORDS, SCHEMA_VERSION, EpisodeEnd, EpisodeStart, Record, Step,
-                                    dump)
+from loraloop.store.records import RECORD, RECORDS, SCHEMA_VERSION, EpisodeEnd, EpisodeStart, Record, Step, dump
 
 PREFIX = "trajectories"
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]")

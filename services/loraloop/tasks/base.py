@@ -9,9 +9,10 @@ from __future__ import annotations
 import glob
 import json
 import random
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Callable, Protocol
+from typing import Any, Protocol
 
 from loraloop.errors import TaskFormatError
 

@@ -32,9 +32,8 @@ from loraloop.errors import ConfigError, LoraloopError
 from loraloop.http_guards import RequestBody
 from loraloop.logs import get_logger
 from loraloop.rollout.session import EpisodeSession, steps_taken
+from loraloop.rollout.states import EpisodeState, EpisodeStates, MemoryEpisodeStates, RedisEpisodeStates, sweeping
 from loraloop.service.book import without_credentials
-from loraloop.rollout.states import (EpisodeState, EpisodeStates, MemoryEpisodeStates, RedisEpisodeStates,
-                                        sweeping)
 from loraloop.settings import Settings
 from loraloop.store import open_store
 from loraloop.store.trajectories import episode_key
@@ -350,8 +349,13 @@ def create_app(registry: Registry, task_name: str, settings: Settings, idle_time
                 state.session = session.snapshot()
                 state.handle = env.handle() if state.handle is not None else None
                 states.put(state)
-                return EpisodeReply(episode_id=episode_id, observation=Observation(type="text", content=result.observation),
-                                    reward=0.0, done=False, info={"turn": result.info["turn"]})
+                return EpisodeReply(
+                    episode_id=episode_id,
+                    observation=Observation(type="text", content=result.observation),
+                    reward=0.0,
+                    done=False,
+                    info={"turn": result.info["turn"]},
+                )
             if states.claim(episode_id):
                 end(state, session)
         keep = ("turn", "status", "success", "answer", "num_turns")

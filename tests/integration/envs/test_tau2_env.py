@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
+
 from loraloop.datasets.export import export
 from loraloop.envs import env_kind
 from loraloop.envs.base import EnvOptions

@@ -9,13 +9,16 @@ import json
 import time
 import uuid
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 from urllib.parse import quote_from_bytes
 
 import pytest
 from fastapi.testclient import TestClient
-from hypothesis import HealthCheck, given, settings as hypothesis_settings, strategies as st
+from hypothesis import HealthCheck, given
+from hypothesis import settings as hypothesis_settings
+from hypothesis import strategies as st
 
 from loraloop.paths import project_root
 from loraloop.store import open_store
@@ -86,7 +89,10 @@ def jobs_api(settings_for, redis_url, tmp_path):
 
     target.after = after
     target.shown_when_ok = (store.url,)  # a job's status says where its episodes go (JobStatus.store_url)
-    target.holds = lambda: {"containers": my_containers(), "objects": sorted(set(store_objects(store)) - set(target.kept))}
+    target.holds = lambda: {
+        "containers": my_containers(),
+        "objects": sorted(set(store_objects(store)) - set(target.kept)),
+    }
     return target
 
 

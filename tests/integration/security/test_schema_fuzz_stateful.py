@@ -67,8 +67,12 @@ def gateway_app(settings_for, redis_url, database: int):
     upstream vLLM that is down (nothing listens)."""
     from loraloop.serve.gateway.app import create_app
 
-    settings = settings_for(gateway_admin_key=ADMIN, broker_url=f"{redis_url.rsplit('/', 1)[0]}/{database}", gateway_experiment="schema",
-                            vllm_url=f"http://127.0.0.1:{free_port()}/v1")
+    settings = settings_for(
+        gateway_admin_key=ADMIN,
+        broker_url=f"{redis_url.rsplit('/', 1)[0]}/{database}",
+        gateway_experiment="schema",
+        vllm_url=f"http://127.0.0.1:{free_port()}/v1",
+    )
     return create_app(settings), open_store(settings=settings)
 
 

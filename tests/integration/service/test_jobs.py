@@ -19,7 +19,8 @@ from loraloop.service.progress import follow
 from loraloop.settings import Settings
 from loraloop.store.trajectories import parse_episode
 from loraloop.task_registry import load_registry
-from tests.helpers import LORALOOP, free_port, run_cli as cli, wait_port
+from tests.helpers import LORALOOP, free_port, wait_port
+from tests.helpers import run_cli as cli
 
 pytestmark = pytest.mark.usefixtures("docker_ready")
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from loraloop.envs.web.teacher import ScriptedWebTeacher
 from loraloop.envs.base import StepResult
 from loraloop.envs.web.env import WebEnv
+from loraloop.envs.web.teacher import ScriptedWebTeacher
 from loraloop.settings import Settings
 from loraloop.task_registry import load_registry
 

@@ -27,7 +27,7 @@ JUDGE_PROMPT = """
 
             Grade the student's answer on a scale of 0 to 1, where 1 means the student's answer matches the rubric. Don't be too strict.
             Please answer only with a floating point number and nothing else.
-        """
+        """  # noqa: E501 - REAL's judge prompt word for word: a line broken in it would change what the judge reads
 
 
 @dataclass

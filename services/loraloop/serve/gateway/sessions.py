@@ -26,12 +26,12 @@ from typing import Any
 
 from loraloop.errors import SessionError
 from loraloop.rollout.session import EpisodeSession
+from loraloop.rollout.states import EpisodeState, EpisodeStates, MemoryEpisodeStates, RedisEpisodeStates
 from loraloop.serve.gateway.recording import Completion
 from loraloop.settings import Settings
 from loraloop.store.backends import Store
 from loraloop.store.records import Adapter, EpisodeStart, Record, Step
 from loraloop.store.trajectories import episode_key, stamp
-from loraloop.rollout.states import EpisodeState, EpisodeStates, MemoryEpisodeStates, RedisEpisodeStates
 
 POLICY = "gateway"
 KEY_PREFIX = "sk-sess-"  # AReaL's session keys look the same

@@ -115,7 +115,9 @@ def agentbench_registry(path: Path) -> Registry | None:
     layout = find_layout(path)
     if layout is None:
         return None
-    return load_sets(layout.root.resolve().name, layout.root, agentbench_sets(layout, layout.root), parse_task, env="shell")
+    return load_sets(
+        layout.root.resolve().name, layout.root, agentbench_sets(layout, layout.root), parse_task, env="shell"
+    )
 
 
 def _registry_yaml(name: str, sets: list[TaskSet], source: tuple[Path, Path]) -> str:
