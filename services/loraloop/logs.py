@@ -15,7 +15,7 @@ class ContextLogger(logging.LoggerAdapter):
 
     def bind(self, **context) -> ContextLogger:
         """A logger with more context."""
-        return ContextLogger(self.logger, {**self.extra, **context})
+        return ContextLogger(self.logger, {**(self.extra or {}), **context})
 
 
 def get_logger(name: str, **context) -> ContextLogger:

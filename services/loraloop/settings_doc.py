@@ -12,7 +12,6 @@ import sys
 from typing import Any
 
 from pydantic.fields import FieldInfo
-from pydantic_core import PydanticUndefined
 
 from loraloop.paths import project_root
 from loraloop.settings import Settings
@@ -81,7 +80,7 @@ def type_name(annotation: Any) -> str:
 
 def default_of(field: FieldInfo) -> str:
     """The field's default as text, with the checkout's absolute path written as `<checkout>`."""
-    value = field.default_factory() if field.default is PydanticUndefined else field.default  # type: ignore[call-arg]
+    value = field.get_default(call_default_factory=True)
     text = "" if value is None else str(value)
     root = project_root()
     return text.replace(str(root), CHECKOUT) if root is not None else text

@@ -21,7 +21,7 @@ and the manager is asked on the next step.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypeGuard
 
 from loraloop.agents import gates, recovery
 from loraloop.agents.manager import Decision, Manager, note
@@ -31,6 +31,7 @@ from loraloop.envs.web.prompts import page_url
 from loraloop.errors import ServiceUnavailable
 
 if TYPE_CHECKING:
+    from loraloop.agents.macros import Macro
     from loraloop.envs.base import StepResult
     from loraloop.store.trajectories import EpisodeRecorder
 
@@ -86,7 +87,7 @@ class HaloAgent:
         self.manager, self.cache, self.vac, self.macros = manager, cache, vac, macros
         self.tuning = tuning or Tuning()
         self.canonical = env_kind(kind).canonical_action
-        self.macro = None  # the macro in progress
+        self.macro: Macro | None = None  # the macro in progress
         self.mark = 0  # steps before this index are before the last intervention
         self.pending_gate: str | None = None  # a trigger recovery handled, for the manager on the next step
         self.consulted: set[str] = set()  # high-stakes pages the manager has decided on
@@ -173,14 +174,17 @@ class HaloAgent:
 
     def ask(self, session: Session, gate: str, proposal: str | None = None) -> tuple[Decision | None, dict]:
         """The manager's decision for `gate` and the fields the step records; an outage is recorded, not raised."""
-        called = self.manager.down is None
+        manager = self.manager
+        if manager is None:  # gate() fires only with a manager, and a destructive command asks only one
+            return None, {}
+        called = manager.down is None
         try:
-            decision = self.manager.decide(session.prompt(reserve=len(note(gate, proposal))), gate, proposal)
+            decision = manager.decide(session.prompt(reserve=len(note(gate, proposal))), gate, proposal)
         except ServiceUnavailable as exc:
             return None, {"gate": gate, "manager_called": called, "manager_error": str(exc)}
         return decision, {"gate": gate, "manager_called": True, "manager_reason": decision.reason}
 
-    def usable(self, text: str | None) -> bool:
+    def usable(self, text: str | None) -> TypeGuard[str]:
         """Whether a manager's reply holds an action the env or a macro takes; when it holds none, the others
         choose the step (its reason is still recorded) rather than spend a step on an invalid action."""
         if not text:
@@ -194,7 +198,10 @@ class HaloAgent:
 
     def macro_step(self, session: Session, asked: dict) -> Choice | None:
         """The macro in progress's next primitive action; None when it is done (the others choose)."""
-        macro, fields = self.macro, {**asked, "macro": self.macro.call}
+        macro = self.macro
+        if macro is None:
+            return None
+        fields = {**asked, "macro": macro.call}
         try:
             action = macro.next_action(session.observation)
         except self.macros.MacroError as exc:

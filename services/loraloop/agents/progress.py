@@ -74,7 +74,9 @@ def _order_page(visit: Visit) -> bool:
     """The page of an existing order (not the one just placed); the goal's order when it names one."""
     match = _ORDER_PAGE.match(visit.path)
     named = _ORDER_ID.search(visit.goal)
-    return bool(match) and visit.previous != "/shop/checkout" and (not named or named.group(1).lower() == match[1])
+    return (
+        match is not None and visit.previous != "/shop/checkout" and (not named or named.group(1).lower() == match[1])
+    )
 
 
 SHOP = (

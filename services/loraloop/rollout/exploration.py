@@ -88,7 +88,7 @@ def compare_actions(a: list[str], b: list[str], limit: int) -> Comparison:
 def verdict(comparison: Comparison) -> str:
     """The one-line result scripts and people read (steps counted from 1)."""
     if comparison.differs:
-        return f"exploration OK: action sequences differ at step {comparison.first_difference + 1}"
+        return f"exploration OK: action sequences differ at step {(comparison.first_difference or 0) + 1}"
     return f"exploration NOT verified: the first {comparison.compared} actions are identical"
 
 

@@ -52,6 +52,13 @@ class EpisodeSession:
         self.progress = ProgressTracker(task.env, task)  # each step's progress_score (agents/progress.py)
 
     @property
+    def live_env(self) -> Env:
+        """The environment; a session resumed without one (it expired or was cancelled) can only `finish`."""
+        if self.env is None:
+            raise AttributeError("this episode has no environment any more: it can only finish")
+        return self.env
+
+    @property
     def key(self) -> str:
         """The episode's store key (also its Celery task id and its id for resuming runs)."""
         return self.recorder.key
@@ -66,7 +73,7 @@ class EpisodeSession:
         stored (with `finish(status="env_error", …)`) and says what was attempted.
         """
         start = self._record_start()
-        self.first, info = self.env.reset(seed=self.seed)
+        self.first, info = self.live_env.reset(seed=self.seed)
         self.observation = self.first
         self.progress.start(self.first)
         self.expected = info.get("expected")
@@ -78,13 +85,14 @@ class EpisodeSession:
         task = self.task
         return self.recorder.add(EpisodeStart(
             **self._common(), task_id=task.index, mode=self.mode, attempt_idx=self.attempt, env=task.env,
-            system_prompt=self.env.instructions, examples=self.env.examples, split=task.split,
+            system_prompt=self.live_env.instructions, examples=self.live_env.examples, split=task.split,
             category=task.category, goal=task.description, **self.provenance))
 
     def prompt(self, reserve: int = 0) -> list[dict[str, str]]:
         """The chat the policy sees now: the env's prompt style over the first observation and past turns;
         `reserve` characters of the budget are kept for what a caller adds (the manager's note)."""
-        return build_prompt(self.prompt_style, self.env.instructions, self.env.examples, self.first or "",
+        env = self.live_env
+        return build_prompt(self.prompt_style, env.instructions, env.examples, self.first or "",
                             self.turns, self.char_budget - reserve)
 
     def act(self, text: str, *, source: str, model: str | None = None, latency_ms: float | None = None,
@@ -93,7 +101,7 @@ class EpisodeSession:
         (prompt_token_ids, completion_token_ids, logprobs, adapter, sampling)."""
         shown = getattr(self.env, "last_screenshot", None)  # the page the agent saw, where the env keeps one
         started = time.perf_counter()
-        result = self.env.step(text)
+        result = self.live_env.step(text)
         info = result.info
         error = info.get("error")
         self.errors += bool(error)
@@ -123,7 +131,7 @@ class EpisodeSession:
         on. It counts against the episode's max_steps, so replies that never reach the env cannot go on forever."""
         observation = f"Your last reply could not be taken: {error}\n\n{self.observation}"  # the state is unchanged
         self.errors += 1
-        limit = self.provenance.get("max_steps")
+        limit: int = self.provenance.get("max_steps") or 0
         cut = bool(limit) and self.steps + 1 >= limit
         self.recorder.add(Step(
             **self._common(), step_idx=self.steps, observation=self.observation, obs_hash=obs_hash(self.observation),
@@ -195,12 +203,15 @@ class EpisodeSession:
     def resume(cls, store: Store, env: Env | None, task: Task, snapshot: dict[str, Any]) -> EpisodeSession:
         """A running session saved by `snapshot()`, rebuilt from its records, going on with `env` (attached
         to the episode's environment); with `env` None it can only `finish` (it expired or was cancelled)."""
-        start, *steps = RECORDS.validate_python(snapshot["records"])
+        start, *rest = RECORDS.validate_python(snapshot["records"])
+        steps = [r for r in rest if isinstance(r, Step)]
+        if not isinstance(start, EpisodeStart) or start.run_id is None or len(steps) != len(rest):
+            raise ValueError("a session's snapshot is its episode_start record (with a run id), then its steps")
         session = cls(store, env, task, mode=start.mode, run_id=start.run_id, attempt=start.attempt_idx,
                       seed=start.seed, char_budget=snapshot["char_budget"])
         session.recorder.records = [start, *steps]
         session.prompt_style, session.started = start.prompt_style, start.timestamp
-        session.first = session.observation = start.first_observation
+        session.first, session.observation = start.first_observation, start.first_observation or ""
         session.expected = start.expected
         session.progress.start(start.first_observation or "")
         for step in steps:

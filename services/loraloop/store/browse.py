@@ -67,7 +67,7 @@ def episode_keys(store: Store, prefix: str) -> list[str]:
 
 def runs(store: Store) -> list[RunEntry]:
     """Every run in the store, newest run id first, with its episode count."""
-    counts = Counter()
+    counts: Counter[str] = Counter()
     for key in episode_keys(store, PREFIX):
         parts = key.split("/")
         if len(parts) >= 4:

@@ -21,15 +21,29 @@ TASK_SUFFIXES = (".json", ".jsonl")  # what AgentBench keeps of a set's glob
 
 
 class Task(Protocol):
-    """What loraloop reads of any task, whatever its kind."""
+    """What loraloop reads of any task, whatever its kind (read-only: the kinds' tasks are frozen dataclasses)."""
 
-    env: str  # the kind that runs it: `shell`, `web`
-    index: str
-    description: str
-    split: str
-    category: str
-    labels: tuple[str, ...]
-    source: str
+    @property
+    def env(self) -> str:  # the kind that runs it: `shell`, `web`
+        ...
+
+    @property
+    def index(self) -> str: ...
+
+    @property
+    def description(self) -> str: ...
+
+    @property
+    def split(self) -> str: ...
+
+    @property
+    def category(self) -> str: ...
+
+    @property
+    def labels(self) -> tuple[str, ...]: ...
+
+    @property
+    def source(self) -> str: ...
 
     @property
     def short_index(self) -> str | None:

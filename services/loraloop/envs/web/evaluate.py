@@ -71,7 +71,7 @@ def run_script(task: WebTask, name: str, state: dict) -> tuple[bool, dict]:
         with os.fdopen(fd, "w") as f:
             f.write(task.scripts[name])
     else:
-        script = str((task.scripts_dir or ".") / name) if task.scripts_dir else name
+        script = str(task.scripts_dir / name) if task.scripts_dir else name
     fd, state_path = tempfile.mkstemp(suffix=".json", prefix="state_")
     try:
         with os.fdopen(fd, "w") as f:
