@@ -6,6 +6,7 @@ browsergym kind (real Chromium, MiniWoB's pages on loopback), success counted by
 The solver reads only the goal and the observation (envs/browsergym/teacher.py). It always exits 0: a measurement,
 not a gate (the parity test checks the solver's sequences on 22 types).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -27,8 +28,13 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def play(task_type: str, seed: int, settings: Settings) -> tuple[bool, int, str]:
     """One solver episode on one seed: (solved, steps, the last action)."""
-    task = BrowserGymTask(index=task_type, task_id=f"miniwob.{task_type}", first_seed=seed, last_seed=seed,
-                          nondeterministic=check_task_id(f"miniwob.{task_type}", "bench"))
+    task = BrowserGymTask(
+        index=task_type,
+        task_id=f"miniwob.{task_type}",
+        first_seed=seed,
+        last_seed=seed,
+        nondeterministic=check_task_id(f"miniwob.{task_type}", "bench"),
+    )
     env = KIND.make_env(task, settings, EnvOptions())
     try:
         observation, _ = env.reset(seed=0)
@@ -58,16 +64,26 @@ def main() -> int:
         outcomes = [play(task_type, seed, settings) for seed in range(first, last + 1)]
         failed = [f"{seed}: {action}" for seed, (ok, _, action) in zip(range(first, last + 1), outcomes) if not ok]
         wins = sum(ok for ok, _, _ in outcomes)
-        rows.append(f"| {task_type} | {'trained' if task_type in trained else 'held out'} | {wins}/{len(outcomes)} | "
-                    f"{sum(n for _, n, _ in outcomes) / len(outcomes):.1f} | {'; '.join(failed)[:160]} |")
+        rows.append(
+            f"| {task_type} | {'trained' if task_type in trained else 'held out'} | {wins}/{len(outcomes)} | "
+            f"{sum(n for _, n, _ in outcomes) / len(outcomes):.1f} | {'; '.join(failed)[:160]} |"
+        )
         print(rows[-1], flush=True)
     solved = sum(row.split(" | ")[2].split("/")[0] == row.split(" | ")[2].split("/")[1] for row in rows)
-    markdown = "\n".join([
-        "# The scripted MiniWoB++ solver's coverage", "",
-        f"Seeds {first}-{last} (train seeds), 15 steps at most, MiniWoB's own reward; "
-        f"{solved}/{len(rows)} types solved on every seed; {time.monotonic() - started:.0f} s.", "",
-        "| type | in the registry | solved | steps (mean) | failed seeds: last action |", "|---|---|---|---|---|",
-        *rows, "", machine()])
+    markdown = "\n".join(
+        [
+            "# The scripted MiniWoB++ solver's coverage",
+            "",
+            f"Seeds {first}-{last} (train seeds), 15 steps at most, MiniWoB's own reward; "
+            f"{solved}/{len(rows)} types solved on every seed; {time.monotonic() - started:.0f} s.",
+            "",
+            "| type | in the registry | solved | steps (mean) | failed seeds: last action |",
+            "|---|---|---|---|---|",
+            *rows,
+            "",
+            machine(),
+        ]
+    )
     report(markdown, args.out)
     return 0
 

@@ -1,5 +1,6 @@
 """The browsergym kind's task side: MiniWoB++'s registry (every type, the seed split, the trained types), the task
 line's checks, the kind's registration, and the scripted solver's reading of an observation."""
+
 from __future__ import annotations
 
 import json
@@ -9,11 +10,10 @@ import pytest
 from loraloop.envs import env_kind, kind_of_raw
 from loraloop.envs.browsergym.teacher import SOLVED, Node, goal_of, nodes, solve
 from loraloop.envs.web.observe import flatten_axtree
-from loraloop.errors import ConfigError, TaskFormatError
+from loraloop.errors import ConfigError
 from loraloop.tasks.base import TaskContext
 from loraloop.tasks.browsergym.format import parse_task, registered, task_entrypoint
-from loraloop.tasks.browsergym.miniwob import (HELDOUT_SEEDS, MAX_TRAIN_TYPES, TRAIN_SEEDS, task_files,
-                                               train_types)
+from loraloop.tasks.browsergym.miniwob import HELDOUT_SEEDS, MAX_TRAIN_TYPES, TRAIN_SEEDS, task_files, train_types
 from loraloop.tasks.registry import load_registry
 from tests.helpers import ROOT
 
@@ -50,16 +50,25 @@ def test_the_task_class_is_browsergyms_own():
     assert type(task) is ClickButtonTask and task.url == "http://127.0.0.1:1/miniwob/click-button.html"
 
 
-@pytest.mark.parametrize("raw, message", [
-    ({"task": "miniwob.click-buton", "seeds": [0, 9]}, r"unknown task type 'miniwob\.click-buton'.*did you mean "
-                                                       r"miniwob\.click-button"),
-    ({"task": "click-button", "seeds": [0, 9]}, r"field 'task' must be a BrowserGym task id .* got 'click-button'"),
-    ({"task": "nosuchbench.x", "seeds": [0, 9]}, r"task 'nosuchbench\.x': BrowserGym benchmark 'nosuchbench' needs the "
-                                                 r"package browsergym\.nosuchbench"),
-    ({"task": "miniwob.click-button", "seeds": [9, 0]}, r"field 'seeds' must be \[first, last\].* got \[9, 0\]"),
-    ({"task": "miniwob.click-button", "seeds": [0, True]}, r"field 'seeds'"),
-    ({"task": "miniwob.click-button", "seeds": [0, 9], "x": 1}, r"unknown field\(s\) x"),
-])
+@pytest.mark.parametrize(
+    "raw, message",
+    [
+        (
+            {"task": "miniwob.click-buton", "seeds": [0, 9]},
+            r"unknown task type 'miniwob\.click-buton'.*did you mean "
+            r"miniwob\.click-button",
+        ),
+        ({"task": "click-button", "seeds": [0, 9]}, r"field 'task' must be a BrowserGym task id .* got 'click-button'"),
+        (
+            {"task": "nosuchbench.x", "seeds": [0, 9]},
+            r"task 'nosuchbench\.x': BrowserGym benchmark 'nosuchbench' needs the "
+            r"package browsergym\.nosuchbench",
+        ),
+        ({"task": "miniwob.click-button", "seeds": [9, 0]}, r"field 'seeds' must be \[first, last\].* got \[9, 0\]"),
+        ({"task": "miniwob.click-button", "seeds": [0, True]}, r"field 'seeds'"),
+        ({"task": "miniwob.click-button", "seeds": [0, 9], "x": 1}, r"unknown field\(s\) x"),
+    ],
+)
 def test_a_bad_task_line_is_named(raw, message):
     with pytest.raises(Exception, match=message) as err:
         parse_task(raw, TaskContext(file="t.jsonl", number=4, split="train"))
@@ -67,12 +76,16 @@ def test_a_bad_task_line_is_named(raw, message):
 
 
 def test_a_seed_outside_the_split_is_named():
-    task = parse_task({"task": "miniwob.click-button", "seeds": [0, 49]}, TaskContext(file="t.jsonl", number=0,
-                                                                                     split="train"))
+    task = parse_task(
+        {"task": "miniwob.click-button", "seeds": [0, 49]}, TaskContext(file="t.jsonl", number=0, split="train")
+    )
     assert task.seed_for(1207) == 7 and task.seed_for(None) == 0 and task.seed_for(0, 49) == 49
     for bad in (50, -1, "3", 2.0, True):
-        with pytest.raises(ConfigError, match=rf"seed {bad!r} is outside split 'train' of miniwob\.click-button "
-                                                  r"\(seeds 0-49, t\.jsonl#0\)"):
+        with pytest.raises(
+            ConfigError,
+            match=rf"seed {bad!r} is outside split 'train' of miniwob\.click-button "
+            r"\(seeds 0-49, t\.jsonl#0\)",
+        ):
             task.seed_for(0, bad)
 
 
@@ -84,19 +97,49 @@ def test_a_task_line_is_the_browsergym_kinds_in_a_folder_without_registry(tmp_pa
 
 
 def test_static_text_carries_its_hidden_elements_bid_only_when_asked():
-    ax = [{"nodeId": "1", "role": {"value": "RootWebArea"}, "name": {"value": "T"}, "childIds": ["2", "4"],
-           "backendDOMNodeId": 1},
-          {"nodeId": "2", "parentId": "1", "role": {"value": "generic"}, "name": {"value": ""}, "childIds": ["3"],
-           "backendDOMNodeId": 2},
-          {"nodeId": "3", "parentId": "2", "role": {"value": "StaticText"}, "name": {"value": "Carlynne"},
-           "backendDOMNodeId": 3},
-          {"nodeId": "4", "parentId": "1", "role": {"value": "button"}, "name": {"value": "Go"}, "childIds": ["5"],
-           "backendDOMNodeId": 4},
-          {"nodeId": "5", "parentId": "4", "role": {"value": "StaticText"}, "name": {"value": "Go now"},
-           "backendDOMNodeId": 5}]
+    ax = [
+        {
+            "nodeId": "1",
+            "role": {"value": "RootWebArea"},
+            "name": {"value": "T"},
+            "childIds": ["2", "4"],
+            "backendDOMNodeId": 1,
+        },
+        {
+            "nodeId": "2",
+            "parentId": "1",
+            "role": {"value": "generic"},
+            "name": {"value": ""},
+            "childIds": ["3"],
+            "backendDOMNodeId": 2,
+        },
+        {
+            "nodeId": "3",
+            "parentId": "2",
+            "role": {"value": "StaticText"},
+            "name": {"value": "Carlynne"},
+            "backendDOMNodeId": 3,
+        },
+        {
+            "nodeId": "4",
+            "parentId": "1",
+            "role": {"value": "button"},
+            "name": {"value": "Go"},
+            "childIds": ["5"],
+            "backendDOMNodeId": 4,
+        },
+        {
+            "nodeId": "5",
+            "parentId": "4",
+            "role": {"value": "StaticText"},
+            "name": {"value": "Go now"},
+            "backendDOMNodeId": 5,
+        },
+    ]
     bids = {1: "0", 2: "20", 4: "21"}
-    assert flatten_axtree(ax, bids) == ("[0] RootWebArea 'T'\n\tStaticText 'Carlynne'\n\t[21] button 'Go'\n"
-                                        "\t\tStaticText 'Go now'")
+    assert flatten_axtree(ax, bids) == (
+        "[0] RootWebArea 'T'\n\tStaticText 'Carlynne'\n\t[21] button 'Go'\n\t\tStaticText 'Go now'"
+    )
     assert flatten_axtree(ax, bids, text_bids=True).splitlines()[1] == "\t[20] StaticText 'Carlynne'"
 
 

@@ -1,5 +1,6 @@
 """The browsergym kind on real Chromium and MiniWoB++'s real pages (served on loopback): BrowserGym's own task code
 sets up and grades, loraloop's pool, actions and observation; the bad input issue 28 lists, each named."""
+
 from __future__ import annotations
 
 import socket
@@ -75,15 +76,21 @@ def test_clickable_text_without_a_role_gets_its_elements_bid(registry, settings_
 def test_an_unknown_task_type_is_named_with_the_closest_ones(tmp_path):
     (tmp_path / "registry.yaml").write_text("env: browsergym\nsets:\n  - split: train\n    files: t.jsonl\n")
     (tmp_path / "t.jsonl").write_text('{"task": "miniwob.click-buton", "seeds": [0, 9]}\n')
-    with pytest.raises(TaskFormatError, match=r"t\.jsonl: task 0: unknown task type 'miniwob\.click-buton'.*"
-                                              r"miniwob\.click-button"):
+    with pytest.raises(
+        TaskFormatError,
+        match=r"t\.jsonl: task 0: unknown task type 'miniwob\.click-buton'.*"
+        r"miniwob\.click-button",
+    ):
         load_registry(tmp_path)
 
 
 def test_a_seed_outside_the_split_is_refused_before_any_page_opens(registry, settings_for):
     task = registry.get("heldout-miniwob.click-button")  # held-out seeds 1000-1019
-    with pytest.raises(ConfigError, match=r"seed 7 is outside split 'heldout-seed' of miniwob\.click-button "
-                                          r"\(seeds 1000-1019, configs/tasks/miniwob/heldout_seeds\.jsonl#\d+\)"):
+    with pytest.raises(
+        ConfigError,
+        match=r"seed 7 is outside split 'heldout-seed' of miniwob\.click-button "
+        r"\(seeds 1000-1019, configs/tasks/miniwob/heldout_seeds\.jsonl#\d+\)",
+    ):
         env_kind("browsergym").make_env(task, settings_for(), EnvOptions(config={"seed": 7}))
     env = env_kind("browsergym").make_env(task, settings_for(), EnvOptions())
     with pytest.raises(ConfigError, match="seed '1000' is outside"):
@@ -116,8 +123,11 @@ def test_a_page_that_never_loads_fails_reset_naming_the_url_then_the_next_episod
         silent.listen(8)
         url = f"http://127.0.0.1:{silent.getsockname()[1]}/miniwob/"
         env = BrowserGymEnv(task, settings_for(miniwob_url=url, web_load_timeout_ms=1500))
-        with pytest.raises(EnvironmentFailure, match=rf"train-miniwob\.click-test \(seed 0\): miniwob\.click-test "
-                                                     rf"did not set up from {url}: .*[Tt]imeout"):
+        with pytest.raises(
+            EnvironmentFailure,
+            match=rf"train-miniwob\.click-test \(seed 0\): miniwob\.click-test "
+            rf"did not set up from {url}: .*[Tt]imeout",
+        ):
             env.reset(seed=0)
         assert env.context is None and env.page is None  # its context closed with it
     env = BrowserGymEnv(task, settings_for())

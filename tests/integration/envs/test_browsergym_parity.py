@@ -9,6 +9,7 @@ having built the same page from the same seed), under the bid BrowserGym gave it
 MiniWoB's raw reward must match. BrowserGym runs with its fast settings (`slow_mo=0`, no pre-observation wait:
 timing only; the task code, its seed and its grading are unchanged) so the test stays within minutes.
 """
+
 from __future__ import annotations
 
 import re
@@ -23,12 +24,42 @@ from loraloop.tasks.browsergym.format import BrowserGymTask, check_task_id
 
 pytestmark = pytest.mark.usefixtures("chromium")
 
-SOLVED = ("click-button", "click-button-sequence", "click-dialog-2", "click-link", "click-tab", "click-tab-2",
-          "click-collapsible", "click-checkboxes", "click-option", "click-scroll-list", "choose-list", "enter-text",
-          "enter-date", "login-user", "focus-text-2", "find-word", "odd-or-even", "simple-arithmetic",
-          "simple-algebra", "read-table", "email-inbox", "unicode-test")
-WRONG = ("click-menu", "click-shades", "count-shape", "guess-number", "navigate-tree", "phone-book", "search-engine",
-         "social-media", "text-transform", "book-flight")
+SOLVED = (
+    "click-button",
+    "click-button-sequence",
+    "click-dialog-2",
+    "click-link",
+    "click-tab",
+    "click-tab-2",
+    "click-collapsible",
+    "click-checkboxes",
+    "click-option",
+    "click-scroll-list",
+    "choose-list",
+    "enter-text",
+    "enter-date",
+    "login-user",
+    "focus-text-2",
+    "find-word",
+    "odd-or-even",
+    "simple-arithmetic",
+    "simple-algebra",
+    "read-table",
+    "email-inbox",
+    "unicode-test",
+)
+WRONG = (
+    "click-menu",
+    "click-shades",
+    "count-shape",
+    "guess-number",
+    "navigate-tree",
+    "phone-book",
+    "search-engine",
+    "social-media",
+    "text-transform",
+    "book-flight",
+)
 SEED = 1000  # the first held-out seed: nothing here tunes the solver
 PATH_JS = """bid => { let el = document.querySelector(`[bid="${bid}"]`); const path = [];
   while (el && el.parentElement) { path.unshift([...el.parentElement.children].indexOf(el)); el = el.parentElement; }
@@ -50,16 +81,24 @@ def wrong_action(observation: str, turn: int) -> str:
 
 def play_ours(task_type: str, settings) -> tuple[str, list[tuple[str, list | None, tuple]]]:
     """Our episode: the goal and, per step, the action, the DOM path of the element it names, and the outcome."""
-    task = BrowserGymTask(index=task_type, task_id=f"miniwob.{task_type}", first_seed=SEED, last_seed=SEED,
-                          nondeterministic=check_task_id(f"miniwob.{task_type}", "parity"))
+    task = BrowserGymTask(
+        index=task_type,
+        task_id=f"miniwob.{task_type}",
+        first_seed=SEED,
+        last_seed=SEED,
+        nondeterministic=check_task_id(f"miniwob.{task_type}", "parity"),
+    )
     env = BrowserGymEnv(task, settings, max_rounds=15)
     steps = []
     try:
         observation, _ = env.reset(seed=0)
         goal, history = goal_of(observation), []
         for turn in range(15 if task_type in SOLVED else 2):
-            action = solve(task_type, goal, observation, turn, history) if task_type in SOLVED \
+            action = (
+                solve(task_type, goal, observation, turn, history)
+                if task_type in SOLVED
                 else wrong_action(observation, turn)
+            )
             history.append(action)
             named = _BID_ARG.match(action)
             path = env.host.run(env.page.evaluate(PATH_JS, named.group(2)), timeout=30) if named else None
@@ -75,8 +114,9 @@ def play_ours(task_type: str, settings) -> tuple[str, list[tuple[str, list | Non
 
 def play_browsergym(task_type: str, executable: str, steps: list) -> tuple[str, list[tuple]]:
     """The same actions on the same elements in BrowserGym's own env; its goal and its outcomes."""
-    env = reference_env(f"miniwob.{task_type}", executable, task_kwargs={"base_url": local_url()}, slow_mo=0,
-                        pre_observation_delay=0.0)
+    env = reference_env(
+        f"miniwob.{task_type}", executable, task_kwargs={"base_url": local_url()}, slow_mo=0, pre_observation_delay=0.0
+    )
     outcomes = []
     try:
         obs, _ = env.reset(seed=SEED)
@@ -85,7 +125,7 @@ def play_browsergym(task_type: str, executable: str, steps: list) -> tuple[str, 
             if path is not None:
                 bid = page.evaluate(BID_AT_JS, path)
                 assert bid, f"{task_type}: BrowserGym marked no element at {path} for {action}"
-                action = _BID_ARG.sub(lambda m: f"{m.group(1)}({bid!r}", action, count=1)
+                action = _BID_ARG.sub(lambda m, bid=bid: f"{m.group(1)}({bid!r}", action, count=1)
             obs, reward, terminated, _, info = env.step(action)
             assert not obs["last_action_error"], f"{task_type}: BrowserGym's {action}: {obs['last_action_error']}"
             outcomes.append((float(reward), bool(terminated), _raw(info["task_info"])))

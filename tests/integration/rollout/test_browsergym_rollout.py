@@ -1,5 +1,6 @@
 """BrowserGym rollouts (MiniWoB++) through the embedded rollout: the scripted solver's episodes stored as loraloop's
 typed records, each on the seed its rollout seed picks, and exported to BC."""
+
 import json
 
 from loraloop.tasks.registry import load_registry
@@ -15,10 +16,18 @@ def test_miniwob_teacher_rollout_stores_episodes_and_exports_bc(tmp_path, chromi
 
     settings = settings_for()
     registry = load_registry("configs/tasks/miniwob")
-    specs = plan_rollout(registry, "configs/tasks/miniwob", get_experiment("configs/experiments.yaml",
-                                                                           "miniwob_teacher"),
-                         run_id="mw-1", subset="train+click-button,enter-text,email-inbox", sample_size=None,
-                         rollouts_per_task=2, seed=1, task_seed=0, temperature=None)
+    specs = plan_rollout(
+        registry,
+        "configs/tasks/miniwob",
+        get_experiment("configs/experiments.yaml", "miniwob_teacher"),
+        run_id="mw-1",
+        subset="train+click-button,enter-text,email-inbox",
+        sample_size=None,
+        rollouts_per_task=2,
+        seed=1,
+        task_seed=0,
+        temperature=None,
+    )
     summaries = execute(specs, settings, quiet=True)
     assert len(summaries) == 6 and all(s["success"] for s in summaries), summaries
     episodes = list(iter_episodes(open_store(settings=settings), "trajectories/miniwob_teacher/mw-1/"))

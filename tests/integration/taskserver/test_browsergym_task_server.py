@@ -1,6 +1,7 @@
 """BrowserGym tasks (MiniWoB++) through the Task Server API (AReaL): a client asks for a seed of the task's split in
 the start's config, plays it to MiniWoB's own reward, and the episode is stored as the rollout stores one; a seed
 outside the split is a 400 naming it, before any environment is made."""
+
 from __future__ import annotations
 
 import pytest
@@ -15,8 +16,8 @@ def test_a_miniwob_episode_on_an_asked_seed_through_the_task_server(redis_url, s
 
     from loraloop.store import open_store
     from loraloop.store.trajectories import iter_episodes
-    from loraloop.taskserver.app import create_app, open_states
     from loraloop.tasks.registry import load_registry
+    from loraloop.taskserver.app import create_app, open_states
 
     registry = load_registry("configs/tasks/miniwob")
     task = registry.get("heldout-miniwob.enter-text")
@@ -33,8 +34,10 @@ def test_a_miniwob_episode_on_an_asked_seed_through_the_task_server(redis_url, s
         for turn in range(6):
             action = solve("enter-text", goal, page, turn, history)
             history.append(action)
-            reply = client.post("/api/episode/step", json={"episode_id": start["episode_id"],
-                                                          "action": {"content": f"Action: {action}"}}).json()
+            reply = client.post(
+                "/api/episode/step",
+                json={"episode_id": start["episode_id"], "action": {"content": f"Action: {action}"}},
+            ).json()
             if reply["done"]:
                 break
             page = reply["observation"]["content"]

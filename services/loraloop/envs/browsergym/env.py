@@ -6,6 +6,7 @@ StaticText carrying its element's bid) and the records. What is BrowserGym's: th
 `BrowserEnv` builds it (`task_entrypoint(seed=...)`), whose `setup` opens the page and gives the goal and whose
 `validate(page, chat_messages)` gives the reward and the end after every action, as in `BrowserEnv.step`.
 """
+
 from __future__ import annotations
 
 import time
@@ -22,7 +23,9 @@ from loraloop.errors import EnvironmentFailure
 from loraloop.settings import Settings, get_settings
 from loraloop.tasks.browsergym.format import BrowserGymTask, task_entrypoint
 
-INSTRUCTIONS = ACTIONS_HELP + """
+INSTRUCTIONS = (
+    ACTIONS_HELP
+    + """
 The task ends by itself when its goal is reached or failed (for example after you press its Submit
 button); send_msg_to_user(text) answers a question the goal asks. Text lines `[bid] StaticText '...'`
 can be clicked like any element.
@@ -30,6 +33,7 @@ can be clicked like any element.
 Reply format:
 Think: <one sentence about what to do next>
 Action: <one action, e.g. click('12')>"""
+)
 
 # What a benchmark's task class needs from loraloop besides its seed (BrowserGym's other benchmarks read their
 # servers' addresses from their own environment variables, e.g. WebArena's WA_SHOPPING, so they need no entry).
@@ -62,12 +66,26 @@ def _plain(value: Any) -> Any:
 class BrowserGymEnv(WebEnv):
     """One BrowserGym episode on the pool's browser: BrowserGym's task, loraloop's actions and observation."""
 
-    def __init__(self, task: BrowserGymTask, settings: Settings | None = None, *, max_rounds: int = 15,
-                 episode_id: str | None = None, screenshots: bool = False, seed: Any = None) -> None:
+    def __init__(
+        self,
+        task: BrowserGymTask,
+        settings: Settings | None = None,
+        *,
+        max_rounds: int = 15,
+        episode_id: str | None = None,
+        screenshots: bool = False,
+        seed: Any = None,
+    ) -> None:
         settings = settings or get_settings()
         self.kwargs = task_kwargs(task, settings)
-        super().__init__(task, settings, max_rounds=max_rounds, episode_id=episode_id, screenshots=screenshots,
-                         url=self.kwargs.get("base_url") or "about:blank")
+        super().__init__(
+            task,
+            settings,
+            max_rounds=max_rounds,
+            episode_id=episode_id,
+            screenshots=screenshots,
+            url=self.kwargs.get("base_url") or "about:blank",
+        )
         self.instructions = INSTRUCTIONS
         self.text_bids = True
         if seed is not None:
@@ -94,15 +112,22 @@ class BrowserGymEnv(WebEnv):
         except Exception as exc:
             at = f" from {self.url}" if self.url != "about:blank" else ""
             self.close()  # the context goes with the failed episode; the pool's browser stays for the next
-            raise EnvironmentFailure(f"task {self.task.index} (seed {self.seed}): {self.task.task_id} did not set up"
-                                     f"{at}: {_first_line(exc)}") from exc
+            raise EnvironmentFailure(
+                f"task {self.task.index} (seed {self.seed}): {self.task.task_id} did not set up{at}: {_first_line(exc)}"
+            ) from exc
         self.goal = goal_text(goal)
         self.chat = [self._message("assistant", HELLO), self._message("user", self.goal)]
         self.origin = "{0.scheme}://{0.netloc}".format(urlsplit(self.page.url))
         observation = self._run(self._observe(goal=True))
         setup = {"type": "task_setup", "task_id": self.task.task_id, "seed": self.seed, "task_info": _plain(info)}
-        return observation, {"url": self.page.url, "expected": None, "task_id": self.task.task_id,
-                             "seed": self.seed, "task_info": setup["task_info"], "events": [setup]}
+        return observation, {
+            "url": self.page.url,
+            "expected": None,
+            "task_id": self.task.task_id,
+            "seed": self.seed,
+            "task_info": setup["task_info"],
+            "events": [setup],
+        }
 
     def step(self, action: str) -> StepResult:
         """Run one action as BrowserGym's `BrowserEnv.step` does, then ask the task's `validate` for the reward and
@@ -135,8 +160,9 @@ class BrowserGymEnv(WebEnv):
         if done or infeasible:  # BrowserEnv: the task or the agent (terminate_on_infeasible) ends it
             self.done = True
             answers = [m["message"] for m in self.chat if m["role"] == "assistant"][1:]
-            info.update(status="completed", success=reward > 0, answer=answers[-1] if answers else None,
-                        num_turns=self.turn)
+            info.update(
+                status="completed", success=reward > 0, answer=answers[-1] if answers else None, num_turns=self.turn
+            )
             return StepResult(None, reward, True, False, info)
         observation = self._run(self._observe())
         if self.turn >= self.max_rounds:
@@ -159,8 +185,9 @@ class BrowserGymEnv(WebEnv):
         try:
             reward, done, message, task_info = self.bg_task.validate(self._sync(self.page), list(self.chat))
         except Exception as exc:
-            raise EnvironmentFailure(f"task {self.task.index} (seed {self.seed}): {self.task.task_id}'s validate "
-                                     f"failed: {_first_line(exc)}") from exc
+            raise EnvironmentFailure(
+                f"task {self.task.index} (seed {self.seed}): {self.task.task_id}'s validate failed: {_first_line(exc)}"
+            ) from exc
         return float(reward), bool(done), str(message or ""), task_info
 
     def _sync(self, page) -> SyncFacade:

@@ -1,5 +1,6 @@
 """The browsergym kind: any BrowserGym task class (MiniWoB++ first) in a fresh Chromium context of loraloop's pool,
 BrowserGym's high-level actions, the AX tree with bids; the task's own validate gives the reward."""
+
 from __future__ import annotations
 
 from loraloop.envs.base import EnvKind, EnvOptions
@@ -15,8 +16,14 @@ def make_env(task: BrowserGymTask, settings, options: EnvOptions):
     """A BrowserGymEnv for the task on this process's browser; `options.config["seed"]` asks for one seed."""
     from loraloop.envs.browsergym.env import BrowserGymEnv
 
-    return BrowserGymEnv(task, settings, max_rounds=options.max_steps or MAX_STEPS, screenshots=options.screenshots,
-                         episode_id=options.episode_id, seed=options.config.get("seed"))
+    return BrowserGymEnv(
+        task,
+        settings,
+        max_rounds=options.max_steps or MAX_STEPS,
+        screenshots=options.screenshots,
+        episode_id=options.episode_id,
+        seed=options.config.get("seed"),
+    )
 
 
 def teacher(task: BrowserGymTask, env):
@@ -37,9 +44,16 @@ def preflight(tasks: list[BrowserGymTask], settings) -> None:
 
 
 KIND = EnvKind(
-    name="browsergym", parse_task=parse_task, owns=owns, make_env=make_env, teacher=teacher,
-    canonical_action=canonical_action, prompt_style="web", prompt_builder=build_web_messages,
-    preflight=preflight, max_steps=MAX_STEPS,
+    name="browsergym",
+    parse_task=parse_task,
+    owns=owns,
+    make_env=make_env,
+    teacher=teacher,
+    canonical_action=canonical_action,
+    prompt_style="web",
+    prompt_builder=build_web_messages,
+    preflight=preflight,
+    max_steps=MAX_STEPS,
     description="BrowserGym tasks (MiniWoB++) in Chromium (Playwright), graded by the task's own code",
     worker_stop=close_browsers,
 )

@@ -6,6 +6,7 @@ runs in this same process's pool, so a loopback server here needs no other proce
 starts nothing else), and it dies with the process. The stack's workers run in containers of their own, so there
 one `sites` service serves them for every worker (compose.yaml sets MINIWOB_URL).
 """
+
 from __future__ import annotations
 
 import functools
@@ -35,8 +36,12 @@ def html_root() -> Path:
 
 class _Quiet(SimpleHTTPRequestHandler):
     # MiniWoB's pages declare no charset; served as UTF-8, as they are written (unicode-test's buttons)
-    extensions_map = {**SimpleHTTPRequestHandler.extensions_map, ".html": "text/html; charset=utf-8",
-                      ".js": "text/javascript; charset=utf-8", ".css": "text/css; charset=utf-8"}
+    extensions_map = {
+        **SimpleHTTPRequestHandler.extensions_map,
+        ".html": "text/html; charset=utf-8",
+        ".js": "text/javascript; charset=utf-8",
+        ".css": "text/css; charset=utf-8",
+    }
 
     def log_message(self, *_args) -> None:  # one line a file per page load otherwise
         pass
@@ -72,8 +77,10 @@ def miniwob_url(settings) -> str:
     if not url:
         return local_url()
     if not url.startswith(("http://", "https://", "file://")) or not url.endswith("/"):
-        raise ConfigError(f"MINIWOB_URL={url!r} must be an http(s) or file URL ending in '/' "
-                          f"(e.g. http://127.0.0.1:8090/miniwob-html/miniwob/)")
+        raise ConfigError(
+            f"MINIWOB_URL={url!r} must be an http(s) or file URL ending in '/' "
+            f"(e.g. http://127.0.0.1:8090/miniwob-html/miniwob/)"
+        )
     return url
 
 
@@ -86,8 +93,12 @@ def check_url(url: str, timeout: float = 5.0) -> None:
     try:
         reply = httpx.get(url + PROBE, timeout=timeout)
     except httpx.HTTPError as exc:
-        raise ServiceUnavailable(f"MINIWOB_URL={url} does not answer ({type(exc).__name__}: {exc}): serve "
-                                 f"miniwob/html over HTTP (the stack's `sites` service does) or unset it") from exc
+        raise ServiceUnavailable(
+            f"MINIWOB_URL={url} does not answer ({type(exc).__name__}: {exc}): serve "
+            f"miniwob/html over HTTP (the stack's `sites` service does) or unset it"
+        ) from exc
     if reply.status_code != 200 or "core.js" not in reply.text:
-        raise ServiceUnavailable(f"MINIWOB_URL={url} serves no MiniWoB page ({url + PROBE}: HTTP "
-                                 f"{reply.status_code}): it must point at miniwob/html/miniwob/")
+        raise ServiceUnavailable(
+            f"MINIWOB_URL={url} serves no MiniWoB page ({url + PROBE}: HTTP "
+            f"{reply.status_code}): it must point at miniwob/html/miniwob/"
+        )

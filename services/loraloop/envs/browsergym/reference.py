@@ -5,6 +5,7 @@ reset (the task's, with `pw_chromium_kwargs`, which cannot carry `args`, and a c
 path at all, which would need Playwright's own download); both go through the one global Playwright's
 `chromium.launch`, so wrapping that gives both the binary and flags loraloop's pool uses.
 """
+
 from __future__ import annotations
 
 from browsergym.core import _get_global_playwright
@@ -15,8 +16,9 @@ from loraloop.envs.web.browser import LAUNCH_ARGS
 
 # BrowserGym's default action subsets plus its own check/uncheck, which it ships but leaves out of "bid":
 # loraloop's action set has both.
-REFERENCE_ACTIONS = HighLevelActionSet(subsets=["chat", "infeas", "bid", "nav", "tab", "custom"],
-                                       custom_actions=[check, uncheck])
+REFERENCE_ACTIONS = HighLevelActionSet(
+    subsets=["chat", "infeas", "bid", "nav", "tab", "custom"], custom_actions=[check, uncheck]
+)
 
 
 def use_system_chromium(executable: str) -> None:
@@ -29,7 +31,7 @@ def use_system_chromium(executable: str) -> None:
     def launch_system(**kwargs):
         return launch(**{**kwargs, "executable_path": executable, "args": [*kwargs.get("args", []), *LAUNCH_ARGS]})
 
-    launch_system.loraloop_executable = executable
+    launch_system.loraloop_executable = executable  # type: ignore[attr-defined]  # a mark on a function: patched once
     chromium.launch = launch_system
 
 
@@ -42,5 +44,6 @@ def reference_env(task_id: str, executable: str, **kwargs):
 
     registered(task_id.split(".", 1)[0])
     use_system_chromium(executable)
-    return gym.make(f"browsergym/{task_id}", action_mapping=REFERENCE_ACTIONS.to_python_code,
-                    disable_env_checker=True, **kwargs)
+    return gym.make(
+        f"browsergym/{task_id}", action_mapping=REFERENCE_ACTIONS.to_python_code, disable_env_checker=True, **kwargs
+    )

@@ -8,6 +8,7 @@ two, so this is one: every call on a wrapped object runs on the browser loop and
 returns is wrapped again when it is a Playwright object (a Locator, the context, the keyboard). It must be used
 from a thread other than the browser loop's (the env calls the task from the episode's thread).
 """
+
 from __future__ import annotations
 
 import inspect

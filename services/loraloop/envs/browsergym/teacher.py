@@ -6,19 +6,22 @@ action, or None when it sees no way on (the teacher then reports it infeasible, 
 stateless (they read what the page shows: a box's value, a checkbox's state), so a step that failed is retried.
 `SOLVED` lists the types with a strategy; bench/miniwob_teacher.py measures their success per type.
 """
+
 from __future__ import annotations
 
 import ast
 import re
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
-from loraloop.agents.policy import Reply
 from loraloop.errors import TaskSkipped
+from loraloop.replies import Reply
 
-_NODE = re.compile(r"^(?P<depth>\t*)(?:\[(?P<bid>[^\]]+)\] )?(?P<role>\S+) "
-                   r"(?P<name>'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\")(?P<props>.*)$")
+_NODE = re.compile(
+    r"^(?P<depth>\t*)(?:\[(?P<bid>[^\]]+)\] )?(?P<role>\S+) "
+    r"(?P<name>'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\")(?P<props>.*)$"
+)
 
 
 @dataclass(frozen=True)
@@ -130,8 +133,9 @@ def close_dialog(goal, page, turn, history):
 def named_text(goal, page, turn, history):
     """click-link, navigate-tree (top level): the element (a link or a clickable text) named in the goal."""
     target = quoted(goal)[-1]
-    alone = [n for n in page if n.bid and n.name == target and n.role in CLICKABLE
-             and sum(m.bid == n.bid for m in page) == 1]  # a text of its own element, not part of a sentence
+    alone = [
+        n for n in page if n.bid and n.name == target and n.role in CLICKABLE and sum(m.bid == n.bid for m in page) == 1
+    ]  # a text of its own element, not part of a sentence
     return click(alone[0] if alone else find(page, target, CLICKABLE))
 
 
@@ -144,8 +148,11 @@ def tab_named(goal, page, turn, history):
 def link_in_tabs(goal, page, turn, history):
     """click-tab-2 (and its easy/medium/hard): the link on the open tab, else the next tab."""
     target = quoted(goal)[-1]
-    alone = [n for n in page if n.bid and n.name == target and n.role in ("link", "StaticText")
-             and sum(m.bid == n.bid for m in page) == 1]
+    alone = [
+        n
+        for n in page
+        if n.bid and n.name == target and n.role in ("link", "StaticText") and sum(m.bid == n.bid for m in page) == 1
+    ]
     if alone:
         return click(alone[0])
     tabs = [n for n in page if n.role == "tab" and n.bid]
@@ -162,8 +169,11 @@ def expand_then_submit(goal, page, turn, history):
 def link_in_sections(goal, page, turn, history):
     """click-collapsible-2: open the sections in turn until the link shows."""
     target = quoted(goal)[-1]
-    alone = [n for n in page if n.bid and n.name == target and n.role in ("link", "StaticText")
-             and sum(m.bid == n.bid for m in page) == 1]
+    alone = [
+        n
+        for n in page
+        if n.bid and n.name == target and n.role in ("link", "StaticText") and sum(m.bid == n.bid for m in page) == 1
+    ]
     if alone:
         return click(alone[0])
     sections = [n for n in page if n.role == "tab" and n.bid and n.name.startswith("Section")]
@@ -339,8 +349,15 @@ def autocomplete(goal, page, turn, history):
         return submit(page)  # a suggestion was picked
     if (box.prop("value") or "") != start:
         return f"keyboard_type({start!r})" if f"click({box.bid!r})" in history else click(box)
-    suggestions = [n for n in page if n.role in ("menuitem", "option", "listitem", "StaticText") and n.bid
-                   and n.name.startswith(start) and n.name.endswith(end) and (n.name != start or end)]
+    suggestions = [
+        n
+        for n in page
+        if n.role in ("menuitem", "option", "listitem", "StaticText")
+        and n.bid
+        and n.name.startswith(start)
+        and n.name.endswith(end)
+        and (n.name != start or end)
+    ]
     if suggestions:
         return click(suggestions[0])
     return "noop(500)" if "noop(500)" not in history else submit(page)  # the list shows after a delay
@@ -428,21 +445,49 @@ def click_widget(goal, page, turn, history):
 
 
 STRATEGIES: dict[str, Strategy] = {
-    "click-test": only_button, "click-test-2": named_button, "click-button": named_button,
-    "unicode-test": named_button, "click-dialog-2": named_button, "click-dialog": close_dialog,
-    "click-button-sequence": button_sequence, "click-link": named_text, "click-tab": tab_named,
-    "click-tab-2": link_in_tabs, "click-tab-2-easy": link_in_tabs, "click-tab-2-medium": link_in_tabs,
-    "click-tab-2-hard": link_in_tabs, "click-collapsible": expand_then_submit,
-    "click-collapsible-nodelay": expand_then_submit, "click-collapsible-2": link_in_sections,
-    "click-collapsible-2-nodelay": link_in_sections, "click-checkboxes": checkboxes,
-    "click-checkboxes-large": checkboxes, "click-checkboxes-transfer": checkboxes, "click-option": option,
-    "choose-list": choose_list, "enter-text": enter_text, "enter-text-dynamic": enter_text,
-    "enter-text-2": enter_text, "enter-password": enter_password, "login-user": login, "focus-text": focus_text,
-    "focus-text-2": focus_text, "simple-arithmetic": arithmetic, "simple-algebra": algebra,
-    "read-table": read_table, "email-inbox": email, "email-inbox-noscroll": email,
-    "use-autocomplete": autocomplete, "use-autocomplete-nodelay": autocomplete,
-    "enter-date": enter_date, "enter-time": enter_time, "copy-paste": copy_paste, "copy-paste-2": copy_paste,
-    "find-word": find_word, "click-scroll-list": scroll_list, "odd-or-even": odd_or_even,
+    "click-test": only_button,
+    "click-test-2": named_button,
+    "click-button": named_button,
+    "unicode-test": named_button,
+    "click-dialog-2": named_button,
+    "click-dialog": close_dialog,
+    "click-button-sequence": button_sequence,
+    "click-link": named_text,
+    "click-tab": tab_named,
+    "click-tab-2": link_in_tabs,
+    "click-tab-2-easy": link_in_tabs,
+    "click-tab-2-medium": link_in_tabs,
+    "click-tab-2-hard": link_in_tabs,
+    "click-collapsible": expand_then_submit,
+    "click-collapsible-nodelay": expand_then_submit,
+    "click-collapsible-2": link_in_sections,
+    "click-collapsible-2-nodelay": link_in_sections,
+    "click-checkboxes": checkboxes,
+    "click-checkboxes-large": checkboxes,
+    "click-checkboxes-transfer": checkboxes,
+    "click-option": option,
+    "choose-list": choose_list,
+    "enter-text": enter_text,
+    "enter-text-dynamic": enter_text,
+    "enter-text-2": enter_text,
+    "enter-password": enter_password,
+    "login-user": login,
+    "focus-text": focus_text,
+    "focus-text-2": focus_text,
+    "simple-arithmetic": arithmetic,
+    "simple-algebra": algebra,
+    "read-table": read_table,
+    "email-inbox": email,
+    "email-inbox-noscroll": email,
+    "use-autocomplete": autocomplete,
+    "use-autocomplete-nodelay": autocomplete,
+    "enter-date": enter_date,
+    "enter-time": enter_time,
+    "copy-paste": copy_paste,
+    "copy-paste-2": copy_paste,
+    "find-word": find_word,
+    "click-scroll-list": scroll_list,
+    "odd-or-even": odd_or_even,
     "click-widget": click_widget,
 }
 SOLVED = tuple(sorted(STRATEGIES))
@@ -473,8 +518,10 @@ class ScriptedBrowserGymTeacher:
 
     def __init__(self, task, page: Callable[[], str] | None = None) -> None:
         if task.benchmark != "miniwob" or task.type not in STRATEGIES:
-            raise TaskSkipped(f"task {task.index}: the scripted teacher has no strategy for {task.task_id} "
-                              f"(it solves {len(SOLVED)} MiniWoB types)")
+            raise TaskSkipped(
+                f"task {task.index}: the scripted teacher has no strategy for {task.task_id} "
+                f"(it solves {len(SOLVED)} MiniWoB types)"
+            )
         self.type = task.type
         self.page = page  # the whole current observation (a prompt may cut a long page)
         self.goal = ""

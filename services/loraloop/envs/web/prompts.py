@@ -1,4 +1,5 @@
 """The web agent's instructions, observation text (BrowserGym's layout: goal, tabs, error, AX tree) and prompts."""
+
 from __future__ import annotations
 
 import re
@@ -15,21 +16,27 @@ scroll(delta_x, delta_y)      goto(url)    go_back()       go_forward()
 new_tab()   tab_close()   tab_focus(index)   noop(wait_ms=1000)
 send_msg_to_user(text)        report_infeasible(reason)
 """
-INSTRUCTIONS = ACTIONS_HELP + """
+INSTRUCTIONS = (
+    ACTIONS_HELP
+    + """
 When the goal is reached, reply send_msg_to_user with a short answer or confirmation: it ends the
 episode. If the goal cannot be reached on this site, reply report_infeasible(reason).
 
 Reply format:
 Think: <one sentence about what to do next>
 Action: <one action, e.g. click('12')>"""
+)
 
 
-def format_observation(*, goal: str | None, url: str, title: str, tabs: list[tuple[str, bool]], error: str,
-                       notes: list[str], tree: str) -> str:
+def format_observation(
+    *, goal: str | None, url: str, title: str, tabs: list[tuple[str, bool]], error: str, notes: list[str], tree: str
+) -> str:
     """One observation: the goal (first turn only), open tabs, the last action's error, the AX tree."""
     parts = [f"# Goal\n{goal}"] if goal else []
-    parts.append("# Open tabs\n" + "\n".join(
-        f"Tab {i}{' (active)' if active else ''}: {tab_url}" for i, (tab_url, active) in enumerate(tabs)))
+    parts.append(
+        "# Open tabs\n"
+        + "\n".join(f"Tab {i}{' (active)' if active else ''}: {tab_url}" for i, (tab_url, active) in enumerate(tabs))
+    )
     parts.append(f"# Current page\nURL: {url}\nTitle: {title}")
     if error:
         parts.append(f"# Error from the last action\n{error}")
@@ -59,8 +66,13 @@ def _action_line(output: str) -> str:
     return acts[0][:200] if acts else "(no valid action)"
 
 
-def build_web_messages(instructions: str, _examples: list[Message], first_observation: str,
-                       turns: list[tuple[str, str]], char_budget: int = 4000) -> list[Message]:
+def build_web_messages(
+    instructions: str,
+    _examples: list[Message],
+    first_observation: str,
+    turns: list[tuple[str, str]],
+    char_budget: int = 4000,
+) -> list[Message]:
     """System + one user message: goal, the past actions (newest kept), then only the current page.
 
     BrowserGym's agents prompt this way: the page is large and only its latest state matters, so

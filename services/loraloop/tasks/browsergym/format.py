@@ -9,12 +9,13 @@ episode's rollout seed picks (`seeds[rollout_seed % count]`, so attempts 0..coun
 The task code is BrowserGym's own: `task_entrypoint` is the class (with its registered arguments) that
 BrowserGym's `BrowserEnv` itself would build, looked up in BrowserGym's registry, never rewritten here.
 """
+
 from __future__ import annotations
 
 import difflib
 import importlib
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 from typing import Any
 
 from loraloop.errors import ConfigError, TaskFormatError
@@ -77,8 +78,10 @@ class BrowserGymTask:
         input: the Task Server answers 400) naming the seed, the task, its split, its seeds and where they are."""
         if asked is not None:
             if isinstance(asked, bool) or not isinstance(asked, int) or asked not in self.seeds:
-                raise ConfigError(f"task {self.index}: seed {asked!r} is outside split {self.split!r} of "
-                                      f"{self.task_id} (seeds {self.first_seed}-{self.last_seed}, {self.source})")
+                raise ConfigError(
+                    f"task {self.index}: seed {asked!r} is outside split {self.split!r} of "
+                    f"{self.task_id} (seeds {self.first_seed}-{self.last_seed}, {self.source})"
+                )
             return asked
         return self.seeds[(rollout_seed or 0) % len(self.seeds)]
 
@@ -88,7 +91,7 @@ def benchmark_module(benchmark: str) -> str:
     return f"browsergym.{benchmark}"
 
 
-@lru_cache(maxsize=None)
+@cache
 def registered(benchmark: str) -> dict[str, bool]:
     """Every task id BrowserGym registers for a benchmark, with its `nondeterministic` mark (imports the package
     once; fails naming the package to install)."""
@@ -97,19 +100,26 @@ def registered(benchmark: str) -> dict[str, bool]:
     try:
         importlib.import_module(benchmark_module(benchmark))
     except ImportError as exc:
-        raise ConfigError(f"BrowserGym benchmark {benchmark!r} needs the package {benchmark_module(benchmark)} "
-                          f"(pip install browsergym-{benchmark}): {exc}") from exc
+        raise ConfigError(
+            f"BrowserGym benchmark {benchmark!r} needs the package {benchmark_module(benchmark)} "
+            f"(pip install browsergym-{benchmark}): {exc}"
+        ) from exc
     prefix = f"browsergym/{benchmark}."
-    return {name.removeprefix("browsergym/"): bool(spec.nondeterministic)
-            for name, spec in gym.envs.registry.items() if name.startswith(prefix)}
+    return {
+        name.removeprefix("browsergym/"): bool(spec.nondeterministic)
+        for name, spec in gym.envs.registry.items()
+        if name.startswith(prefix)
+    }
 
 
 def check_task_id(task_id: Any, where: str) -> bool:
     """Check that `task_id` names a registered BrowserGym task; return its `nondeterministic` mark.
     An unknown one fails naming it, where it was read and the closest registered ids."""
     if not isinstance(task_id, str) or "." not in task_id.strip(".") or task_id != task_id.strip():
-        raise TaskFormatError(f"{where}: field 'task' must be a BrowserGym task id '<benchmark>.<type>' "
-                              f"(e.g. 'miniwob.click-button'), got {task_id!r}")
+        raise TaskFormatError(
+            f"{where}: field 'task' must be a BrowserGym task id '<benchmark>.<type>' "
+            f"(e.g. 'miniwob.click-button'), got {task_id!r}"
+        )
     try:
         known = registered(task_id.split(".", 1)[0])
     except ConfigError as exc:
@@ -117,12 +127,13 @@ def check_task_id(task_id: Any, where: str) -> bool:
     if task_id not in known:
         close = difflib.get_close_matches(task_id, list(known), n=3)
         hint = f"; did you mean {', '.join(close)}?" if close else f" ({len(known)} registered)"
-        raise TaskFormatError(f"{where}: unknown task type {task_id!r}: BrowserGym registers no "
-                              f"'browsergym/{task_id}'{hint}")
+        raise TaskFormatError(
+            f"{where}: unknown task type {task_id!r}: BrowserGym registers no 'browsergym/{task_id}'{hint}"
+        )
     return known[task_id]
 
 
-@lru_cache(maxsize=None)
+@cache
 def task_entrypoint(task_id: str):
     """The callable BrowserGym's own `BrowserEnv` builds a task with (`task_entrypoint(seed=..., **kwargs)`): its
     registered class with its registered arguments, read from the env `gym.make` returns (no browser starts)."""
@@ -131,7 +142,7 @@ def task_entrypoint(task_id: str):
     check_task_id(task_id, "browsergym")
     env = gym.make(f"browsergym/{task_id}", disable_env_checker=True)
     try:
-        return env.unwrapped.task_entrypoint
+        return env.unwrapped.task_entrypoint  # type: ignore[attr-defined]  # BrowserEnv's; mypy sees gymnasium's Env
     finally:
         env.close()
 
@@ -151,10 +162,21 @@ def parse_task(raw: Any, ctx: TaskContext) -> BrowserGymTask:
         raise TaskFormatError(f"{where}: unknown field(s) {', '.join(sorted(unknown))} (fields: task, seeds)")
     nondeterministic = check_task_id(raw.get("task"), where)
     seeds = raw.get("seeds")
-    if (not isinstance(seeds, list) or len(seeds) != 2 or not all(type(s) is int and s >= 0 for s in seeds)
-            or seeds[0] > seeds[1]):
-        raise TaskFormatError(f"{where}: field 'seeds' must be [first, last], two seeds 0 <= first <= last, "
-                              f"got {seeds!r}")
-    return BrowserGymTask(index=f"{ctx.index_prefix}{raw['task']}", task_id=raw["task"], first_seed=seeds[0],
-                          last_seed=seeds[1], split=ctx.split, nondeterministic=nondeterministic,
-                          source=f"{ctx.file}#{ctx.number}")
+    if (
+        not isinstance(seeds, list)
+        or len(seeds) != 2
+        or not all(type(s) is int and s >= 0 for s in seeds)
+        or seeds[0] > seeds[1]
+    ):
+        raise TaskFormatError(
+            f"{where}: field 'seeds' must be [first, last], two seeds 0 <= first <= last, got {seeds!r}"
+        )
+    return BrowserGymTask(
+        index=f"{ctx.index_prefix}{raw['task']}",
+        task_id=raw["task"],
+        first_seed=seeds[0],
+        last_seed=seeds[1],
+        split=ctx.split,
+        nondeterministic=nondeterministic,
+        source=f"{ctx.file}#{ctx.number}",
+    )

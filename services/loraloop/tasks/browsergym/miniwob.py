@@ -8,6 +8,7 @@ seeds), `heldout_seeds.jsonl` (their held-out seeds) and `heldout_types.jsonl` (
 their train seeds are never used). tests/unit/test_browsergym_tasks.py checks the committed files are what this
 writes.
 """
+
 from __future__ import annotations
 
 import json
@@ -44,8 +45,11 @@ def task_files(types_file: Path) -> dict[str, str]:
     def lines(ids: list[str], seeds: tuple[int, int]) -> str:
         return "".join(json.dumps({"task": task_id, "seeds": list(seeds)}) + "\n" for task_id in ids)
 
-    return {FILES["train"]: lines(trained, TRAIN_SEEDS), FILES["heldout-seed"]: lines(trained, HELDOUT_SEEDS),
-            FILES["heldout-type"]: lines(others, HELDOUT_SEEDS)}
+    return {
+        FILES["train"]: lines(trained, TRAIN_SEEDS),
+        FILES["heldout-seed"]: lines(trained, HELDOUT_SEEDS),
+        FILES["heldout-type"]: lines(others, HELDOUT_SEEDS),
+    }
 
 
 def write_registry(folder: Path) -> None:
