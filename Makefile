@@ -54,7 +54,7 @@ PORT ?=
 STAGE ?=
 opt = $(if $(2),$(1) $(2),)
 
-.PHONY: help env envd envd-images setup lock docker images images-stack model vllm-up vllm-down demo loop rl test test-unit test-integration rollout worker rollout-api task-server serve-api gateway jobs \
+.PHONY: help env envd envd-images setup lock docker images images-stack model vllm-up vllm-down demo loop rl test test-unit test-integration rollout worker rollout-api task-server serve-api gateway jobs lint \
         bench bench-halo docs clean up up-lora down logs ps export train publish eval report tunnel cpu-wheels sites
 
 help: ## list the targets
@@ -104,7 +104,13 @@ rl: setup images model vllm-up ## online multi-turn RL: make rl ITERATIONS=4 RL_
 	$(LORALOOP) train rl --iterations $(ITERATIONS) --adapter_name $(RL_NAME) --subset "$(RL_SUBSET)" \
 	  --eval_subset "$(RL_EVAL_SUBSET)" --output_dir volumes/checkpoints/$(RL_NAME) $(call opt,--init_adapter,$(INIT_ADAPTER))
 
-test: setup images images-stack model ## install and run every test: both lanes (real Docker, Redis, S3, Chromium, vLLM CPU)
+lint: setup ## ruff (lint and format), mypy on services/loraloop, import-linter (layers, no cycles); make test runs it first
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	PYTHONPATH=services $(VENV)/bin/mypy services/loraloop
+	PYTHONPATH=services $(VENV)/bin/lint-imports
+
+test: setup lint images images-stack model ## install, lint (make lint), then run every test: both lanes (real Docker, Redis, S3, Chromium, vLLM CPU)
 	bash scripts/test.sh
 
 test-unit: setup model ## the unit lane (tests/unit and the sites' tests; no service; the model's tokenizer; under a minute)

@@ -32,7 +32,7 @@ from loraloop.rollout.sampler import plan_rollout
 from loraloop.service.client import execute
 from loraloop.settings import Settings
 from loraloop.store import open_store
-from loraloop.tasks.registry import load_registry
+from loraloop.task_registry import load_registry
 from loraloop.train.bc import train_bc
 from loraloop.train.config import BCConfig
 from results import add_out, machine, report

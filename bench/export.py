@@ -17,12 +17,13 @@ import tempfile
 import time
 from pathlib import Path
 
+from results import add_out, report
+
 from loraloop.datasets.export import export
 from loraloop.envs.shell.protocol import INSTRUCTIONS, ONE_SHOT
 from loraloop.store.backends import FileStore
 from loraloop.store.records import EpisodeEnd, EpisodeStart, Step
 from loraloop.store.trajectories import EpisodeRecorder
-from results import add_out, report
 
 
 def make_store(root: Path, episodes: int, steps: int) -> FileStore:

@@ -8,10 +8,11 @@ the bundled sites, then plays each mode on the same tasks (a seeded sample of th
 configs/tasks/os, in Docker, and of configs/tasks/web, in Chromium; `--attempts` each, temperature 0),
 stored in a temporary file store. Modes run one after another, and a mode's attempts too (attempt k on
 every task, `--concurrency` episodes at once, then attempt k+1): a mode's episodes share its Verified Action
-Cache (in memory, as with the embedded default), so a later attempt can reuse what an earlier one verified. Per mode: success rate, median steps, manager calls, cache hits and
-misses, recovery actions and macro steps, all read from the stored records. The modes whose worker is an
-adapter (smol_worker_bc, smol_worker_dpo, smol_pure_grpo) run on the base model: no adapter is trained
-here, so they measure the orchestrator's shape, not the adapter.
+Cache (in memory, as with the embedded default), so a later attempt can reuse what an earlier one verified.
+Per mode: success rate, median steps, manager calls, cache hits and misses, recovery actions and macro steps,
+all read from the stored records. The modes whose worker is an adapter (smol_worker_bc, smol_worker_dpo,
+smol_pure_grpo) run on the base model: no adapter is trained here, so they measure the orchestrator's shape, not
+the adapter.
 
 The baseline is smol_baseline_worker (the worker alone) in the same run; each row's success is also given
 as the difference from it. Success counts every planned episode (one that failed for the machine's sake,
@@ -28,9 +29,9 @@ import tempfile
 from dataclasses import replace
 from pathlib import Path
 
-from loraloop_sites import serving
+from results import ROOT, add_out, free_port, machine, report, timed
 
-from loraloop.evaluate.charts import chart
+from loraloop.charts import chart
 from loraloop.rollout.experiments import load_experiments
 from loraloop.rollout.sampler import plan_rollout
 from loraloop.serve import vllm_server
@@ -38,8 +39,8 @@ from loraloop.service.client import execute
 from loraloop.settings import Settings
 from loraloop.store import open_store
 from loraloop.store.trajectories import iter_episodes
-from loraloop.tasks.registry import load_registry
-from results import ROOT, add_out, free_port, machine, report, timed
+from loraloop.task_registry import load_registry
+from loraloop_sites import serving
 
 BASELINE = "smol_baseline_worker"
 PLAYED = ("completed", "round_limit")  # episodes that ended by the agent's doing
@@ -132,7 +133,7 @@ def main() -> int:
             for name, experiment in experiments.items():
                 runs = plan(experiment, {"shell": args.shell_tasks, "web": args.web_tasks}, args.attempts,
                             args.max_steps, settings.base_model_name)
-                _, wall_s = timed(lambda: [execute(run, settings, concurrency=args.concurrency, quiet=True)
+                _, wall_s = timed(lambda runs=runs: [execute(run, settings, concurrency=args.concurrency, quiet=True)
                                            for run in runs])
                 rows.append(row(name, list(iter_episodes(store, f"trajectories/{name}/")), wall_s))
                 print(f"{name}: {rows[-1]}", file=sys.stderr)

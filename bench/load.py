@@ -32,17 +32,19 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from results import add_out, machine, report
+from service import EXPERIMENT, LORALOOP, REGISTRY, SUBSET, job, private_service, start_workers, stop
+
+from loraloop.charts import chart
 from loraloop.envs.shell.docker import PROJECT_LABEL
 from loraloop.errors import LoraloopError
-from loraloop.evaluate.charts import chart
 from loraloop.service.book import JobBook, UnknownJob, job_book
 from loraloop.service.models import JobStatus
 from loraloop.service.progress import progress_bar
 from loraloop.store import FileStore
-from loraloop.store.integrity import RunCheck, report as check_report, verify_run
-from loraloop.tasks.registry import load_registry
-from results import add_out, machine, report
-from service import EXPERIMENT, LORALOOP, REGISTRY, SUBSET, job, private_service, start_workers, stop
+from loraloop.store.integrity import RunCheck, verify_run
+from loraloop.store.integrity import report as check_report
+from loraloop.task_registry import load_registry
 
 ROOT = Path(__file__).resolve().parents[1]
 RUN_ID = "bench-load"
@@ -221,10 +223,13 @@ def markdown(args: argparse.Namespace, planned: int, wall: float, status: JobSta
     lines += [f"| {i} | {m.start:.1f} | {m.end:.1f} | {m.peak:.1f} | {m.ratio:.3f} | {'yes' if m.flat else 'no'} | "
               f"{len(procs)} |" for i, (m, procs) in enumerate(zip(mems, stray))]
     flat = all(m.flat for m in mems)
-    lines += ["",
-              f"- every planned episode stored exactly once, no container or process left: {'PASS' if complete else 'MISSED'}",
-              f"- worker RSS flat (end <= start x {RATIO:.2f} + {SLACK_MIB:.0f} MiB): {'PASS' if flat else 'MISSED'}",
-              ""]
+    lines += [
+        "",
+        "- every planned episode stored exactly once, no container or process left: "
+        f"{'PASS' if complete else 'MISSED'}",
+        f"- worker RSS flat (end <= start x {RATIO:.2f} + {SLACK_MIB:.0f} MiB): {'PASS' if flat else 'MISSED'}",
+        "",
+    ]
     return "\n".join(lines)
 
 

@@ -34,7 +34,7 @@ from loraloop.rollout.session import EpisodeSession  # noqa: E402
 from loraloop.settings import Settings  # noqa: E402
 from loraloop.store.backends import FileStore  # noqa: E402
 from loraloop.store.trajectories import iter_episodes  # noqa: E402
-from loraloop.tasks.registry import load_registry  # noqa: E402
+from loraloop.task_registry import load_registry  # noqa: E402
 from loraloop_sites import serving  # noqa: E402
 
 PATHS = {"solution": 0, "wrong_path": 1}  # the attempt number each is stored under

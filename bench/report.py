@@ -28,17 +28,17 @@ import time
 from pathlib import Path
 
 import httpx
+from results import add_out, free_port, machine, report, timed
+from service import LORALOOP, private_service, stop
 
 from loraloop.evaluate.iterations import select_runs, write_iteration_report
 from loraloop.evaluate.report import write_report
+from loraloop.service.api.routes.ui import PAGE
 from loraloop.store import adapters
 from loraloop.store.backends import FileStore
-from loraloop.service.api.routes.ui import PAGE
 from loraloop.store.browse import index_key, run_index
 from loraloop.store.records import Adapter, EpisodeEnd, EpisodeStart, Step
 from loraloop.store.trajectories import EpisodeRecorder
-from results import add_out, free_port, machine, report, timed
-from service import LORALOOP, private_service, stop
 
 TARGET_S = 1.0
 RUN, ATTEMPTS, ADAPTER = "bench-eval", 4, "bench_lora"

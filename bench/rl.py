@@ -4,7 +4,7 @@
 
 1. Starts vLLM CPU (SmolLM2-135M-Instruct, volumes/models) on a free port, makes the demo's BC warm start
    (--bc_epochs on the teacher episodes of its three families; the base model never solves a task, so RL
-   from it would have nothing to train on; not timed) and runs `loraloop train rl` (train/rl_loop.run_rl)
+   from it would have nothing to train on; not timed) and runs `loraloop train rl` (rl_loop.run_rl)
    from it for --iterations on the families' train variants, --tasks tasks x --rollouts rollouts per
    iteration at temperature 0.7, held-out evaluation off, into a store under a temporary folder.
    Prints each iteration's seconds per phase (rollout, train, publish) and training tokens/s (every
@@ -30,13 +30,13 @@ from dataclasses import replace
 from pathlib import Path
 
 import httpx
+from results import add_out, free_port, percentile, report
 
 from loraloop.orchestrator import demo_plan, run_turn
+from loraloop.rl_loop import run_rl
 from loraloop.serve import vllm_server
 from loraloop.serve.publish import publish
 from loraloop.settings import Settings
-from loraloop.train.rl_loop import run_rl
-from results import add_out, free_port, percentile, report
 
 ROOT = Path(__file__).resolve().parents[1]
 MODEL = "SmolLM2-135M-Instruct"

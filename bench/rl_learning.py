@@ -8,7 +8,7 @@ For each seed, in one vLLM CPU (SmolLM2-135M-Instruct) and a store under a tempo
 1. BC warm start, as `loraloop demo` does it (orchestrator.run_turn on demo_plan): teacher episodes on
    the train variants of the demo's three task families (count-ext, grep-count, config-value), a LoRA
    trained for --bc_epochs, then base and BC evaluated greedily on their held-out test variants.
-2. RL from that adapter (`loraloop train rl`, train/rl_loop.run_rl): --iterations of --tasks train
+2. RL from that adapter (`loraloop train rl`, rl_loop.run_rl): --iterations of --tasks train
    variants x --rollouts episodes at --temperature, the held-out variants evaluated greedily after each
    iteration with the same limits as step 1 (4 rounds, 80-token replies).
 
@@ -28,12 +28,13 @@ from contextlib import ExitStack
 from dataclasses import replace
 from pathlib import Path
 
+from results import RESULTS, add_out, free_port, report
+
 from loraloop.evaluate.report import mean_sd, write_learning_report
 from loraloop.orchestrator import demo_plan, run_turn
+from loraloop.rl_loop import run_rl
 from loraloop.serve import vllm_server
 from loraloop.settings import Settings
-from loraloop.train.rl_loop import run_rl
-from results import RESULTS, add_out, free_port, report
 
 ROOT = Path(__file__).resolve().parents[1]
 MODEL = "SmolLM2-135M-Instruct"

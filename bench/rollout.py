@@ -25,18 +25,19 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from loraloop.envs.shell.teacher import ScriptedTeacher
+from results import add_out, machine, report
+from service import EXPERIMENT, LORALOOP, REGISTRY, SUBSET, job, private_service, start_workers, stop
+
 from loraloop.agents.prompts import build_messages
 from loraloop.envs.shell.env import ShellEnv
+from loraloop.envs.shell.teacher import ScriptedTeacher
 from loraloop.errors import LoraloopError
 from loraloop.rollout.sampler import EpisodeSpec
 from loraloop.settings import Settings
 from loraloop.store import FileStore
 from loraloop.store.trajectories import iter_episodes
-from loraloop.tasks.registry import Registry, load_registry
+from loraloop.task_registry import Registry, load_registry
 from loraloop.tasks.shell.format import ShellTask
-from results import add_out, machine, report
-from service import EXPERIMENT, LORALOOP, REGISTRY, SUBSET, job, private_service, start_workers, stop
 
 ROOT = Path(__file__).resolve().parents[1]
 SERVICE_CONFIGS = [(1, 1), (2, 1), (2, 2)]  # (worker processes, threads per worker)

@@ -14,16 +14,17 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
+
+from results import free_port
 
 from loraloop.errors import LoraloopError
 from loraloop.rollout.experiments import get_experiment
 from loraloop.rollout.sampler import EpisodeSpec, plan_rollout
 from loraloop.settings import Settings
-from loraloop.tasks.registry import Registry
-from results import free_port
+from loraloop.task_registry import Registry
 
 LORALOOP = [sys.executable, "-m", "loraloop.cli"]
 REGISTRY, SUBSET, EXPERIMENT, SEED, TASK_SEED = "configs/tasks/os", "train", "teacher", 42, 123

@@ -24,12 +24,13 @@ import sys
 import time
 from pathlib import Path
 
+from results import add_out, percentile, report, timed
+
 from loraloop.envs.shell import docker
 from loraloop.envs.shell.env import ShellEnv
 from loraloop.envs.shell.pool import get_pool
 from loraloop.settings import Settings
 from loraloop.tasks.shell.format import parse_shell_task
-from results import add_out, percentile, report, timed
 
 ROOT = Path(__file__).resolve().parents[1]
 INIT = "mkdir -p /root/data && for i in 1 2 3 4 5; do echo line $i > /root/data/f$i.txt; done"
@@ -53,12 +54,12 @@ def baseline(image: str, episodes: int, steps: int) -> dict[str, list[float]]:
     resets, inits, execs = [], [], []
     for _ in range(episodes):
         holder: list[str] = []
-        resets.append(seconds(lambda: (holder.append(docker_cli("run", "-d", "--network", "none", image,
+        resets.append(seconds(lambda holder=holder: (holder.append(docker_cli("run", "-d", "--network", "none", image,
                                                                "sleep", "infinity")),
                                      docker_cli("exec", holder[0], "bash", "-c", INIT))))
-        inits.append(seconds(lambda: docker_cli("exec", holder[0], "bash", "-c", INIT)))
+        inits.append(seconds(lambda holder=holder: docker_cli("exec", holder[0], "bash", "-c", INIT)))
         for _ in range(steps // episodes or 1):
-            execs.append(seconds(lambda: docker_cli("exec", holder[0], "bash", "-c", COMMAND)))
+            execs.append(seconds(lambda holder=holder: docker_cli("exec", holder[0], "bash", "-c", COMMAND)))
         docker_cli("rm", "-f", holder[0])
     return {"reset": resets, "init": inits, "step": execs}
 
@@ -80,7 +81,7 @@ def ours(settings: Settings, episodes: int, steps: int, pool: int) -> dict[str, 
             resets.append(seconds(env.reset))
             for _ in range(steps // episodes or 1):
                 action = f"Act: bash\n```bash\n{COMMAND}\n```"
-                steps_s.append(seconds(lambda: env.step(action)))
+                steps_s.append(seconds(lambda env=env, action=action: env.step(action)))
                 env.turn = 0  # keep under the round limit: only latency is measured here
         finally:
             env.close()

@@ -31,7 +31,7 @@ from loraloop.agents.policy import tool_call_text  # noqa: E402
 from loraloop.envs.base import EnvOptions  # noqa: E402
 from loraloop.envs.tau2.kind import KIND  # noqa: E402
 from loraloop.settings import Settings  # noqa: E402
-from loraloop.tasks.registry import load_registry  # noqa: E402
+from loraloop.task_registry import load_registry  # noqa: E402
 from loraloop.tasks.tau2.snapshot import write_snapshot  # noqa: E402
 from tests.helpers import scripted_user  # noqa: E402
 
@@ -53,7 +53,7 @@ def play_tau2(task, url: str) -> tuple[list[float], float]:
     env.reset()
     times, reward = [], 0.0
     for action in script(task):
-        (_, reward, terminated, _, _), seconds = timed(lambda: env.step(action))
+        (_, reward, terminated, _, _), seconds = timed(lambda action=action: env.step(action))
         times.append(seconds)
         if terminated:
             break
@@ -67,7 +67,7 @@ def play_ours(task, settings: Settings) -> tuple[list[float], float]:
     times, reward = [], 0.0
     try:
         for action in script(task):
-            result, seconds = timed(lambda: env.step(action))
+            result, seconds = timed(lambda action=action: env.step(action))
             times.append(seconds)
             reward = result.reward
             if result.done:
@@ -95,7 +95,10 @@ def main(argv: list[str] | None = None) -> int:
         play_ours(tasks[0], settings), play_tau2(tasks[0], url)  # warm-up: imports, first loads
         for i in range(args.episodes):
             task = tasks[i % len(tasks)]
-            sides = [(OURS, lambda: play_ours(task, settings)), (TAU2, lambda: play_tau2(task, url))]
+            sides = [
+                (OURS, lambda task=task: play_ours(task, settings)),
+                (TAU2, lambda task=task: play_tau2(task, url)),
+            ]
             rewards = {}
             for name, play in sides if i % 2 == 0 else sides[::-1]:
                 steps, rewards[name] = play()

@@ -29,15 +29,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
+from results import add_out, free_port, report
 
-from loraloop.envs.shell.teacher import ScriptedTeacher
 from loraloop.agents.prompts import build_messages
 from loraloop.envs.shell.protocol import EMPTY_OUTPUT, INSTRUCTIONS, ONE_SHOT, task_prompt
+from loraloop.envs.shell.teacher import ScriptedTeacher
 from loraloop.hardware import cpu_flags, cpu_has_bf16
 from loraloop.serve import vllm_server
 from loraloop.settings import Settings
-from loraloop.tasks.registry import load_registry
-from results import add_out, free_port, report
+from loraloop.task_registry import load_registry
 
 ROOT = Path(__file__).resolve().parents[1]
 REGISTRY, MODEL, SEED = "configs/tasks/os", "SmolLM2-135M-Instruct", 1234

@@ -30,10 +30,10 @@ import json
 import statistics
 import sys
 import uuid
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator
 
 from browsergym.core import _get_global_playwright
 from browsergym.core.action.functions import check, uncheck
@@ -41,18 +41,18 @@ from browsergym.core.action.highlevel import HighLevelActionSet
 from browsergym.core.env import BrowserEnv
 from browsergym.core.task import AbstractBrowserTask
 from browsergym.utils.obs import flatten_axtree_to_str
-from loraloop_sites import serving
+from results import add_out, machine, percentile, report, timed
 from rich.console import Console
 from rich.table import Table
 
-from loraloop.envs.web.teacher import step_action
 from loraloop.envs.web.browser import LAUNCH_ARGS
 from loraloop.envs.web.env import WebEnv, task_url
 from loraloop.envs.web.evaluate import grade
+from loraloop.envs.web.teacher import step_action
 from loraloop.settings import Settings
+from loraloop.task_registry import load_registry
 from loraloop.tasks.web.format import WebTask
-from loraloop.tasks.registry import load_registry
-from results import add_out, machine, percentile, report, timed
+from loraloop_sites import serving
 
 ROOT = Path(__file__).resolve().parents[1]
 REGISTRY = ROOT / "configs" / "tasks" / "web"
@@ -153,7 +153,7 @@ def play_ours(task: WebTask, settings: Settings) -> Episode:
         episode = Episode(False, reset_s)
         for step in task.solution:
             action = step_action(step, observation, settings.sites_url)
-            result, step_s = timed(lambda: env.step(action))
+            result, step_s = timed(lambda action=action: env.step(action))
             episode.record(action, step_s, result.info.get("error", ""))
             if result.done:
                 episode.success = bool(result.info.get("success"))
@@ -178,7 +178,7 @@ def play_browsergym(task: WebTask, settings: Settings, slow_mo: int) -> Episode:
         episode = Episode(False, reset_s)
         for step in task.solution:
             action = step_action(step, flatten_axtree_to_str(obs["axtree_object"]), settings.sites_url)
-            (obs, _reward, terminated, truncated, info), step_s = timed(lambda: env.step(action))
+            (obs, _reward, terminated, truncated, info), step_s = timed(lambda action=action: env.step(action))
             episode.record(action, step_s, obs["last_action_error"])
             if terminated or truncated:
                 episode.success = bool(info["task_info"].get("success"))

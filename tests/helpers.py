@@ -171,7 +171,8 @@ def fuzz_api(app, examples: int, after=None, seeds: dict[str, list] | None = Non
     from collections import Counter
 
     import schemathesis
-    from hypothesis import HealthCheck, example, given, settings, strategies as st
+    from hypothesis import HealthCheck, example, given, settings
+    from hypothesis import strategies as st
     from schemathesis import GenerationMode
 
     schema = schemathesis.openapi.from_asgi("/openapi.json", app)
@@ -202,8 +203,8 @@ def fuzz_stateful(app, links: dict[tuple[str, str], dict[str, dict]], steps: int
     the source operation): {link name: link}} (an answer's field fed to the next call, e.g. a started episode's id
     to its step). `scenarios` sequences of at most `steps` calls each; any 5xx fails, naming the call.
     `prepare(case)` may change a case before it is sent (its credentials; a body field a scenario must get right to go
-    on, such as the one sample a small registry has); `after(case, response)` runs on each answer. Returns the number of calls per operation and
-    status, e.g. {"POST /api/episode/step 200": 12}."""
+    on, such as the one sample a small registry has); `after(case, response)` runs on each answer. Returns the number
+    of calls per operation and status, e.g. {"POST /api/episode/step 200": 12}."""
     import copy
     from collections import Counter
 

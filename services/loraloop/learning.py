@@ -3,7 +3,7 @@ over training seeds, in one resumable run (`loraloop agentbench`, `make agentben
 
 The stages are the loop's own parts, each timed: teacher episodes on the train split (`rollout`, the
 scripted teacher), the BC dataset (`export`), a LoRA per seed (`train bc`), published to vLLM, online RL
-from it (`train rl`, train/rl_loop.py), and greedy evaluations of base, BC and BC+RL on the held-out
+from it (`train rl`, rl_loop.py), and greedy evaluations of base, BC and BC+RL on the held-out
 split with one experiment (its protocol, round limit and reply length), so the three differ only in the
 weights. The report has the learning table (mean ± sd over seeds), Wilson intervals, paired McNemar tests
 between each pair, success per task family, the most common failure modes of BC+RL, the stage times and
@@ -27,15 +27,16 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
+from loraloop.charts import family_chart, learning_chart, success_chart
 from loraloop.datasets.export import export
 from loraloop.defaults import TASK_SEED
 from loraloop.envs import env_kind
 from loraloop.errors import ConfigError
-from loraloop.evaluate.charts import family_chart, learning_chart, success_chart
 from loraloop.evaluate.report import (Row, episodes_url, markdown_table, mean_sd, paired_table, summary_row,
                                       viewer_address, write_csv)
 from loraloop.models.prepare import prepare
 from loraloop.orchestrator import vllm_serving
+from loraloop.rl_loop import run_rl
 from loraloop.rollout.experiments import get_experiment
 from loraloop.rollout.sampler import plan_rollout
 from loraloop.serve.publish import publish, serve_version
@@ -44,10 +45,9 @@ from loraloop.settings import Settings
 from loraloop.store import adapters, open_store
 from loraloop.store.browse import run_index
 from loraloop.store.trajectories import iter_episodes, run_prefix
-from loraloop.tasks.registry import Registry, load_registry
+from loraloop.task_registry import Registry, load_registry
 from loraloop.train.bc import train_bc
 from loraloop.train.config import BCConfig, RLConfig
-from loraloop.train.rl_loop import run_rl
 
 console = Console(stderr=True)
 MODELS = ("base", "BC", "BC+RL")

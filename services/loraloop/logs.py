@@ -13,9 +13,9 @@ class ContextLogger(logging.LoggerAdapter):
         suffix = " ".join(f"{k}={v}" for k, v in fields.items())
         return (f"{msg} {suffix}" if suffix else msg), kwargs
 
-    def bind(self, **context) -> "ContextLogger":
+    def bind(self, **context) -> ContextLogger:
         """A logger with more context."""
-        return ContextLogger(self.logger, {**self.extra, **context})
+        return ContextLogger(self.logger, {**(self.extra or {}), **context})
 
 
 def get_logger(name: str, **context) -> ContextLogger:

@@ -27,7 +27,7 @@ from loraloop.serve.publish import publish
 from loraloop.service.client import execute
 from loraloop.settings import Settings
 from loraloop.store import open_store
-from loraloop.tasks.registry import load_registry
+from loraloop.task_registry import load_registry
 from loraloop.train.bc import train_bc
 from loraloop.train.config import BCConfig, RLConfig
 

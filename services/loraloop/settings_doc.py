@@ -12,7 +12,6 @@ import sys
 from typing import Any
 
 from pydantic.fields import FieldInfo
-from pydantic_core import PydanticUndefined
 
 from loraloop.paths import project_root
 from loraloop.settings import Settings
@@ -29,8 +28,8 @@ folder's); a relative path set in the environment is the current folder's. `.env
 from the current folder, which wins. An unreachable vLLM, Redis, S3 or task site is one line naming the URL.
 
 Not in the class: `LORALOOP_LOG_LEVEL` (default `WARNING`, read by `loraloop.logs`); `make envd` also reads
-`LORALOOP_ENVD_DISK_GB` (40) and `LORALOOP_ENVD_IMAGES`, which `make envd-images` reads too ([envs/shell.md](envs/shell.md)); the Compose stack's own variables are in
-`.env.example` ([compose.md](compose.md)).
+`LORALOOP_ENVD_DISK_GB` (40) and `LORALOOP_ENVD_IMAGES`, which `make envd-images` reads too
+([envs/shell.md](envs/shell.md)); the Compose stack's own variables are in `.env.example` ([compose.md](compose.md)).
 
 `{checkout}` below stands for the loraloop checkout (the folder holding `configs/` and `services/`).
 
@@ -81,7 +80,7 @@ def type_name(annotation: Any) -> str:
 
 def default_of(field: FieldInfo) -> str:
     """The field's default as text, with the checkout's absolute path written as `<checkout>`."""
-    value = field.default_factory() if field.default is PydanticUndefined else field.default  # type: ignore[call-arg]
+    value = field.get_default(call_default_factory=True)
     text = "" if value is None else str(value)
     root = project_root()
     return text.replace(str(root), CHECKOUT) if root is not None else text

@@ -6,12 +6,11 @@ import subprocess
 from pathlib import Path
 
 import pytest
-
 import yaml
 
 from loraloop.errors import TaskFormatError
+from loraloop.task_registry import load_registry, missing_files
 from loraloop.tasks.shell.agentbench import find_layout, import_agentbench_os
-from loraloop.tasks.registry import load_registry, missing_files
 from loraloop.tasks.shell.format import CheckEval, MatchEval, parse_shell_task
 from tests.helpers import run_cli
 

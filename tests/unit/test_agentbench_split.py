@@ -11,7 +11,7 @@ from loraloop.errors import ConfigError, TaskFormatError
 from loraloop.learning import LearningPlan, check_split, failure_mode
 from loraloop.store.records import EpisodeEnd, EpisodeStart, Step
 from loraloop.store.trajectories import Episode
-from loraloop.tasks.registry import load_registry
+from loraloop.task_registry import load_registry
 from loraloop.tasks.shell.agentbench import agentbench_registry
 from loraloop.tasks.shell.agentbench_split import MIN_FAMILY, OTHER, family, heldout_split
 from loraloop.tasks.shell.format import parse_shell_task
@@ -44,8 +44,8 @@ def test_the_committed_lists_are_what_the_seeded_stratified_sample_gives():
 
 
 def test_every_family_is_in_both_splits_in_proportion(registry):
-    held = Counter(l for t in registry.select("heldout") for l in t.labels if l.startswith("family:"))
-    train = Counter(l for t in registry.select("train") for l in t.labels if l.startswith("family:"))
+    held = Counter(label for t in registry.select("heldout") for label in t.labels if label.startswith("family:"))
+    train = Counter(label for t in registry.select("train") for label in t.labels if label.startswith("family:"))
     assert set(held) == set(train) and len(held) >= 4
     for name, count in held.items():
         assert abs(count - (count + train[name]) / 10) < 1, name  # a tenth of each family, within rounding

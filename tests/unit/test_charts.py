@@ -8,8 +8,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from loraloop.evaluate.charts import (error_bars, family_chart, iteration_chart, learning_chart, loss_chart,
-                                      rl_curve, steps_chart, success_chart)
+from loraloop.charts import (
+    error_bars,
+    family_chart,
+    iteration_chart,
+    learning_chart,
+    loss_chart,
+    rl_curve,
+    steps_chart,
+    success_chart,
+)
 from loraloop.evaluate.report import Row
 from loraloop.evaluate.stats import wilson
 

@@ -29,10 +29,11 @@ def test_old_rollout_api_name_says_so_and_does_the_same():
 def test_defaults_have_one_source():
     """The CLI's flags, the job request and `make rollout` all take --seed, --task_seed and the registry from
     loraloop.defaults: the Makefile passes none of them unless told."""
+    from typer.main import get_command
+
     from loraloop import defaults
     from loraloop.cli import app
     from loraloop.service.models import JobRequest
-    from typer.main import get_command
 
     flags = {p.name: p.default for p in get_command(app).commands["rollout"].params}
     assert (flags["seed"], flags["task_seed"], str(flags["task_registry"])) == (

@@ -8,7 +8,8 @@ from loraloop.datasets.grpo import action_reward
 from loraloop.datasets.states import canonical_action
 from loraloop.errors import ConfigError
 from loraloop.store.backends import FileStore
-from tests.helpers import LS, store_episode as episode
+from tests.helpers import LS
+from tests.helpers import store_episode as episode
 
 CAT = "Think: read.\nAct: bash\n```bash\ncat /root/a\n```"
 
@@ -91,7 +92,7 @@ def test_bc_export_keeps_error_free_steps_of_successful_episodes(tmp_path):
                                     ("The output of the OS:\n\n3", "Act: answer(3)", None)])
     episode(store, "b", 0, 0.0, [("Task: b", "Act: answer(9)", None)])
     manifest = export(store, "trajectories", tmp_path / "ds", ["bc"])
-    rows = [json.loads(l) for l in (tmp_path / "ds" / "bc.jsonl").read_text().splitlines()]
+    rows = [json.loads(line) for line in (tmp_path / "ds" / "bc.jsonl").read_text().splitlines()]
     assert manifest["rows"] == {"bc": 2} and manifest["episodes"] == 2 and manifest["successful_episodes"] == 1
     assert [r["step_idx"] for r in rows] == [1, 2]
     last = rows[1]
@@ -107,11 +108,13 @@ def test_a_shell_export_loads_no_other_kind(tmp_path, store):
     import subprocess
     import sys
 
-    code = ("import sys; from pathlib import Path; from loraloop.datasets.export import export; "
-            "from loraloop.store.backends import FileStore; "
-            f"m = export(FileStore({str(tmp_path / 'store')!r}), 'trajectories', Path({str(tmp_path / 'ds')!r}), ['bc']); "
-            "assert m['rows']['bc'] > 0, m; "
-            "print(sorted(n for n in sys.modules if n.startswith('loraloop.envs.') and n.endswith('.kind')))")
+    code = (
+        "import sys; from pathlib import Path; from loraloop.datasets.export import export; "
+        "from loraloop.store.backends import FileStore; "
+        f"m = export(FileStore({str(tmp_path / 'store')!r}), 'trajectories', Path({str(tmp_path / 'ds')!r}), ['bc']); "
+        "assert m['rows']['bc'] > 0, m; "
+        "print(sorted(n for n in sys.modules if n.startswith('loraloop.envs.') and n.endswith('.kind')))"
+    )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "['loraloop.envs.shell.kind']"

@@ -40,8 +40,11 @@ def test_an_episode_is_one_sequence_with_every_turn_in_the_loss(tokenizer):
     assert len(sequences) == 2
     for seq, turns in zip(sequences, (a, b)):
         loss_tokens = [t for t, m in zip(seq["input_ids"], seq["completion_mask"]) if m]
-        per_row = [t for row in turns  # TRL's prompt-completion rows: the tokens past the generation prompt
-                   for t in ids(tokenizer, row["prompt"] + row["completion"])[len(ids(tokenizer, row["prompt"], True)):]]
+        per_row = [
+            t
+            for row in turns  # TRL's prompt-completion rows: the tokens past the generation prompt
+            for t in ids(tokenizer, row["prompt"] + row["completion"])[len(ids(tokenizer, row["prompt"], True)) :]
+        ]
         assert loss_tokens == per_row and "Act: answer(" in tokenizer.decode(loss_tokens)
         assert seq["input_ids"] == ids(tokenizer, turns[1]["prompt"] + turns[1]["completion"])
     assert sum(len(s["input_ids"]) for s in sequences) < 0.7 * sum(

@@ -119,7 +119,9 @@ def test_the_halo_orchestrators_counts_get_a_table_of_their_own(store, tmp_path)
     md, rows = write_report(store, [("plain", "hv"), ("halo", "hv")], tmp_path / "halo", "halo")
     text = md.read_text()
     assert "## HALO orchestrator (manager, cache)" in text
-    assert "| `halo` | 2 | 4 | 2.00 | 2 | 1.00 | 25.0% |" in text and "| `plain` | 1 | 0 | 0.00 | 0 | 0.00 | – |" in text
+    assert (
+        "| `halo` | 2 | 4 | 2.00 | 2 | 1.00 | 25.0% |" in text and "| `plain` | 1 | 0 | 0.00 | 0 | 0.00 | – |" in text
+    )
     with (tmp_path / "halo" / "report.csv").open() as handle:
         halo = list(csv.DictReader(handle))[1]
     assert (halo["manager_calls"], halo["cache_hits"], halo["cache_misses"]) == ("4", "2", "6")

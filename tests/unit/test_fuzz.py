@@ -3,15 +3,18 @@ trajectory reader. Each either returns its result or raises its own named error,
 import json
 from pathlib import Path
 
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
+from loraloop.envs import parse_any
 from loraloop.envs.shell.protocol import parse_action as parse_shell_action
 from loraloop.envs.shell.tools import parse_tool_call
-from loraloop.envs.web.actions import ActionError, parse_action as parse_web_action
+from loraloop.envs.web.actions import ActionError
+from loraloop.envs.web.actions import parse_action as parse_web_action
 from loraloop.errors import TaskFormatError
 from loraloop.store.records import EpisodeEnd, EpisodeStart, Step, dump
 from loraloop.store.trajectories import MalformedTrajectory, parse_episode
-from loraloop.tasks.base import TaskContext, parse_any
+from loraloop.tasks.base import TaskContext
 
 FUZZ = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=40),
@@ -19,8 +22,27 @@ JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow_
                                                                                   max_size=5), max_leaves=20)
 SHELL_WORDS = st.sampled_from(["Act: bash", "Act: answer(", "Act: finish", "```bash\n", "```", ")", "Think:", "\n",
                                '{"name": "bash_action", "arguments": {"script": ', '"}}', "answer_action", "\\"])
-WEB_WORDS = st.sampled_from(["click(", "fill(", "goto(", "'12'", '"x"', ", ", ")", "send_msg_to_user(", "```",
-                             "noop()", "press(", "=", "__import__('os')", "lambda: 0", "**{}", "\n", "scroll(0, 1e308)"])
+WEB_WORDS = st.sampled_from(
+    [
+        "click(",
+        "fill(",
+        "goto(",
+        "'12'",
+        '"x"',
+        ", ",
+        ")",
+        "send_msg_to_user(",
+        "```",
+        "noop()",
+        "press(",
+        "=",
+        "__import__('os')",
+        "lambda: 0",
+        "**{}",
+        "\n",
+        "scroll(0, 1e308)",
+    ]
+)
 
 
 def mixed(words):

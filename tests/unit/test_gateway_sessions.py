@@ -11,11 +11,11 @@ import time
 import pytest
 
 from loraloop.errors import ConfigError, SessionError
+from loraloop.rollout.states import MemoryEpisodeStates
 from loraloop.serve.gateway.recording import Completion, StreamedCompletion, completion_of, for_client
 from loraloop.serve.gateway.sessions import Sessions
 from loraloop.store import open_store
 from loraloop.store.trajectories import parse_episode
-from loraloop.taskserver.states import MemoryEpisodeStates
 
 
 def completion(n: int) -> Completion:
@@ -103,8 +103,8 @@ def test_streamed_tool_call_pieces_join_and_the_client_gets_what_it_asked_for():
 
 
 def test_rl_from_run_names_what_is_wrong(settings_for):
+    from loraloop.rl_loop import check_config
     from loraloop.train.config import RLConfig
-    from loraloop.train.rl_loop import check_config
 
     settings = settings_for()
     with pytest.raises(ConfigError, match="MODE/RUN_ID"):

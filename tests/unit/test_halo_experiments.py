@@ -4,7 +4,7 @@ import pytest
 from loraloop.errors import ConfigError
 from loraloop.rollout.experiments import load_experiments
 from loraloop.rollout.sampler import plan_rollout
-from loraloop.tasks.registry import load_registry
+from loraloop.task_registry import load_registry
 
 SEED_MODES = ["baseline_worker", "hierarchy_vac_macros", "qwen_worker_zero", "qwen_worker_bc", "qwen_worker_dpo",
               "qwen_pure_zero", "qwen_pure_grpo"]
@@ -26,7 +26,10 @@ def test_seed_modes_and_their_smol_shapes_ship():
         assert bool(seed.worker.adapter) == bool(smol.worker.adapter), name
         assert smol.worker.url is None and smol.model.startswith(("SmolLM2", "smollm_")), name
         assert smol.manager is None or (smol.manager.model == "SmolLM2-135M-Instruct" and smol.manager.url is None)
-    assert experiments["baseline_worker"].worker.api_key_env == "OPENAI_API_KEY" and not experiments["baseline_worker"].halo
+    assert (
+        experiments["baseline_worker"].worker.api_key_env == "OPENAI_API_KEY"
+        and not experiments["baseline_worker"].halo
+    )
     assert experiments["hierarchy_vac_macros"].manager.model == "gpt-4o"
     assert experiments["qwen_pure_grpo"].model == "qwen_grpo" and not experiments["qwen_pure_grpo"].halo
     assert experiments["teacher"].policy == "scripted" and experiments["smollm_zero"].policy == "openai"

@@ -10,8 +10,8 @@ from fastapi.testclient import TestClient
 from loraloop import http_guards
 from loraloop.errors import TaskFormatError
 from loraloop.http_guards import RequestBody
+from loraloop.rollout.states import MemoryEpisodeStates
 from loraloop.service.book import JobRunning, MemoryBook
-from loraloop.taskserver.states import MemoryEpisodeStates
 
 
 class Body(RequestBody):
@@ -68,7 +68,7 @@ def test_printable_values():
 
 
 def test_a_binary_task_file_is_named_not_a_traceback(tmp_path):
-    from loraloop.tasks.registry import load_registry
+    from loraloop.task_registry import load_registry
 
     path = tmp_path / "tasks.json"
     path.write_bytes(b"\x80\x81" * 100)
@@ -109,7 +109,7 @@ def test_calls_naming_unknown_episodes_leave_nothing_in_memory():
 
 def test_ended_episodes_are_remembered_for_a_week_and_at_most_the_newest_n():
     """A late step names the episode as ended (400) long after the idle timeout; memory mode keeps a bounded number."""
-    from loraloop.taskserver.states import FINISHED_TTL_S, EpisodeState
+    from loraloop.rollout.states import FINISHED_TTL_S, EpisodeState
 
     assert FINISHED_TTL_S >= 7 * 24 * 3600
     states = MemoryEpisodeStates(finished_kept=3)

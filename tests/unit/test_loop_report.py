@@ -43,7 +43,11 @@ def published(store, tmp_path, name, metrics):
 def store(tmp_path):
     store = FileStore(tmp_path / "store")
     # `train rl --adapter_name rl1 --init_adapter <bc>`: v1 the BC warm start, v2 and v3 RL iterations 1 and 2
-    for metrics in ({"algorithm": "bc"}, {"algorithm": "rl", "rl_iteration": 0}, {"algorithm": "rl", "rl_iteration": 1}):
+    for metrics in (
+        {"algorithm": "bc"},
+        {"algorithm": "rl", "rl_iteration": 0},
+        {"algorithm": "rl", "rl_iteration": 1},
+    ):
         published(store, tmp_path, "rl1", metrics)
     played(store, "rl_test", "rl1-eval-v1", "test", "rl1-v1", 1, 4)
     played(store, "rl_test", "rl1-eval-v3", "test", "rl1-v3", 3, 4)

@@ -2,7 +2,8 @@
 import pytest
 
 from loraloop.agents.macros import MacroError, macro_help, parse_macro
-from loraloop.envs.shell.protocol import EMPTY_OUTPUT, format_output, parse_action as parse_shell
+from loraloop.envs.shell.protocol import EMPTY_OUTPUT, format_output
+from loraloop.envs.shell.protocol import parse_action as parse_shell
 from loraloop.envs.web.actions import parse_action
 from tests.unit.test_vac import pages
 

@@ -11,7 +11,7 @@ import pytest
 from loraloop.errors import ConfigError
 from loraloop.evaluate.report import write_learning_report
 from loraloop.orchestrator import DEMO_FAMILIES, LoopPlan, demo_plan
-from loraloop.tasks.registry import load_registry
+from loraloop.task_registry import load_registry
 
 
 @pytest.mark.parametrize("change, named", [({"seeds": ()}, "seeds is empty"), ({"epochs": 0}, "epochs=0"),
@@ -69,5 +69,7 @@ def test_rl_after_a_turn_trains_on_the_plans_tasks_with_its_eval_limits(tmp_path
     assert LoopPlan().eval_settings(settings).max_tokens == 192
     cfg = plan.rl_config(settings, tmp_path / "seed-1", iterations=2, adapter_name="x")
     assert (cfg.subset, cfg.eval_subset) == (plan.train_subset, plan.test_subset)
-    assert Path(cfg.init_adapter) == tmp_path / "seed-1" / "bc_lora" and Path(cfg.output_dir) == tmp_path / "seed-1" / "rl"
+    assert (
+        Path(cfg.init_adapter) == tmp_path / "seed-1" / "bc_lora" and Path(cfg.output_dir) == tmp_path / "seed-1" / "rl"
+    )
     assert (cfg.iterations, cfg.adapter_name, cfg.dataset_path) == (2, "x", plan.registry)

@@ -7,7 +7,7 @@ import pytest
 
 from loraloop.agents.progress import ProgressTracker, page_type
 from loraloop.envs.shell.protocol import format_output
-from loraloop.tasks.registry import load_registry
+from loraloop.task_registry import load_registry
 
 PAGES = Path(__file__).parents[1] / "fixtures" / "web_pages"
 TASKS = {t.id: t for t in load_registry("configs/tasks/web").tasks}

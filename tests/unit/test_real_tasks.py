@@ -9,8 +9,8 @@ import pytest
 
 from loraloop.envs.web.evaluate import grade
 from loraloop.errors import TaskFormatError
+from loraloop.task_registry import load_registry
 from loraloop.tasks.web.format import parse_web_task
-from loraloop.tasks.registry import load_registry
 from tests.helpers import REAL_TASK as GOOD
 
 
@@ -28,7 +28,9 @@ from tests.helpers import REAL_TASK as GOOD
     ({"solution": [{"do": "click", "role": "button", "name": "Go"}]}, "must end with send_msg_to_user"),
 ])
 def test_malformed_tasks_name_file_task_and_field(tmp_path, change, message):
-    with pytest.raises(TaskFormatError, match=message.replace("[", r"\[").replace(".", r"\.").replace("(", r"\(")) as err:
+    with pytest.raises(
+        TaskFormatError, match=message.replace("[", r"\[").replace(".", r"\.").replace("(", r"\(")
+    ) as err:
         parse_web_task({**GOOD, **change}, file="tasks/shop-x.json", scripts_dir=tmp_path)
     assert "tasks/shop-x.json" in str(err.value)
 

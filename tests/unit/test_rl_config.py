@@ -2,9 +2,9 @@
 import pytest
 
 from loraloop.errors import LoraloopError
+from loraloop.rl_loop import check_config
 from loraloop.settings import Settings
 from loraloop.train.config import RLConfig
-from loraloop.train.rl_loop import check_config
 
 
 def cfg(**overrides):

@@ -1,10 +1,10 @@
 """Rollout plans: the seed rule, experiment configs, and unreachable services named in one line."""
 import pytest
 
+from loraloop.errors import ConfigError
 from loraloop.rollout.experiments import get_experiment, load_experiments
 from loraloop.rollout.sampler import plan_rollout, rollout_seed
-from loraloop.tasks.registry import load_registry
-from loraloop.errors import ConfigError
+from loraloop.task_registry import load_registry
 from tests.helpers import run_cli
 
 

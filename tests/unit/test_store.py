@@ -65,7 +65,9 @@ def test_typed_records_name_the_field_at_fault_and_read_untyped_episodes(tmp_pat
 def test_malformed_episode_is_named_and_skipped(tmp_path):
     store = FileStore(tmp_path)
     record_episode(store)
-    store.put_bytes("trajectories/mode/run1/bad__attempt_0.jsonl", b'{"type": "episode_start", "task_id": "bad"}\n{oops\n')
+    store.put_bytes(
+        "trajectories/mode/run1/bad__attempt_0.jsonl", b'{"type": "episode_start", "task_id": "bad"}\n{oops\n'
+    )
     errors = []
     episodes = list(iter_episodes(store, "trajectories", errors))
     assert len(episodes) == 1

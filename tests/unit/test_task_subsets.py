@@ -2,7 +2,7 @@
 import pytest
 
 from loraloop.errors import TaskFormatError
-from loraloop.tasks.registry import load_registry
+from loraloop.task_registry import load_registry
 
 FAMILIES = ("count-ext", "grep-count", "config-value")
 

@@ -4,7 +4,7 @@ import json
 import pytest
 
 from loraloop.errors import TaskFormatError
-from loraloop.tasks.registry import load_registry, missing_files
+from loraloop.task_registry import load_registry, missing_files
 from loraloop.tasks.shell.format import CheckEval, MatchEval, parse_shell_task
 
 
@@ -16,7 +16,9 @@ def test_bundled_registry_has_train_and_test_with_examples():
     assert all(t.example is not None for t in registry.tasks)
     assert not [m for t in registry.tasks for m in missing_files(t)]
     assert registry.tasks[0].index.startswith("train-")
-    assert {t.description for t in registry.select("train")}.isdisjoint({t.description for t in registry.select("test")})
+    assert {t.description for t in registry.select("train")}.isdisjoint(
+        {t.description for t in registry.select("test")}
+    )
 
 
 def test_agentbench_forms_parse():

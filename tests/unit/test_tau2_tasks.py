@@ -7,7 +7,7 @@ import pytest
 
 from loraloop.envs.tau2.protocol import parse_turn
 from loraloop.errors import ConfigError, TaskFormatError
-from loraloop.tasks.registry import load_registry
+from loraloop.task_registry import load_registry
 from loraloop.tasks.tau2.snapshot import snapshot, write_snapshot
 
 
@@ -15,7 +15,12 @@ def test_a_snapshot_is_a_registry_whose_tasks_answer_to_tau2s_ids(tmp_path):
     out = tmp_path / "airline_test.json"
     doc = write_snapshot("airline", "test", out)
     registry = load_registry(out)
-    assert (registry.name, registry.env, len(registry.tasks), len(doc["tasks"])) == ("tau2-airline-test", "tau2", 20, 20)
+    assert (registry.name, registry.env, len(registry.tasks), len(doc["tasks"])) == (
+        "tau2-airline-test",
+        "tau2",
+        20,
+        20,
+    )
     task = registry.get(doc["tasks"][0]["id"])  # AReaL's tau2 dataset rows name tasks by tau2's own id
     assert task.index == f"airline.{task.id}" and task.split == "test" and task.category == "airline"
     assert task.tau2_task.id == task.id and "db" in task.labels

@@ -25,7 +25,9 @@ def test_empty_or_wrong_dataset_fails_before_loading_a_model(tmp_path):
 def test_sync_rejects_a_pause_under_a_second():
     """`--every 0` would spin against vLLM and a negative pause would crash the service: named instead."""
     proc = run_cli(["adapters", "sync", "--every", "0"], timeout=120)
-    assert proc.returncode == 2 and "--every" in proc.stderr and "greater than or equal to 1" in proc.stderr, proc.stderr
+    assert proc.returncode == 2 and "--every" in proc.stderr and "greater than or equal to 1" in proc.stderr, (
+        proc.stderr
+    )
 
 
 def test_wrongly_shaped_preference_data_fails_naming_file_and_line(tmp_path):

@@ -4,8 +4,14 @@ from pathlib import Path
 
 import pytest
 
-from loraloop.agents.vac import (CacheLookup, MemoryActionCache, action_worked, open_action_cache, state_key,
-                                 target_exists)
+from loraloop.agents.vac import (
+    CacheLookup,
+    MemoryActionCache,
+    action_worked,
+    open_action_cache,
+    state_key,
+    target_exists,
+)
 from loraloop.envs.shell.protocol import format_output
 from loraloop.errors import ConfigError
 

@@ -6,7 +6,7 @@ decision or a recovery action), so one situation fires once and the next firing 
 from __future__ import annotations
 
 import re
-from typing import Callable
+from collections.abc import Callable
 from urllib.parse import urlparse
 
 from loraloop.store.records import Step
@@ -15,7 +15,9 @@ LOOP_WINDOW = 6  # steps looked back for a repeated (state, action) pair
 # Web pages where an action cannot be taken back: paying, sending, deleting (matched on the URL's path).
 HIGH_STAKES_PAGE = re.compile(r"/(checkout|compose|send|delete|cancel)\b", re.I)
 # Shell commands that destroy: recursive removal, killing processes, recursive permission changes.
-DESTRUCTIVE = re.compile(r"\brm\s+(-\w*[rR]\w*|--recursive)\b|\b(kill|pkill|killall)\b|\bchmod\s+(-\w*R\w*|--recursive)\b")
+DESTRUCTIVE = re.compile(
+    r"\brm\s+(-\w*[rR]\w*|--recursive)\b|\b(kill|pkill|killall)\b|\bchmod\s+(-\w*R\w*|--recursive)\b"
+)
 
 
 Canonical = Callable[[str], "str | None"]  # the env kind's canonical_action: a reply as the env understands it

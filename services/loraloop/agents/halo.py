@@ -21,7 +21,7 @@ and the manager is asked on the next step.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol, TypeGuard
 
 from loraloop.agents import gates, recovery
 from loraloop.agents.manager import Decision, Manager, note
@@ -31,7 +31,23 @@ from loraloop.envs.web.prompts import page_url
 from loraloop.errors import ServiceUnavailable
 
 if TYPE_CHECKING:
-    from loraloop.rollout.session import EpisodeSession
+    from loraloop.agents.macros import Macro
+    from loraloop.envs.base import StepResult
+    from loraloop.store.trajectories import EpisodeRecorder
+
+
+class Session(Protocol):
+    """What HALO needs of the episode it plays: rollout.session.EpisodeSession, which sits above agents/."""
+
+    observation: str
+    steps: int
+    recorder: EpisodeRecorder
+
+    def prompt(self, reserve: int = 0) -> list[dict[str, str]]: ...
+
+    def act(self, text: str, *, source: str, **fields: Any) -> StepResult: ...
+
+    def note(self, text: str, error: str, *, source: str, **fields: Any) -> None: ...
 
 RECENT_ACTIONS = 5  # actions the cache compares a cached one with (it must not repeat the last)
 
@@ -71,13 +87,13 @@ class HaloAgent:
         self.manager, self.cache, self.vac, self.macros = manager, cache, vac, macros
         self.tuning = tuning or Tuning()
         self.canonical = env_kind(kind).canonical_action
-        self.macro = None  # the macro in progress
+        self.macro: Macro | None = None  # the macro in progress
         self.mark = 0  # steps before this index are before the last intervention
         self.pending_gate: str | None = None  # a trigger recovery handled, for the manager on the next step
         self.consulted: set[str] = set()  # high-stakes pages the manager has decided on
         self.key: str | None = None  # the state key of the step being taken
 
-    def step(self, session: "EpisodeSession") -> None:
+    def step(self, session: Session) -> None:
         """Choose the next action, take it through the session (recorded) and learn from its result."""
         before = session.observation
         self.key = self.state_key(session) if self.cache is not None else None
@@ -92,15 +108,15 @@ class HaloAgent:
         self.learn(choice, result.info, before, result.observation)
 
     @staticmethod
-    def steps(session: "EpisodeSession") -> list:
+    def steps(session: Session) -> list:
         """The session's Step records so far."""
         return [r for r in session.recorder.records if r.type == "step"]
 
-    def recent(self, session: "EpisodeSession") -> list:
+    def recent(self, session: Session) -> list:
         """The steps since the last intervention: what gates and triggers judge."""
         return self.steps(session)[self.mark:]
 
-    def choose(self, session: "EpisodeSession") -> Choice:
+    def choose(self, session: Session) -> Choice:
         """The next action and who chose it, in the orchestrator's order (see the module)."""
         steps = self.recent(session)
         if self.tuning.use_recovery:
@@ -138,7 +154,7 @@ class HaloAgent:
                 return self.expand(session, decision.action, "manager", {**fields, **reply_fields(decision.reply)})
         return self.expand(session, reply.text, reply.source, {**fields, **reply_fields(reply), **reply.sample()})
 
-    def gate(self, session: "EpisodeSession", steps: list) -> str | None:
+    def gate(self, session: Session, steps: list) -> str | None:
         """The manager gate that fires before this step (None: none, or no manager)."""
         if self.manager is None:
             return None
@@ -156,16 +172,19 @@ class HaloAgent:
             return "high_stakes"
         return None
 
-    def ask(self, session: "EpisodeSession", gate: str, proposal: str | None = None) -> tuple[Decision | None, dict]:
+    def ask(self, session: Session, gate: str, proposal: str | None = None) -> tuple[Decision | None, dict]:
         """The manager's decision for `gate` and the fields the step records; an outage is recorded, not raised."""
-        called = self.manager.down is None
+        manager = self.manager
+        if manager is None:  # gate() fires only with a manager, and a destructive command asks only one
+            return None, {}
+        called = manager.down is None
         try:
-            decision = self.manager.decide(session.prompt(reserve=len(note(gate, proposal))), gate, proposal)
+            decision = manager.decide(session.prompt(reserve=len(note(gate, proposal))), gate, proposal)
         except ServiceUnavailable as exc:
             return None, {"gate": gate, "manager_called": called, "manager_error": str(exc)}
         return decision, {"gate": gate, "manager_called": True, "manager_reason": decision.reason}
 
-    def usable(self, text: str | None) -> bool:
+    def usable(self, text: str | None) -> TypeGuard[str]:
         """Whether a manager's reply holds an action the env or a macro takes; when it holds none, the others
         choose the step (its reason is still recorded) rather than spend a step on an invalid action."""
         if not text:
@@ -177,9 +196,12 @@ class HaloAgent:
         except self.macros.MacroError:
             return False
 
-    def macro_step(self, session: "EpisodeSession", asked: dict) -> Choice | None:
+    def macro_step(self, session: Session, asked: dict) -> Choice | None:
         """The macro in progress's next primitive action; None when it is done (the others choose)."""
-        macro, fields = self.macro, {**asked, "macro": self.macro.call}
+        macro = self.macro
+        if macro is None:
+            return None
+        fields = {**asked, "macro": macro.call}
         try:
             action = macro.next_action(session.observation)
         except self.macros.MacroError as exc:
@@ -190,7 +212,7 @@ class HaloAgent:
             return None
         return Choice(action, "macro", fields)
 
-    def expand(self, session: "EpisodeSession", text: str, source: str, fields: dict) -> Choice:
+    def expand(self, session: Session, text: str, source: str, fields: dict) -> Choice:
         """`text` as the step's action, or, when it calls a macro, the macro's first primitive action."""
         if self.macros is None:
             return Choice(text, source, fields)
@@ -204,7 +226,7 @@ class HaloAgent:
         return self.macro_step(session, fields) or Choice(text, source, {**fields, "macro": macro.call},
                                                           error=f"{macro.name}: nothing to do on this page")
 
-    def state_key(self, session: "EpisodeSession") -> str:
+    def state_key(self, session: Session) -> str:
         """The cache's key for the state the next action is taken in."""
         url = page_url(session.observation) if self.kind == "web" else None
         return self.vac.state_key(self.kind, self.task_id, session.observation, url)

@@ -20,8 +20,9 @@ from __future__ import annotations
 import ast
 import re
 import shlex
+from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass, field
-from typing import Any, Callable, Generator, Iterator
+from typing import Any
 
 from loraloop.envs.shell.protocol import EMPTY_OUTPUT
 from loraloop.envs.web.actions import REQUIRED, bind_arguments, leading_call

@@ -21,8 +21,9 @@ score on its end record, whoever played it.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 from loraloop.agents.vac import page_structure
@@ -73,7 +74,9 @@ def _order_page(visit: Visit) -> bool:
     """The page of an existing order (not the one just placed); the goal's order when it names one."""
     match = _ORDER_PAGE.match(visit.path)
     named = _ORDER_ID.search(visit.goal)
-    return bool(match) and visit.previous != "/shop/checkout" and (not named or named.group(1).lower() == match[1])
+    return (
+        match is not None and visit.previous != "/shop/checkout" and (not named or named.group(1).lower() == match[1])
+    )
 
 
 SHOP = (

@@ -1,7 +1,7 @@
 """Chat messages for a turn, shared by the live policy and the dataset export so both see the same prompt."""
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import cache
 
 from loraloop.envs.base import Message, PromptBuilder
 
@@ -38,7 +38,7 @@ def build_prompt(style: str, instructions: str, examples: list[Message], first_o
     return builder(style)(instructions, examples, first_observation, turns, char_budget)
 
 
-@lru_cache(maxsize=None)
+@cache
 def builder(style: str) -> PromptBuilder:
     """The function that lays out prompts of this style; an unknown style fails naming the known ones."""
     from loraloop.envs import kinds

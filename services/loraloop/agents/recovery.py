@@ -9,7 +9,7 @@ The action is written in the env's own syntax and recorded as a step (`action_so
 from __future__ import annotations
 
 import shlex
-from typing import Callable
+from collections.abc import Callable
 
 from loraloop.agents import gates
 from loraloop.store.records import Step
@@ -46,5 +46,8 @@ def recovery_action(kind: str, trigger_name: str, steps: list[Step]) -> str | No
     if kind == "shell":
         error = next((s.last_action_error for s in reversed(steps) if s.last_action_error), None) or NO_ERROR
         note = shlex.quote(f"recovery ({trigger_name}); last error: {inert(error)}")
-        return f"Think: recover: back to the home folder and the last error.\n\nAct: bash\n\n```bash\ncd ~ && echo {note}\n```"
+        return (
+            "Think: recover: back to the home folder and the last error.\n\n"
+            f"Act: bash\n\n```bash\ncd ~ && echo {note}\n```"
+        )
     return None

@@ -30,11 +30,11 @@ import redis
 from redis.backoff import ExponentialBackoff
 from redis.retry import Retry
 
+from loraloop.broker import BROKER_OUTAGE_S
 from loraloop.envs import env_kind
 from loraloop.envs.web.actions import ActionError, parse_action
 from loraloop.envs.web.prompts import page_url
 from loraloop.errors import ConfigError, ServiceUnavailable, without_credentials
-from loraloop.service.book import BROKER_OUTAGE_S
 
 EVICT_AFTER = 2  # failures of a cached action before it is dropped
 TTL_S = 7 * 24 * 3600  # a Redis entry unused (neither verified nor failed) this long expires

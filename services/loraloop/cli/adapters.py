@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Optional
 
 import typer
 
@@ -46,7 +45,7 @@ def adapters_list(served: bool = typer.Option(True, "--served/--no-served", help
 
 @app.command("show")
 def adapters_show(name: str = typer.Argument(...),
-                  version: Optional[str] = typer.Option(None, "--version", help="vN (default: the latest)")) -> None:
+                  version: str | None = typer.Option(None, "--version", help="vN (default: the latest)")) -> None:
     """A version's metadata: base model, dataset digest, training metrics, verification."""
     from loraloop.store import adapters, open_store
 
@@ -57,7 +56,7 @@ def adapters_show(name: str = typer.Argument(...),
 
 @app.command("rollback")
 def adapters_rollback(name: str = typer.Argument(...),
-                      to: Optional[str] = typer.Option(None, "--to", help="vN (default: the one before the served one)")
+                      to: str | None = typer.Option(None, "--to", help="vN (default: the one before the served one)")
                       ) -> None:
     """Serve an earlier version (as `<name>-vK`, verified against the outputs recorded when it was published) and
     make bare-name rollouts use it."""
@@ -70,9 +69,9 @@ def adapters_rollback(name: str = typer.Argument(...),
 
 
 @app.command("sync")
-def adapters_sync(every: Optional[float] = typer.Option(None, "--every", min=1,
+def adapters_sync(every: float | None = typer.Option(None, "--every", min=1,
                                                      help="repeat every SECONDS (a service)"),
-                  heartbeat: Optional[Path] = typer.Option(None, "--heartbeat",
+                  heartbeat: Path | None = typer.Option(None, "--heartbeat",
                                                            help="file touched after each good pass (healthcheck)")
                   ) -> None:
     """Make vLLM serve every stored adapter at its wanted version: after a restart, vLLM-LoRA gets them back."""

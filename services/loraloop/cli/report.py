@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import List, Optional
 
 import typer
 from rich.progress import track
@@ -12,10 +11,10 @@ from loraloop.settings import get_settings
 
 
 def report(
-    runs: List[str] = typer.Option(..., "--runs", help="a run id in the store, or a pattern such as 'smollm_rl-*' "
+    runs: list[str] = typer.Option(..., "--runs", help="a run id in the store, or a pattern such as 'smollm_rl-*' "
                                                         "(an RL run's iterations and evaluations); repeat for more"),
     out: Path = typer.Option(Path("volumes/reports/iterations"), "--out", help="report.md, report.csv, charts"),
-    store_url: Optional[str] = typer.Option(None, "--store", help="default: LORALOOP_STORE_URL"),
+    store_url: str | None = typer.Option(None, "--store", help="default: LORALOOP_STORE_URL"),
 ) -> None:
     """Success by loop iteration (adapter version) and by training algorithm over the runs `make loop` and
     `loraloop train rl` stored: a Markdown table with 95% intervals whose rows link to the episodes behind

@@ -4,8 +4,8 @@ from __future__ import annotations
 import functools
 import inspect
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable, List, Optional
 
 import typer
 from rich.console import Console
@@ -18,13 +18,13 @@ from loraloop.settings import get_settings
 # The flags of every command that plans a job, declared once: (name, type, typer option).
 JOB_OPTIONS = [
     ("task_registry", Path, REGISTRY),
-    ("sample_size", Optional[int],
+    ("sample_size", int | None,
      typer.Option(None, "--sample_size", "--sample-size", help="tasks drawn with --seed (default: all)")),
     ("rollouts_per_task", int, typer.Option(1, "--rollouts_per_task", "--rollouts-per-task")),
     ("seed", int, SEED),
     ("task_seed", int, TASK_SEED),
-    ("temperature", Optional[float], typer.Option(None, "--temperature", help="default: the experiment's")),
-    ("config", Optional[Path], EXPERIMENTS),
+    ("temperature", float | None, typer.Option(None, "--temperature", help="default: the experiment's")),
+    ("config", Path | None, EXPERIMENTS),
 ]
 
 
@@ -41,14 +41,15 @@ def job_options(command: Callable) -> Callable:
     return wrapper
 
 
-def job_request(experiment: str, subset: Optional[str], options: dict, **extra) -> JobRequest:
+def job_request(experiment: str, subset: str | None, options: dict, **extra) -> JobRequest:
     """The job a command's flags describe: JOB_OPTIONS from `options`, the rest given."""
     fields = {name: options[name] for name, _, _ in JOB_OPTIONS if name in JobRequest.model_fields}
-    return JobRequest(experiment=experiment, subset=subset, **{**fields, "task_registry": str(options["task_registry"])},
-                      **extra)
+    return JobRequest(
+        experiment=experiment, subset=subset, **{**fields, "task_registry": str(options["task_registry"])}, **extra
+    )
 
 
-def run_job(request: JobRequest, config: Optional[Path], concurrency: Optional[int]) -> str:
+def run_job(request: JobRequest, config: Path | None, concurrency: int | None) -> str:
     """Submit a job (to the API, the broker or this process), follow it with the bar, print its summary.
 
     Returns the run id.
@@ -85,10 +86,10 @@ def run_job(request: JobRequest, config: Optional[Path], concurrency: Optional[i
 @job_options
 def rollout(
     experiment: str = typer.Option(..., "--experiment"),
-    subset: Optional[str] = typer.Option(None, "--subset", help="split, category or label"),
-    run_id: Optional[str] = typer.Option(None, "--run_id", "--run-id"),
-    model: Optional[str] = typer.Option(None, "--model", help="override the experiment's served model"),
-    concurrency: Optional[int] = typer.Option(None, "--concurrency", help="episodes in flight (embedded)"),
+    subset: str | None = typer.Option(None, "--subset", help="split, category or label"),
+    run_id: str | None = typer.Option(None, "--run_id", "--run-id"),
+    model: str | None = typer.Option(None, "--model", help="override the experiment's served model"),
+    concurrency: int | None = typer.Option(None, "--concurrency", help="episodes in flight (embedded)"),
     **options,
 ) -> None:
     """Collect episodes: per-rollout seed = task_seed + task_index*1000 + attempt."""
@@ -97,9 +98,9 @@ def rollout(
 
 @job_options
 def eval_cmd(
-    experiment: List[str] = typer.Option(..., "--experiment", help="repeat for each experiment to compare"),
-    subset: Optional[str] = typer.Option("test", "--subset"),
-    eval_id: Optional[str] = typer.Option(None, "--eval_id", "--eval-id",
+    experiment: list[str] = typer.Option(..., "--experiment", help="repeat for each experiment to compare"),
+    subset: str | None = typer.Option("test", "--subset"),
+    eval_id: str | None = typer.Option(None, "--eval_id", "--eval-id",
                                           help="default: a new one; an existing one goes on (stored episodes kept)"),
     out: Path = typer.Option(Path("volumes/reports"), "--out", help="reports go to OUT/<eval_id>/"),
     **options,
@@ -137,14 +138,14 @@ def verify_exploration(
     temperature_b: float = typer.Option(0.7, "--temperature_b", "--temperature-b"),
     compare_steps: int = typer.Option(10, "--compare_steps", "--compare-steps", min=1,
                                       help="actions to compare"),
-    config: Optional[Path] = EXPERIMENTS,
+    config: Path | None = EXPERIMENTS,
 ) -> None:
     """Play one task at two temperatures with the same seed; exit 0 when the actions differ, else 1."""
     from loraloop.rollout.experiments import get_experiment
     from loraloop.rollout.exploration import actions, compare_actions, comparison_table, plan_pair, read_pair, verdict
     from loraloop.rollout.sampler import new_run_id
     from loraloop.service.client import execute
-    from loraloop.tasks.registry import load_registry
+    from loraloop.task_registry import load_registry
 
     settings = get_settings()
     specs = plan_pair(load_registry(task_registry), str(task_registry),

@@ -5,7 +5,6 @@ The old top-level names `serve-api` and `rollout-api` stay one release as hidden
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
 
 import typer
 
@@ -21,7 +20,7 @@ app = typer.Typer(help="Serve: the local vLLM, the bundled task sites, the Task 
 
 @app.command("vllm")
 def serve_vllm(action: str = typer.Argument("start", help="start | stop"),
-               port: Optional[int] = typer.Option(None, "--port")) -> None:
+               port: int | None = typer.Option(None, "--port")) -> None:
     """Start (LoRA on, runtime loading on) or stop the local vLLM CPU server."""
     from loraloop.serve import vllm_server
 
@@ -51,7 +50,7 @@ def task_server(task: str = typer.Option("os-dev", "--task", help="task name rep
                 task_registry: Path = REGISTRY,
                 host: str = typer.Option("127.0.0.1", "--host"), port: int = typer.Option(5000, "--port"),
                 idle_timeout: float = typer.Option(300.0, "--idle_timeout", help="seconds before an idle episode ends"),
-                run_id: Optional[str] = typer.Option(None, "--run_id", "--run-id",
+                run_id: str | None = typer.Option(None, "--run_id", "--run-id",
                                                      help="trajectory folder (default: today's date, UTC)"),
                 ) -> None:
     """Serve a registry through the Task Server API (AReaL's TaskServerWorkflow).
@@ -62,8 +61,8 @@ def task_server(task: str = typer.Option("os-dev", "--task", help="task name rep
     import uvicorn
 
     from loraloop.rollout.preflight import require_free_port
+    from loraloop.task_registry import load_registry
     from loraloop.taskserver.app import create_app
-    from loraloop.tasks.registry import load_registry
 
     require_free_port(host, port)  # before anything is built or a banner printed
     api = create_app(load_registry(task_registry), task, get_settings(), idle_timeout, run_id)

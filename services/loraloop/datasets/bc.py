@@ -7,7 +7,7 @@ actions) and the top ceil(n*P) are kept: a successful one, or one that made prog
 from __future__ import annotations
 
 import math
-from typing import Iterator
+from collections.abc import Iterator
 
 from loraloop.datasets.states import State, assistant, rank
 from loraloop.store.trajectories import Episode

@@ -12,7 +12,7 @@ more progress or got a higher return, whether or not it succeeded.
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Iterator
+from collections.abc import Iterator
 
 from loraloop.datasets.states import State, assistant, by_progress, merit, rank
 from loraloop.store.trajectories import Episode

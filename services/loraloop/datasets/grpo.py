@@ -6,7 +6,7 @@ action in the same state, -1 when it does not parse as an action, 0 when no epis
 """
 from __future__ import annotations
 
-from typing import Iterator
+from collections.abc import Iterator
 
 from loraloop.datasets.states import State, canonical_action
 from loraloop.envs import DEFAULT_KIND

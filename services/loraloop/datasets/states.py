@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import hashlib
 from collections import defaultdict
+from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Iterator
 
 from loraloop.agents.prompts import build_prompt
 from loraloop.envs import DEFAULT_KIND, env_kind
@@ -78,7 +78,7 @@ def episodes_by_task(store: Store, prefix: str, malformed: list[str]) -> Iterato
         found = task_and_attempt(key)
         if found:
             groups[found[0]].append(key)
-    for task, keys in sorted(groups.items()):
+    for _task, keys in sorted(groups.items()):
         episodes = []
         for key in keys:
             try:

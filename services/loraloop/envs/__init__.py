@@ -8,11 +8,15 @@ trainers then run it without a change: they ask the kind, never which kind it is
 from __future__ import annotations
 
 import importlib
-from functools import lru_cache
-from typing import Any, Iterator
+from collections.abc import Iterator
+from functools import cache
+from typing import TYPE_CHECKING, Any
 
 from loraloop.envs.base import EnvKind
 from loraloop.errors import TaskFormatError
+
+if TYPE_CHECKING:
+    from loraloop.tasks.base import Task, TaskContext
 
 KIND_MODULES = {
     "shell": "loraloop.envs.shell.kind",  # AgentBench's OS interaction: a container and a bash shell
@@ -22,7 +26,7 @@ KIND_MODULES = {
 DEFAULT_KIND = "shell"  # a task object no kind claims is read as AgentBench's format, which names no kind
 
 
-@lru_cache(maxsize=None)
+@cache
 def env_kind(name: str, where: str = "") -> EnvKind:
     """The kind registered under `name`; an unknown name fails naming it, where it came from and the known ones."""
     if name not in KIND_MODULES:
@@ -40,3 +44,9 @@ def kinds() -> Iterator[EnvKind]:
 def kind_of_raw(raw: Any) -> EnvKind:
     """The kind whose task format a raw task object has (in a folder without a registry.yaml)."""
     return next((kind for kind in kinds() if kind.owns(raw)), env_kind(DEFAULT_KIND))
+
+
+def parse_any(raw: Any, ctx: TaskContext, env: str = "") -> Task:
+    """Parse one raw task with the kind `env` names, else with the first kind that owns it (shell last)."""
+    kind = env_kind(env, where=ctx.file) if env else kind_of_raw(raw)
+    return kind.parse_task(raw, ctx)

@@ -17,14 +17,17 @@ a task is.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, NamedTuple, Protocol
+from typing import TYPE_CHECKING, Any, Generic, NamedTuple, Protocol, TypeVar
 
 if TYPE_CHECKING:
-    from loraloop.agents.policy import Policy
+    from loraloop.replies import Policy
     from loraloop.settings import Settings
     from loraloop.tasks.base import Registry, Task, TaskContext
+
+TaskT = TypeVar("TaskT", bound="Task")  # a kind's own task type (ShellTask, WebTask, Tau2Task)
 
 Message = dict[str, str]
 
@@ -81,7 +84,7 @@ PromptBuilder = Callable[[str, list[Message], str, list[tuple[str, str]], int], 
 
 
 @dataclass(frozen=True)
-class EnvKind:
+class EnvKind(Generic[TaskT]):
     """Everything one kind of environment brings; one instance per kind, registered in loraloop.envs.
 
     Tasks:
@@ -108,21 +111,21 @@ class EnvKind:
     """
 
     name: str
-    parse_task: Callable[[Any, "TaskContext"], "Task"]
+    parse_task: Callable[[Any, TaskContext], TaskT]
     owns: Callable[[Any], bool]
-    make_env: Callable[["Task", "Settings", EnvOptions], Env]
-    teacher: Callable[["Task", Env], "Policy"]
+    make_env: Callable[[TaskT, Settings, EnvOptions], Env]
+    teacher: Callable[[TaskT, Env], Policy]
     canonical_action: Callable[[str], str | None]
     prompt_style: str
     prompt_builder: PromptBuilder | None = None  # None: the generic `chat` layout
-    layout: Callable[[Path], "Registry | None"] = lambda _path: None
-    missing_files: Callable[["Task"], list[str]] = lambda _task: []
-    tools: Callable[[str, "Task"], list[dict] | None] = lambda _protocol, _task: None
-    preflight: Callable[[list["Task"], "Settings"], None] = lambda _tasks, _settings: None
-    attach: Callable[["Task", "Settings", dict], Env] | None = None
+    layout: Callable[[Path], Registry | None] = lambda _path: None
+    missing_files: Callable[[TaskT], list[str]] = lambda _task: []
+    tools: Callable[[str, TaskT], list[dict] | None] = lambda _protocol, _task: None
+    preflight: Callable[[list[TaskT], Settings], None] = lambda _tasks, _settings: None
+    attach: Callable[[TaskT, Settings, dict], Env] | None = None
     release: Callable[[dict], None] | None = None
     protocols: tuple[str, ...] = ("text",)
     max_steps: int = 8  # the round limit when a driver sets none
     description: str = ""
-    worker_start: Callable[["Settings", Callable[[str], None]], None] = lambda _settings, _say: None
+    worker_start: Callable[[Settings, Callable[[str], None]], None] = lambda _settings, _say: None
     worker_stop: Callable[[], None] = lambda: None

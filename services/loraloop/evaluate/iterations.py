@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 from pathlib import Path
 
+from loraloop.charts import iteration_chart, success_chart
 from loraloop.errors import ConfigError
-from loraloop.evaluate.charts import iteration_chart, success_chart
 from loraloop.evaluate.report import FIGURES, Row, episodes_url, figure_cells, summary_row, write_csv
 from loraloop.store import adapters
 from loraloop.store.backends import Store

@@ -11,8 +11,8 @@ from functools import partial
 from pathlib import Path
 from urllib.parse import urlencode
 
+from loraloop.charts import family_chart, learning_chart, steps_chart, success_chart
 from loraloop.defaults import ROLLOUT_API_PORT
-from loraloop.evaluate.charts import family_chart, learning_chart, steps_chart, success_chart
 from loraloop.evaluate.stats import mcnemar, pass_at_k, pass_hat_k, wilson
 from loraloop.settings import Settings
 from loraloop.store.backends import Store
@@ -149,7 +149,9 @@ def paired_table(rows: list[Row]) -> str:
         only_other = sum(other.outcomes[p] and not first.outcomes[p] for p in pairs)
         p_value = mcnemar(only_first, only_other)
         verdict = "significant" if p_value < 0.05 else "not significant"
-        lines.append(f"| `{other.experiment}` | {len(pairs)} | {only_first} | {only_other} | {p_value:.3g} | {verdict} |")
+        lines.append(
+            f"| `{other.experiment}` | {len(pairs)} | {only_first} | {only_other} | {p_value:.3g} | {verdict} |"
+        )
     return "\n".join(lines) + "\n"
 
 

@@ -1,8 +1,10 @@
 """Run one episode end to end for the rollout worker: env, policy, session; stored whatever happens."""
 from __future__ import annotations
 
-from functools import lru_cache
-from typing import Any, Callable
+from collections.abc import Callable
+from functools import cache, lru_cache
+from types import ModuleType
+from typing import Any
 
 from loraloop.agents.halo import HaloAgent, Tuning
 from loraloop.agents.manager import MANAGER_RETRIES, Manager
@@ -16,9 +18,9 @@ from loraloop.rollout.sampler import EpisodeSpec
 from loraloop.rollout.session import EpisodeSession
 from loraloop.settings import Settings, get_settings
 from loraloop.store import open_store
-from loraloop.store.records import Adapter
+from loraloop.store.records import Adapter, Step
 from loraloop.store.trajectories import episode_key, parse_episode
-from loraloop.tasks.registry import Registry, Task, load_registry
+from loraloop.task_registry import Registry, Task, load_registry
 
 # The episode's status for each failure that is not the agent's (the first class that matches; ModelTimeout is a
 # ServiceUnavailable, so it comes first).
@@ -60,17 +62,20 @@ def make_agent(spec: EpisodeSpec, task: Task, settings: Settings, session: Episo
     the prompt still fits the model's context."""
     if not spec.halo:
         return None
-    env = session.env
+    env = session.live_env
     manager = make_manager(spec, task, settings, env) if spec.manager else None
-    cache = vac = macros = None
+    cache: Any = None
+    vac: ModuleType | None = None
+    macros: ModuleType | None = None
     if spec.use_cache:
-        from loraloop.agents import vac
+        from loraloop.agents import vac as vac_module
 
-        cache = shared_cache(settings.broker_url, f"loraloop:{spec.mode}")
+        cache, vac = shared_cache(settings.broker_url, f"loraloop:{spec.mode}"), vac_module
     if spec.use_macros:
-        from loraloop.agents import macros
+        from loraloop.agents import macros as macros_module
 
-        usage = macros.macro_help(task.env)
+        macros = macros_module
+        usage = macros_module.macro_help(task.env)
         env.instructions += usage
         session.char_budget -= len(usage)
     tuning = Tuning(warm_start_steps=spec.manager["warm_start_steps"] if spec.manager else 0,
@@ -83,15 +88,16 @@ def make_agent(spec: EpisodeSpec, task: Task, settings: Settings, session: Episo
 def make_manager(spec: EpisodeSpec, task: Task, settings: Settings, env: Env) -> Manager:
     """The spec's manager: its model on its OpenAI-compatible server (else the stack's vLLM), greedy, with the
     worker's stop strings and tools, and few retries (a manager that does not answer costs little)."""
-    base_url, api_key = endpoint(spec.manager["url"], spec.manager["api_key_env"], settings)
-    policy = OpenAIPolicy(model=spec.manager["model"], base_url=base_url, api_key=api_key, temperature=0.0,
+    config = spec.manager or {}  # called only for a spec with a manager
+    base_url, api_key = endpoint(config["url"], config["api_key_env"], settings)
+    policy = OpenAIPolicy(model=config["model"], base_url=base_url, api_key=api_key, temperature=0.0,
                           max_tokens=settings.max_tokens, seed=spec.seed, timeout=settings.request_timeout_s,
                           retries=MANAGER_RETRIES, max_in_flight=settings.model_concurrency,
                           tools=env_kind(task.env).tools(spec.protocol, task), stop=env.stop)
-    return Manager(policy, spec.manager["model"], base_url)
+    return Manager(policy, config["model"], base_url)
 
 
-@lru_cache(maxsize=None)
+@cache
 def shared_cache(broker_url: str, namespace: str) -> Any:
     """The Verified Action Cache an experiment's episodes share: in Redis with a broker (every worker), else in
     this process's memory (opened once, so the process's episodes share it)."""
@@ -150,7 +156,7 @@ def run_episode(spec: EpisodeSpec, settings: Settings | None = None,
         model_url=server_url(spec.model_url, settings) if spec.policy == "openai" else None,
         adapter=spec_adapter(spec), **halo_provenance(spec, settings))
     status = error = reason = None
-    step_ms: list[float] = []
+    step_ms: list[float | None] = []  # every step record has its elapsed_ms; the type allows None for old ones
     model_ms: list[float] = []
     try:
         policy = make_policy(spec, task, settings, env)  # before reset: a task it cannot play costs no container
@@ -168,10 +174,11 @@ def run_episode(spec: EpisodeSpec, settings: Settings | None = None,
                 session.act(reply.text, source=reply.source, model=reply.model, latency_ms=reply.latency_ms,
                             completion_tokens=reply.completion_tokens, **reply.sample())
             step = session.recorder.records[-1]
-            log.info("step", fields={"step": step.step_idx, "action": step.action})
-            step_ms.append(step.elapsed_ms)
-            if step.model_latency_ms is not None:  # cache, macro and recovery steps ask no model
-                model_ms.append(step.model_latency_ms)
+            if isinstance(step, Step):  # what each act() or note() just recorded
+                log.info("step", fields={"step": step.step_idx, "action": step.action})
+                step_ms.append(step.elapsed_ms)
+                if step.model_latency_ms is not None:  # cache, macro and recovery steps ask no model
+                    model_ms.append(step.model_latency_ms)
     except TaskSkipped as exc:
         status, reason = "skipped", str(exc)
         log.info("skipped", fields={"reason": exc})

@@ -43,7 +43,7 @@ class Worker(Strict):
     api_key_env: str | None = None
 
     @model_validator(mode="after")
-    def _one_model(self) -> "Worker":
+    def _one_model(self) -> Worker:
         if self.adapter and self.model:
             raise ValueError("give the worker a model or an adapter, not both (an adapter is served as its model)")
         if self.backend == "scripted" and (self.model or self.url or self.adapter):
@@ -66,7 +66,9 @@ class Experiment(Strict):
     """A named rollout mode. `policy` and `model` are what the worker resolves to (the backend, and the served
     model name: the adapter's where one is named), kept for the code that only needs those."""
 
-    model_config = ConfigDict(extra="forbid", frozen=False)  # not frozen: the worker's short form is resolved after validation
+    model_config = ConfigDict(
+        extra="forbid", frozen=False
+    )  # not frozen: the worker's short form is resolved after validation
 
     name: str
     worker: Worker | None = None
@@ -90,7 +92,7 @@ class Experiment(Strict):
         return None if value in (False, None, "off") else value
 
     @model_validator(mode="after")
-    def _resolve_worker(self) -> "Experiment":
+    def _resolve_worker(self) -> Experiment:
         if self.worker is not None and (self.policy is not None or self.model is not None):
             raise ValueError("give either a worker block or the short form policy/model, not both")
         if self.worker is None:

@@ -18,7 +18,7 @@ from loraloop.rollout.sampler import EpisodeSpec, plan_rollout
 from loraloop.settings import Settings
 from loraloop.store import open_store
 from loraloop.store.trajectories import Episode, episode_key, parse_episode
-from loraloop.tasks.registry import Registry
+from loraloop.task_registry import Registry
 
 PREVIEW_CHARS = 70
 
@@ -88,7 +88,7 @@ def compare_actions(a: list[str], b: list[str], limit: int) -> Comparison:
 def verdict(comparison: Comparison) -> str:
     """The one-line result scripts and people read (steps counted from 1)."""
     if comparison.differs:
-        return f"exploration OK: action sequences differ at step {comparison.first_difference + 1}"
+        return f"exploration OK: action sequences differ at step {(comparison.first_difference or 0) + 1}"
     return f"exploration NOT verified: the first {comparison.compared} actions are identical"
 
 

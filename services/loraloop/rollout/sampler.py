@@ -6,7 +6,7 @@ import time
 from dataclasses import asdict, dataclass
 
 from loraloop.rollout.experiments import Experiment
-from loraloop.tasks.registry import Registry
+from loraloop.task_registry import Registry
 
 
 @dataclass(frozen=True)

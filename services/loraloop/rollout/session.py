@@ -55,6 +55,13 @@ class EpisodeSession:
         self._cut_warned = False  # the prompt's history was cut to its budget, and a warning said so
 
     @property
+    def live_env(self) -> Env:
+        """The environment; a session resumed without one (it expired or was cancelled) can only `finish`."""
+        if self.env is None:
+            raise AttributeError("this episode has no environment any more: it can only finish")
+        return self.env
+
+    @property
     def key(self) -> str:
         """The episode's store key (also its Celery task id and its id for resuming runs)."""
         return self.recorder.key
@@ -69,7 +76,7 @@ class EpisodeSession:
         stored (with `finish(status="env_error", …)`) and says what was attempted.
         """
         start = self._record_start()
-        self.first, info = self.env.reset(seed=self.seed)
+        self.first, info = self.live_env.reset(seed=self.seed)
         self.observation = self.first
         self.progress.start(self.first)
         self.expected = info.get("expected")
@@ -81,7 +88,7 @@ class EpisodeSession:
         task = self.task
         return self.recorder.add(EpisodeStart(
             **self._common(), task_id=task.index, mode=self.mode, attempt_idx=self.attempt, env=task.env,
-            system_prompt=self.env.instructions, examples=self.env.examples, split=task.split,
+            system_prompt=self.live_env.instructions, examples=self.live_env.examples, split=task.split,
             category=task.category, goal=task.description, **self.provenance))
 
     def prompt(self, reserve: int = 0) -> list[dict[str, str]]:
@@ -89,17 +96,17 @@ class EpisodeSession:
         `reserve` characters of the budget are kept for what a caller adds (the manager's note). When the
         whole history is past the budget, the prompt keeps the newest turns that fit, and the first time in
         an episode a warning says so (never silently: a short context is a result's cause)."""
+        env = self.live_env
         budget = self.char_budget - reserve
         if not self._cut_warned:
-            whole = (len(self.env.instructions) + sum(len(m["content"]) for m in self.env.examples)
+            whole = (len(env.instructions) + sum(len(m["content"]) for m in env.examples)
                      + len(self.first or "") + sum(len(a) + len(b) for a, b in self.turns))
             if whole > budget:
                 self._cut_warned = True
                 log.warning("the prompt is cut to its budget: the oldest turns are left out",
                             fields={"episode": self.key, "history_chars": whole, "budget_chars": budget,
                                     "setting": "LORALOOP_PROMPT_CHAR_BUDGET"})
-        return build_prompt(self.prompt_style, self.env.instructions, self.env.examples, self.first or "",
-                            self.turns, budget)
+        return build_prompt(self.prompt_style, env.instructions, env.examples, self.first or "", self.turns, budget)
 
     def act(self, text: str, *, source: str, model: str | None = None, latency_ms: float | None = None,
             completion_tokens: int = 0, **sample: Any) -> StepResult:
@@ -107,7 +114,7 @@ class EpisodeSession:
         (prompt_token_ids, completion_token_ids, logprobs, adapter, sampling)."""
         shown = getattr(self.env, "last_screenshot", None)  # the page the agent saw, where the env keeps one
         started = time.perf_counter()
-        result = self.env.step(text)
+        result = self.live_env.step(text)
         info = result.info
         error = info.get("error")
         self.errors += bool(error)
@@ -133,11 +140,11 @@ class EpisodeSession:
     def note(self, text: str, error: str, *, source: str, model: str | None = None, latency_ms: float | None = None,
              completion_tokens: int = 0, **fields: Any) -> None:
         """Record a reply the environment never saw, because it could not become an action (a macro call with a
-        missing argument): the error, over the unchanged observation, is the agent's next one and the episode goes on. It counts against
-        the episode's max_steps, so replies that never reach the env cannot go on forever."""
+        missing argument): the error, over the unchanged observation, is the agent's next one and the episode goes
+        on. It counts against the episode's max_steps, so replies that never reach the env cannot go on forever."""
         observation = f"Your last reply could not be taken: {error}\n\n{self.observation}"  # the state is unchanged
         self.errors += 1
-        limit = self.provenance.get("max_steps")
+        limit: int = self.provenance.get("max_steps") or 0
         cut = bool(limit) and self.steps + 1 >= limit
         self.recorder.add(Step(
             **self._common(), step_idx=self.steps, observation=self.observation, obs_hash=obs_hash(self.observation),
@@ -168,8 +175,8 @@ class EpisodeSession:
         """Record episode_end and write the episode; False when a copy was stored first (this one is dropped).
 
         `status` overrides the outcome for an episode that did not end by itself (cancelled,
-        expired, interrupted, env_error, model_error, model_timeout, crash, skipped); `error` says what failed, `reason` why a
-        skipped episode was not played.
+        expired, interrupted, env_error, model_error, model_timeout, crash, skipped); `error` says what failed,
+        `reason` why a skipped episode was not played.
         """
         if status is not None:
             self.outcome["status"] = status
@@ -177,11 +184,21 @@ class EpisodeSession:
             self._record_start()
         scores = [r.progress_score for r in self.recorder.records
                   if isinstance(r, Step) and r.progress_score is not None]
-        self.recorder.add(EpisodeEnd(
-            **self._common(), **self.outcome, total_steps=self.steps, wall_time_sec=round(time.time() - self.started, 3),
-            error_count=self.errors, error=error, reason=reason, expected=self.expected,
-            max_progress_score=max(scores, default=None), final_progress_score=scores[-1] if scores else None,
-            **orchestrator_counts(self.recorder.records)))
+        self.recorder.add(
+            EpisodeEnd(
+                **self._common(),
+                **self.outcome,
+                total_steps=self.steps,
+                wall_time_sec=round(time.time() - self.started, 3),
+                error_count=self.errors,
+                error=error,
+                reason=reason,
+                expected=self.expected,
+                max_progress_score=max(scores, default=None),
+                final_progress_score=scores[-1] if scores else None,
+                **orchestrator_counts(self.recorder.records),
+            )
+        )
         return self.recorder.flush()
 
     def summary(self) -> dict[str, Any]:
@@ -196,15 +213,18 @@ class EpisodeSession:
                 "records": [r.model_dump(mode="json", exclude_none=True) for r in self.recorder.records]}
 
     @classmethod
-    def resume(cls, store: Store, env: Env | None, task: Task, snapshot: dict[str, Any]) -> "EpisodeSession":
+    def resume(cls, store: Store, env: Env | None, task: Task, snapshot: dict[str, Any]) -> EpisodeSession:
         """A running session saved by `snapshot()`, rebuilt from its records, going on with `env` (attached
         to the episode's environment); with `env` None it can only `finish` (it expired or was cancelled)."""
-        start, *steps = RECORDS.validate_python(snapshot["records"])
+        start, *rest = RECORDS.validate_python(snapshot["records"])
+        steps = [r for r in rest if isinstance(r, Step)]
+        if not isinstance(start, EpisodeStart) or start.run_id is None or len(steps) != len(rest):
+            raise ValueError("a session's snapshot is its episode_start record (with a run id), then its steps")
         session = cls(store, env, task, mode=start.mode, run_id=start.run_id, attempt=start.attempt_idx,
                       seed=start.seed, char_budget=snapshot["char_budget"])
         session.recorder.records = [start, *steps]
         session.prompt_style, session.started = start.prompt_style, start.timestamp
-        session.first = session.observation = start.first_observation
+        session.first, session.observation = start.first_observation, start.first_observation or ""
         session.expected = start.expected
         session.progress.start(start.first_observation or "")
         for step in steps:

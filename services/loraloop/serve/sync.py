@@ -7,8 +7,8 @@ what was recorded when they were published, and leaves alone what is already ser
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from loraloop.errors import LoraloopError
 from loraloop.serve.publish import listed, serve_on, vllm_urls

@@ -7,6 +7,7 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 import httpx
@@ -49,7 +50,7 @@ def port_is_free(port: int) -> bool:
 
 
 def start(settings: Settings, *, model_dir: Path | None = None, served_name: str | None = None,
-          port: int | None = None, timeout: float = 300.0, extra_args: list[str] = ()) -> str:
+          port: int | None = None, timeout: float = 300.0, extra_args: Sequence[str] = ()) -> str:
     """Start vLLM in the background (LoRA enabled, runtime loading on); return its /v1 URL when ready.
 
     It runs in LORALOOP_DTYPE, by default the CPU's choice (loraloop.hardware), which the log's first

@@ -9,13 +9,16 @@ from __future__ import annotations
 import json
 import threading
 import time
+from collections.abc import Mapping
 from functools import lru_cache
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import redis
 from redis.backoff import ExponentialBackoff
 from redis.retry import Retry
 
+from loraloop.broker import BROKER_OUTAGE_S
 from loraloop.errors import ConfigError, LoraloopError, ServiceUnavailable, without_credentials
 from loraloop.service.models import JobRequest, JobStatus
 
@@ -23,7 +26,6 @@ NS = "loraloop"
 LATENCY_BUCKETS_S = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
 FAILURE_CAUSES = ("env_error", "service_error", "model_timeout", "model_error", "crash")
 KEPT_ERRORS = 20
-BROKER_OUTAGE_S = 120  # how long workers retry the book (with backoff) while Redis restarts
 # Count an episode once: its id joins the job's counted set, and only then do the counters move, in one script,
 # so a redelivered episode (a worker killed after counting, an ack lost in a broker restart) or a command retried
 # after a dropped connection is not counted twice. Returns done and total, or -1s when it was counted already.
@@ -139,7 +141,7 @@ def new_job(run_id: str, mode: str, request: JobRequest | None, keys: list[str],
 
 
 @lru_cache(maxsize=8)
-def job_book(url: str) -> "JobBook":
+def job_book(url: str) -> JobBook:
     """This process's job book for a broker URL (one Redis connection pool, reused by every episode). Workers and
     clients following a job wait out a broker restart (BROKER_OUTAGE_S) instead of losing an episode's count."""
     return JobBook(url, outage_s=BROKER_OUTAGE_S)

@@ -5,9 +5,10 @@ wherever its episodes run.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import partial
 from pathlib import Path
-from typing import Any, Callable, Protocol
+from typing import Any, Protocol
 
 import httpx
 

@@ -26,7 +26,7 @@ from loraloop.store import open_store
 from loraloop.store.backends import Store
 from loraloop.store.integrity import record_plan
 from loraloop.store.trajectories import episode_key
-from loraloop.tasks.registry import load_registry
+from loraloop.task_registry import load_registry
 
 EPISODE_TASK = "loraloop.run_episode"
 

@@ -7,6 +7,7 @@ Celery worker runs (`loraloop.rollout.runner.play`), counted in a book kept in m
 """
 from __future__ import annotations
 
+import builtins
 from concurrent.futures import Future, ThreadPoolExecutor
 
 from loraloop.rollout.runner import crash_summary, play
@@ -57,6 +58,6 @@ class LocalJobs:
         self.book.cancel(run_id)
         return self.book.status(run_id)
 
-    def summaries(self, run_id: str) -> list[dict]:
+    def summaries(self, run_id: str) -> builtins.list[dict]:  # `list` in this class is LocalJobs.list
         """Wait for the job's episodes and return their summaries, in planned order."""
         return [future.result() for future in self._runs[run_id]]

@@ -5,7 +5,7 @@ The bar reads one `JobStatus`, whether it comes from this process's book, Redis 
 from __future__ import annotations
 
 import time
-from typing import Callable
+from collections.abc import Callable
 
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 

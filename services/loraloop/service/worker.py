@@ -6,7 +6,7 @@ what it holds at shutdown (`EnvKind.worker_stop`: the shell kind's containers, t
 """
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from celery.signals import worker_shutdown
 

@@ -9,8 +9,9 @@ import hashlib
 import os
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator, Protocol
+from typing import Protocol
 from urllib.parse import urlparse
 
 from loraloop.errors import ConfigError, StoreUnavailable, without_credentials
@@ -170,8 +171,13 @@ class S3Store:
         """One S3 call. While the server cannot be reached (refused, reset, timed out), it is tried again with
         backoff (0.5 s doubling to 8 s) for up to LORALOOP_STORE_RETRY_S, so an outage shorter than that loses no
         episode; the seconds waited add up in `waited_s`."""
-        from botocore.exceptions import (ClientError, ConnectionClosedError, ConnectTimeoutError,
-                                         EndpointConnectionError, ReadTimeoutError)
+        from botocore.exceptions import (
+            ClientError,
+            ConnectionClosedError,
+            ConnectTimeoutError,
+            EndpointConnectionError,
+            ReadTimeoutError,
+        )
 
         deadline, delay = None, 0.5
         while True:

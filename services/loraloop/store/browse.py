@@ -8,8 +8,14 @@ from collections import Counter
 from dataclasses import asdict, dataclass
 
 from loraloop.store.backends import Store
-from loraloop.store.trajectories import (PREFIX, Episode, MalformedTrajectory, parse_episode, run_prefix,
-                                         task_and_attempt)
+from loraloop.store.trajectories import (
+    PREFIX,
+    Episode,
+    MalformedTrajectory,
+    parse_episode,
+    run_prefix,
+    task_and_attempt,
+)
 
 INDEX_VERSION = 3  # 2: entries hold the policy and the task's split; 3: the HALO orchestrator's counts
 
@@ -61,7 +67,7 @@ def episode_keys(store: Store, prefix: str) -> list[str]:
 
 def runs(store: Store) -> list[RunEntry]:
     """Every run in the store, newest run id first, with its episode count."""
-    counts = Counter()
+    counts: Counter[str] = Counter()
     for key in episode_keys(store, PREFIX):
         parts = key.split("/")
         if len(parts) >= 4:

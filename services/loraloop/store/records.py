@@ -11,13 +11,14 @@ lack takes its default, and fields these types do not name are kept as they are.
 """
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
-from loraloop.envs import DEFAULT_KIND
-
 SCHEMA_VERSION = 2
+# The kind of an episode written before records named their kind: those were all shell episodes. A constant of
+# the records' own, not the registry's default for task objects no kind claims (envs.DEFAULT_KIND).
+LEGACY_KIND = "shell"
 # `events` of a start or step record: what an environment did beyond its observation, one object each with a
 # `type` (tau2: `tool_result`, `user_turn` (a user simulator's model call, apart from the agent's), `evaluation`).
 LEGACY_SCHEMA_VERSION = 1  # untyped episodes, written before schema_version existed
@@ -54,7 +55,7 @@ class EpisodeStart(Record):
     attempt_idx: int = 0
     task_seed: int | None = None
     task_registry: str | None = None
-    env: str = DEFAULT_KIND  # episodes written before records named their kind are shell episodes
+    env: str = LEGACY_KIND  # episodes written before records named their kind are shell episodes
     policy: str = ""
     protocol: str = "text"
     worker_model: str | None = None
@@ -151,7 +152,7 @@ class EpisodeEnd(Record):
     recoveries: int = 0
 
 
-AnyRecord = Annotated[Union[EpisodeStart, Step, EpisodeEnd], Field(discriminator="type")]
+AnyRecord = Annotated[EpisodeStart | Step | EpisodeEnd, Field(discriminator="type")]
 RECORDS = TypeAdapter(list[AnyRecord])
 RECORD = TypeAdapter(AnyRecord)
 

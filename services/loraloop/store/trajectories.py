@@ -5,14 +5,16 @@ import hashlib
 import json
 import re
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Iterator
+from typing import TypeVar
 
 from pydantic import ValidationError
 
 from loraloop.store.backends import Store
-from loraloop.store.records import (RECORD, RECORDS, SCHEMA_VERSION, EpisodeEnd, EpisodeStart, Record, Step,
-                                    dump)
+from loraloop.store.records import RECORD, RECORDS, SCHEMA_VERSION, EpisodeEnd, EpisodeStart, Record, Step, dump
+
+R = TypeVar("R", bound=Record)
 
 PREFIX = "trajectories"
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
@@ -57,7 +59,7 @@ class EpisodeRecorder:
         self.records: list[Record] = []
         self._written: bool | None = None
 
-    def add(self, record: Record) -> Record:
+    def add(self, record: R) -> R:
         """Append one record (stamped with the schema version and the time) and return it."""
         self.records.append(stamp(record))
         return record
@@ -76,17 +78,17 @@ class EpisodeRecorder:
 
 @dataclass
 class Episode:
-    """A stored episode: its start record, steps and end record."""
+    """A stored episode: its start record, steps and end record (a stored episode always has one)."""
 
     key: str
     start: EpisodeStart
     steps: list[Step] = field(default_factory=list)
-    end: EpisodeEnd | None = None
+    end: EpisodeEnd = field(default_factory=EpisodeEnd)
 
     @property
     def success(self) -> bool:
         """True when the episode ended solved."""
-        return bool(self.end and self.end.success)
+        return self.end.success
 
 
 class MalformedTrajectory(ValueError):
@@ -102,7 +104,7 @@ def _record_type(line: bytes) -> object:
     return value.get("type") if isinstance(value, dict) else None
 
 
-def _records(key: str, data: bytes) -> list[Record]:
+def _records(key: str, data: bytes) -> list[EpisodeStart | Step | EpisodeEnd]:
     """Every record, typed; one validation for the whole object when it is clean, else the line at fault."""
     lines = [(n, line) for n, line in enumerate(data.splitlines(), 1) if line.strip()]
     try:
@@ -126,21 +128,23 @@ def _records(key: str, data: bytes) -> list[Record]:
 
 def parse_episode(key: str, data: bytes) -> Episode:
     """Parse one episode object (typed or written before the types); fail naming key and line."""
-    episode: Episode | None = None
+    start: EpisodeStart | None = None
+    steps: list[Step] = []
+    end: EpisodeEnd | None = None
     for number, record in enumerate(_records(key, data), 1):
         if isinstance(record, EpisodeStart):
-            episode = Episode(key, record)
-        elif episode is None:
+            start, steps, end = record, [], None
+        elif start is None:
             raise MalformedTrajectory(f"{key}:{number}: first record must be episode_start, got {record.type!r}")
         elif isinstance(record, Step):
-            episode.steps.append(record)
+            steps.append(record)
         else:
-            episode.end = record
-    if episode is None:
+            end = record
+    if start is None:
         raise MalformedTrajectory(f"{key}: empty episode")
-    if episode.end is None:
+    if end is None:
         raise MalformedTrajectory(f"{key}: no episode_end record")
-    return episode
+    return Episode(key, start, steps, end)
 
 
 def iter_episodes(store: Store, prefix: str = PREFIX, errors: list[str] | None = None) -> Iterator[Episode]:

@@ -1,14 +1,15 @@
 """What every task kind shares: the registry of tasks, task sets and reading task files.
 
-This module knows no kind: a task set is parsed by the kind the registry names (or, in a folder
-without a registry.yaml, by the kind that owns each task object), so a published layout such
-as AgentBench's can build on it without a cycle back to the loader in `tasks.registry`.
+This module knows no kind: a task set is read by the parse function its caller passes (a kind's task format, or
+the loader's, which asks the kinds: loraloop/task_registry.py), so a published layout such as AgentBench's builds
+on it without a cycle back to the kinds or the loader.
 """
 from __future__ import annotations
 
 import glob
 import json
 import random
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol
@@ -20,15 +21,29 @@ TASK_SUFFIXES = (".json", ".jsonl")  # what AgentBench keeps of a set's glob
 
 
 class Task(Protocol):
-    """What loraloop reads of any task, whatever its kind."""
+    """What loraloop reads of any task, whatever its kind (read-only: the kinds' tasks are frozen dataclasses)."""
 
-    env: str  # the kind that runs it: `shell`, `web`
-    index: str
-    description: str
-    split: str
-    category: str
-    labels: tuple[str, ...]
-    source: str
+    @property
+    def env(self) -> str:  # the kind that runs it: `shell`, `web`
+        ...
+
+    @property
+    def index(self) -> str: ...
+
+    @property
+    def description(self) -> str: ...
+
+    @property
+    def split(self) -> str: ...
+
+    @property
+    def category(self) -> str: ...
+
+    @property
+    def labels(self) -> tuple[str, ...]: ...
+
+    @property
+    def source(self) -> str: ...
 
     @property
     def short_index(self) -> str | None:
@@ -179,16 +194,9 @@ def snapshot_document(path: Path, sources: tuple[str, ...], unnamed: str = "") -
     return doc[0] if doc[0].get("source", unnamed) in sources else None
 
 
-def parse_any(raw: Any, ctx: TaskContext, env: str = "") -> Task:
-    """Parse one raw task with the kind `env` names, else with the first kind that owns it (shell last)."""
-    from loraloop.envs import env_kind, kind_of_raw
-
-    kind = env_kind(env, where=ctx.file) if env else kind_of_raw(raw)
-    return kind.parse_task(raw, ctx)
-
-
-def load_set(root: Path, spec: TaskSet, env: str = "") -> list[Task]:
-    """The tasks of one set, its file glob relative to `root`; `env` names their kind when known."""
+def load_set(root: Path, spec: TaskSet, parse: Callable[[Any, TaskContext], Task]) -> list[Task]:
+    """The tasks of one set, its file glob relative to `root`, each raw task read by `parse` (a kind's task format,
+    or `loraloop.envs.parse_any`, which asks the kinds)."""
     paths = sorted(Path(p) for p in glob.glob(str(root / spec.files)))
     if any(ch in spec.files for ch in "*?["):
         paths = [p for p in paths if p.name.endswith(TASK_SUFFIXES) and p.is_file()]
@@ -201,7 +209,7 @@ def load_set(root: Path, spec: TaskSet, env: str = "") -> list[Task]:
         for i, raw in enumerate(read_task_file(path)):
             ctx = TaskContext(file=str(path), number=i, split=spec.split, stem=stem, index_prefix=spec.index_prefix,
                               stem_in_index=spec.stem_in_index, scripts_dir=scripts_dir)
-            tasks.append(parse_any(raw, ctx, env))
+            tasks.append(parse(raw, ctx))
     return keep_listed(tasks, root / spec.ids, spec.files) if spec.ids else tasks
 
 
@@ -246,11 +254,12 @@ def keep_listed(tasks: list[Task], ids: Path, files: str) -> list[Task]:
     return kept
 
 
-def load_sets(name: str, root: Path, sets: list[TaskSet], env: str = "") -> Registry:
-    """A registry made of task sets whose paths are relative to `root` (or absolute)."""
+def load_sets(name: str, root: Path, sets: list[TaskSet], parse: Callable[[Any, TaskContext], Task],
+              env: str = "") -> Registry:
+    """A registry made of task sets whose paths are relative to `root` (or absolute), read by `parse`."""
     registry = Registry(name=name, env=env)
     for spec in sets:
-        registry.tasks.extend(load_set(Path(root), spec, env))
+        registry.tasks.extend(load_set(Path(root), spec, parse))
     check_unique(registry)
     return registry
 

@@ -35,12 +35,12 @@ from loraloop.errors import ConfigError, LoraloopError, StoreUnavailable, withou
 from loraloop.http_guards import RequestBody
 from loraloop.logs import get_logger
 from loraloop.rollout.session import EpisodeSession, steps_taken
-from loraloop.taskserver.states import (EpisodeState, EpisodeStates, MemoryEpisodeStates, RedisEpisodeStates,
-                                        sweeping, write_or_reopen)
+from loraloop.rollout.states import (EpisodeState, EpisodeStates, MemoryEpisodeStates, RedisEpisodeStates,
+                                     sweeping, write_or_reopen)
 from loraloop.settings import Settings
 from loraloop.store import open_store
 from loraloop.store.trajectories import episode_key
-from loraloop.tasks.registry import Registry, Task
+from loraloop.task_registry import Registry, Task
 
 ERRORS = {404: {"description": "unknown sample or episode"},
           400: {"description": "bad sample id or config, or a step or cancel after the end"},

@@ -23,7 +23,7 @@ from loraloop.rollout.session import EpisodeSession
 from loraloop.settings import Settings, get_settings
 from loraloop.store import open_store
 from loraloop.store.backends import Store
-from loraloop.tasks.registry import Registry, load_registry
+from loraloop.task_registry import Registry, load_registry
 from loraloop.train.backend import load_model
 from loraloop.train.config import OnlineGRPOConfig
 from loraloop.train.harness import common_args, train_and_save

@@ -102,7 +102,9 @@ def turns(episode: Episode) -> list[tuple[list[int], list[int], list[float]]] | 
     return out or None
 
 
-def pack(episode_turns: list[tuple[list[int], list[int], list[float]]]) -> list[tuple[list[int], list[int], list[float]]]:
+def pack(
+    episode_turns: list[tuple[list[int], list[int], list[float]]],
+) -> list[tuple[list[int], list[int], list[float]]]:
     """Sequences (ids, mask, logprobs) from an episode's turns: a turn whose prompt starts with the sequence so far
     joins it (the observation between them masked), otherwise it starts a new sequence."""
     sequences: list[tuple[list[int], list[int], list[float]]] = []

@@ -48,7 +48,7 @@ LAYOUT = """<!doctype html>
 </main>
 </body>
 </html>
-"""
+"""  # noqa: E501 - HTML and CSS the site serves: a line broken in the template would change its pages
 
 ERROR = """{% extends "layout.html" %}
 {% block main %}
@@ -64,7 +64,7 @@ READY = """{% extends "layout.html" %}
 <p>Run <code>{{ run_id }}</code> of {{ site.name }} starts from a fresh state{% if task_id %} for task <code>{{ task_id }}</code>{% endif %}.</p>
 <p><a href="{{ site.home }}">Go to {{ site.name }}</a></p>
 {% endblock %}
-"""
+"""  # noqa: E501 - HTML and CSS the site serves: a line broken in the template would change its pages
 
 FINISH = """{% extends "layout.html" %}
 {% block main %}

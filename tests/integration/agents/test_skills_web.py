@@ -11,7 +11,7 @@ from loraloop.envs.web.teacher import ScriptedWebTeacher
 from loraloop.rollout.session import EpisodeSession
 from loraloop.store import open_store
 from loraloop.store.trajectories import iter_episodes
-from loraloop.tasks.registry import load_registry
+from loraloop.task_registry import load_registry
 
 TASKS = {t.id: t for t in load_registry("configs/tasks/web").tasks}
 

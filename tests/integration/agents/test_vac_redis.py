@@ -59,7 +59,7 @@ def test_failures_from_two_workers_at_once_are_both_counted(redis_url):
         one.verified(KEY, LS)
         barrier = threading.Barrier(2)
 
-        def fail(cache):
+        def fail(cache, barrier=barrier):
             barrier.wait()
             cache.failed(KEY, LS)
 

@@ -4,7 +4,7 @@ import subprocess
 import pytest
 
 from loraloop.envs.shell.env import ShellEnv
-from loraloop.tasks.registry import load_registry
+from loraloop.task_registry import load_registry
 from tests.helpers import BASH, outcome_of, play_both, simple_task
 
 pytestmark = pytest.mark.usefixtures("docker_ready")
@@ -90,7 +90,10 @@ def test_start_su_takes_over_the_shell(settings_for):
         assert env.step(BASH.format("whoami; pwd")).observation == "The output of the OS:\n\njack\n/home/jack\n"
         env.step(BASH.format("cd /tmp && export X=7 && (sleep 300 &)"))
         step = env.step(BASH.format("echo $X; pwd; ls /root"))
-        assert step.observation.startswith("The output of the OS:\n\n7\n/tmp\n") and "Permission denied" in step.observation
+        assert (
+            step.observation.startswith("The output of the OS:\n\n7\n/tmp\n")
+            and "Permission denied" in step.observation
+        )
         assert step.info["exit_code"] == 2
         killed = env.step(BASH.format("sleep 100"))
         assert killed.info["error"] == "timeout" and "killed after 2 s" in killed.observation

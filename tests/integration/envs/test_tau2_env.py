@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
+
 from loraloop.datasets.export import export
 from loraloop.envs import env_kind
 from loraloop.envs.base import EnvOptions
@@ -15,7 +16,7 @@ from loraloop.service.models import JobRequest
 from loraloop.service.progress import follow
 from loraloop.store import open_store
 from loraloop.store.trajectories import iter_episodes, parse_episode
-from loraloop.tasks.registry import load_registry
+from loraloop.task_registry import load_registry
 from loraloop.tasks.tau2.snapshot import write_snapshot
 from tests.helpers import free_port, scripted_user
 

@@ -12,7 +12,7 @@ from loraloop.rollout.session import orchestrator_counts
 from loraloop.service.client import execute
 from loraloop.store import open_store
 from loraloop.store.trajectories import iter_episodes
-from loraloop.tasks.registry import load_registry
+from loraloop.task_registry import load_registry
 
 TASKS = (("configs/tasks/os", "test+count-ext", "test-count-ext-00000"),
          ("configs/tasks/web", "test+shopzon", "loraloop.shop-3"))

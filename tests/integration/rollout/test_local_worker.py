@@ -7,7 +7,7 @@ from loraloop.rollout.sampler import plan_rollout
 from loraloop.service.client import execute
 from loraloop.store import open_store
 from loraloop.store.trajectories import iter_episodes
-from loraloop.tasks.registry import load_registry
+from loraloop.task_registry import load_registry
 from tests.conftest import model_files
 
 

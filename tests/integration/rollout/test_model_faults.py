@@ -22,7 +22,7 @@ from loraloop.service.local import LocalJobs
 from loraloop.service.models import JobRequest
 from loraloop.service.progress import follow
 from loraloop.store.trajectories import parse_episode
-from loraloop.tasks.registry import load_registry
+from loraloop.task_registry import load_registry
 from tests.helpers import free_port
 
 pytestmark = pytest.mark.usefixtures("docker_ready")

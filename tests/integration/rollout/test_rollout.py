@@ -62,7 +62,9 @@ def test_teacher_skips_a_task_without_example_and_the_summary_names_a_crashed_ta
     whose example file is missing really crashes its episode: the summary names that task."""
     folder = tmp_path / "tasks"
     (folder / "scripts" / "check").mkdir(parents=True)
-    (folder / "scripts" / "check" / "same.py").write_text("import sys\nsys.exit(sys.argv[1].strip() != sys.argv[2].strip())\n")
+    (folder / "scripts" / "check" / "same.py").write_text(
+        "import sys\nsys.exit(sys.argv[1].strip() != sys.argv[2].strip())\n"
+    )
     (folder / "set.json").write_text(json.dumps([
         {"description": "How many CPUs? Answer with the number.", "evaluation": {"match": "1"}},
         {"description": "Echo hi.", "evaluation": {"check": [None, {"language": "python", "file": "check/same.py"}],
@@ -76,7 +78,9 @@ def test_teacher_skips_a_task_without_example_and_the_summary_names_a_crashed_ta
     assert proc.returncode == 0, proc.stderr
     summary = " ".join(proc.stderr.split())
     assert "1/3 solved, 1 ended in an error (1 crash), 1 skipped (the policy cannot play them)" in summary
-    assert "skipped t-set-00000: task t-set-00000 has no example solution: the scripted teacher cannot play it" in summary
+    assert (
+        "skipped t-set-00000: task t-set-00000 has no example solution: the scripted teacher cannot play it" in summary
+    )
     assert "t-set-00001: TaskFormatError: script file" in summary and "None:" not in summary
     ends = {f.parent.name + "/" + f.name: json.loads(f.read_text().splitlines()[-1])
             for f in stored(tmp_path / "store", "teacher")}

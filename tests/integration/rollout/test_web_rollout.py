@@ -1,7 +1,7 @@
 """Web rollouts in Chromium on the bundled sites: trajectories and screenshots in the store, exported to BC and GRPO."""
 import json
 
-from loraloop.tasks.registry import load_registry
+from loraloop.task_registry import load_registry
 
 
 def test_web_rollout_stores_trajectories_screenshots_and_exports_bc(tmp_path, sites_url, settings_for):

@@ -16,7 +16,7 @@ from loraloop.serve.gateway.recording import Completion
 from loraloop.serve.gateway.sessions import Sessions
 from loraloop.store import open_store
 from loraloop.store.trajectories import parse_episode
-from loraloop.tasks.registry import load_registry
+from loraloop.task_registry import load_registry
 from loraloop.taskserver.app import create_app as task_server_app
 from tests.helpers import ROOT, free_port
 from tests.hostile_json import my_containers, store_objects

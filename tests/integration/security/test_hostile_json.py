@@ -9,13 +9,16 @@ import json
 import time
 import uuid
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 from urllib.parse import quote_from_bytes
 
 import pytest
 from fastapi.testclient import TestClient
-from hypothesis import HealthCheck, given, settings as hypothesis_settings, strategies as st
+from hypothesis import HealthCheck, given
+from hypothesis import settings as hypothesis_settings
+from hypothesis import strategies as st
 
 from loraloop.paths import project_root
 from loraloop.store import open_store
@@ -122,7 +125,7 @@ def viewer(settings_for, redis_url, tmp_path):
 def task_server(settings_for, docker_ready, redis_url, tmp_path):
     """The Task Server with a token over a one-task shell registry (real containers), its episodes in Redis. One
     episode stays open for the step and cancel routes (their bodies name it); when a call ends it, another starts."""
-    from loraloop.tasks.registry import load_registry
+    from loraloop.task_registry import load_registry
     from loraloop.taskserver.app import create_app
 
     (tmp_path / "tasks.json").write_text(json.dumps([{"description": "Print 1.",

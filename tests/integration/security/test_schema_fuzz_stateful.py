@@ -25,7 +25,7 @@ def ref(path: str) -> str:
 def test_the_task_server_stateful_never_answers_5xx_nor_leaks(settings_for, docker_ready, redis_url, tmp_path):
     """Scenarios of start, then steps or a cancel of the episode started: no 5xx, and no container, open episode or
     unstored episode left."""
-    from loraloop.tasks.registry import load_registry
+    from loraloop.task_registry import load_registry
     from loraloop.taskserver.app import create_app
 
     (tmp_path / "tasks.json").write_text(json.dumps([{"description": "Print 1.",
@@ -67,8 +67,12 @@ def gateway_app(settings_for, redis_url, database: int):
     upstream vLLM that is down (nothing listens)."""
     from loraloop.serve.gateway.app import create_app
 
-    settings = settings_for(gateway_admin_key=ADMIN, broker_url=f"{redis_url.rsplit('/', 1)[0]}/{database}", gateway_experiment="schema",
-                            vllm_url=f"http://127.0.0.1:{free_port()}/v1")
+    settings = settings_for(
+        gateway_admin_key=ADMIN,
+        broker_url=f"{redis_url.rsplit('/', 1)[0]}/{database}",
+        gateway_experiment="schema",
+        vllm_url=f"http://127.0.0.1:{free_port()}/v1",
+    )
     return create_app(settings), open_store(settings=settings)
 
 

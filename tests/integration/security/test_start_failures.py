@@ -1,7 +1,8 @@
 """A failure at each step of an episode's start, caused for real, leaves nothing behind: the container start (an image
 no engine has), the task's init (a script that exits 3), and the store (an S3 URL nothing listens on). Counted before
-and after, for the Task Server and the rollout worker's episode function: this process's containers (by owner label), the Task Server's open episodes, and the
-store's objects, where the one object a failed start may leave is its own trajectory, stored as failed (env_error)."""
+and after, for the Task Server and the rollout worker's episode function: this process's containers (by owner
+label), the Task Server's open episodes, and the store's objects, where the one object a failed start may leave is
+its own trajectory, stored as failed (env_error)."""
 from __future__ import annotations
 
 import json
@@ -13,7 +14,7 @@ from loraloop.rollout.episode import run_episode
 from loraloop.rollout.sampler import EpisodeSpec
 from loraloop.store import open_store
 from loraloop.store.trajectories import parse_episode
-from loraloop.tasks.registry import load_registry
+from loraloop.task_registry import load_registry
 from tests.helpers import free_port
 from tests.hostile_json import my_containers, store_objects
 

@@ -60,7 +60,7 @@ def test_an_areal_style_client_with_the_token_header_plays_an_episode(guarded_se
     import asyncio
 
     from loraloop.envs.shell.teacher import ScriptedTeacher
-    from loraloop.tasks.registry import load_registry
+    from loraloop.task_registry import load_registry
     from tests.integration.taskserver.areal_client import TaskServerClient
 
     base, _ = guarded_server

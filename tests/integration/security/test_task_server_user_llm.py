@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from fastapi.testclient import TestClient
 
-from loraloop.tasks.registry import load_registry
+from loraloop.task_registry import load_registry
 from loraloop.taskserver.app import create_app
 from tests.helpers import scripted_user
 
@@ -44,7 +44,10 @@ def test_the_operators_user_llm_key_never_reaches_a_url_a_client_names(settings_
 def test_a_start_config_econfig_of_the_wrong_shape_gets_400_naming_the_field(settings_for):
     """Finding: `econfig: []` was taken as no econfig, and a user_llm of any length and characters was sent on."""
     client = TestClient(create_app(load_registry(MOCK), "tau2-mock", settings_for(), run_id="sec"))
-    for config, field in (({"econfig": []}, "config.econfig"), ({"econfig": {"user_llm": "a" * 300}}, "econfig.user_llm"),
-                          ({"econfig.user_llm": "two words"}, "econfig.user_llm")):
+    for config, field in (
+        ({"econfig": []}, "config.econfig"),
+        ({"econfig": {"user_llm": "a" * 300}}, "econfig.user_llm"),
+        ({"econfig.user_llm": "two words"}, "econfig.user_llm"),
+    ):
         reply = client.post("/api/episode/start", json={"sample_id": 0, "config": config})
         assert reply.status_code == 400 and field in reply.json()["detail"], reply.text

@@ -37,8 +37,11 @@ class Gateway:
         self.proc: subprocess.Popen | None = None
 
     def start(self) -> None:
-        self.proc = subprocess.Popen([sys.executable, "-m", "loraloop.cli", "serve", "gateway", "--port", str(self.port)],
-                                     env=self.env, stderr=subprocess.DEVNULL)
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "loraloop.cli", "serve", "gateway", "--port", str(self.port)],
+            env=self.env,
+            stderr=subprocess.DEVNULL,
+        )
         wait_port(self.port, 60)
 
     def kill(self) -> None:
@@ -214,7 +217,10 @@ def test_a_gateway_killed_mid_session_loses_no_completed_call(gateway):
     ended = gateway.rl("end_session", session["api_key"], {}).json()
     episode = gateway.episode(ended["episode_key"])
     assert [s.interaction_id for s in episode.steps] == [before.id, after.id]
-    assert [s.raw_output for s in episode.steps] == [before.choices[0].message.content, after.choices[0].message.content]
+    assert [s.raw_output for s in episode.steps] == [
+        before.choices[0].message.content,
+        after.choices[0].message.content,
+    ]
 
 
 LOOKUP = {"type": "function", "function": {"name": "lookup", "description": "Look an item up in the stock room.",

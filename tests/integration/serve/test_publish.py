@@ -48,8 +48,13 @@ def test_rollback_serves_the_earlier_version_and_proves_it(vllm_url, settings_fo
     import subprocess
     import sys
 
-    from loraloop.serve.publish import PublishVerificationError, load_adapter, serve_version, served_version
-    from loraloop.serve.publish import verify_served
+    from loraloop.serve.publish import (
+        PublishVerificationError,
+        load_adapter,
+        serve_version,
+        served_version,
+        verify_served,
+    )
 
     settings = settings_for(vllm_url=vllm_url)
     first = publish(settings, smollm_adapter(tmp_path / "a", random_b=True, seed=1), "roll")

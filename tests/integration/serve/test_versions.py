@@ -15,7 +15,7 @@ from loraloop.service.client import execute
 from loraloop.store import open_store
 from loraloop.store.records import Adapter
 from loraloop.store.trajectories import parse_episode
-from loraloop.tasks.registry import load_registry
+from loraloop.task_registry import load_registry
 from tests.helpers import smollm_adapter
 
 MODEL = Path("volumes/models/SmolLM2-135M-Instruct")

@@ -18,8 +18,9 @@ from loraloop.service.models import JobRequest
 from loraloop.service.progress import follow
 from loraloop.settings import Settings
 from loraloop.store.trajectories import parse_episode
-from loraloop.tasks.registry import load_registry
-from tests.helpers import LORALOOP, free_port, run_cli as cli, wait_port
+from loraloop.task_registry import load_registry
+from tests.helpers import LORALOOP, free_port, wait_port
+from tests.helpers import run_cli as cli
 
 pytestmark = pytest.mark.usefixtures("docker_ready")
 
@@ -73,7 +74,7 @@ def test_execute_plays_episodes_of_several_runs_each_as_its_job(tmp_path, settin
     from loraloop.rollout.sampler import plan_rollout
     from loraloop.service.client import execute
     from loraloop.service.local import LocalJobs
-    from loraloop.tasks.registry import load_registry
+    from loraloop.task_registry import load_registry
 
     registry, teacher = load_registry("configs/tasks/os"), get_experiment("configs/experiments.yaml", "teacher")
     specs = [spec for run in ("pair-a", "pair-b")

@@ -29,11 +29,20 @@ def stored(store, mode, run, task, attempt, success, model, steps, error=None):
     rec.add(EpisodeStart(task_id=task, mode=mode, run_id=run, attempt_idx=attempt, worker_model=model,
                          first_observation=f"Task: {task} <b>bold?</b>", expected="3"))
     for i, (reply, action) in enumerate(steps):
-        rec.add(Step(step_idx=i, observation=f"The output of the OS:\n\n<script>alert({i})</script>", raw_output=reply,
-                     action=action.split(":")[0], action_text=action, action_source="worker", model=model,
-                     reward=1.0 if success and i == len(steps) - 1 else 0.0,
-                     last_action_error="format" if action == "invalid" else None,
-                     screenshot=f"trajectories/{mode}/{run}/{task}__attempt_{attempt}/step_000.png" if i == 0 else None))
+        rec.add(
+            Step(
+                step_idx=i,
+                observation=f"The output of the OS:\n\n<script>alert({i})</script>",
+                raw_output=reply,
+                action=action.split(":")[0],
+                action_text=action,
+                action_source="worker",
+                model=model,
+                reward=1.0 if success and i == len(steps) - 1 else 0.0,
+                last_action_error="format" if action == "invalid" else None,
+                screenshot=f"trajectories/{mode}/{run}/{task}__attempt_{attempt}/step_000.png" if i == 0 else None,
+            )
+        )
     rec.add(EpisodeEnd(success=success, reward=float(success), total_steps=len(steps), error=error,
                        status="env_error" if error else "completed", answer="3" if success else "4"))
     rec.flush()
@@ -120,8 +129,12 @@ def test_the_run_index_is_written_once_and_rebuilt_when_the_run_grows(viewer):
     first = run_index(store, "smollm_bc", "run-b")
     assert [e.outcome for e in first].count("corrupt") == 1 and len(first) == 5
     written = store.get_bytes(index_key("smollm_bc", "run-b"))
-    assert run_index(store, "smollm_bc", "run-b") == first and store.get_bytes(index_key("smollm_bc", "run-b")) == written
-    stored(store, "smollm_bc", "run-b", "test-count-ext-00002", 0, True, "smollm_bc-v2", [("Act: answer(3)", "answer: 3")])
+    assert (
+        run_index(store, "smollm_bc", "run-b") == first and store.get_bytes(index_key("smollm_bc", "run-b")) == written
+    )
+    stored(
+        store, "smollm_bc", "run-b", "test-count-ext-00002", 0, True, "smollm_bc-v2", [("Act: answer(3)", "answer: 3")]
+    )
     assert len(run_index(store, "smollm_bc", "run-b")) == 6
 
 

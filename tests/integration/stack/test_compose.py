@@ -3,7 +3,6 @@ import contextlib
 import json
 import os
 import shutil
-import tomllib
 import subprocess
 import tempfile
 import time
@@ -11,6 +10,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+import tomllib
 
 from loraloop.settings import Settings
 from loraloop.store import open_store
@@ -189,8 +189,8 @@ def test_a_missing_secret_is_named(tmp_path, missing):
 def test_make_up_refuses_an_env_file_without_a_password_of_its_own(tmp_path, line):
     """The example ships no working password; `make up` stops before Compose and says what to do."""
     env_file = tmp_path / "weak.env"
-    env_file.write_text("\n".join(l for l in Path(".env.example").read_text().splitlines()
-                                  if not l.startswith("MINIO_ROOT_PASSWORD=")) + f"\n{line}\n")
+    env_file.write_text("\n".join(entry for entry in Path(".env.example").read_text().splitlines()
+                                  if not entry.startswith("MINIO_ROOT_PASSWORD=")) + f"\n{line}\n")
     proc = subprocess.run(["make", "up", f"ENV_FILE={env_file}", "PROJECT=loraloop-refused"], capture_output=True,
                           text=True, timeout=60)
     assert proc.returncode != 0 and "MINIO_ROOT_PASSWORD" in proc.stderr
@@ -202,11 +202,14 @@ def test_make_env_writes_a_random_password_readable_by_its_owner_only(tmp_path):
     first, second = tmp_path / "a.env", tmp_path / "b.env"
     for path in (first, second):
         subprocess.run(["make", "env", f"ENV_FILE={path}"], check=True, capture_output=True, timeout=60)
-    passwords = [next(l for l in p.read_text().splitlines() if l.startswith("MINIO_ROOT_PASSWORD=")) for p in
+    passwords = [next(line for line in p.read_text().splitlines() if line.startswith("MINIO_ROOT_PASSWORD=")) for p in
                  (first, second)]
     assert passwords[0] != passwords[1] and all(len(p.split("=", 1)[1]) == 32 for p in passwords)
     assert oct(first.stat().st_mode)[-3:] == "600"
-    tokens = [next(l for l in p.read_text().splitlines() if l.startswith("TASK_SERVER_TOKEN=")) for p in (first, second)]
+    tokens = [
+        next(line for line in p.read_text().splitlines() if line.startswith("TASK_SERVER_TOKEN="))
+        for p in (first, second)
+    ]
     assert tokens[0] != tokens[1] and all(len(t.split("=", 1)[1]) == 32 for t in tokens)
     task_server = json.loads(compose(["compose.yaml"], "config", "--format", "json",
                                      env_file=str(first)).stdout)["services"]["task-server"]

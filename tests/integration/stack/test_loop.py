@@ -69,8 +69,8 @@ def test_whole_loop(tmp_path, loop_env):
     again = cli("eval", "--experiment", "smollm_zero", "--subset", "test", "--sample_size", "2", "--eval_id",
                 "e2e-eval", "--out", str(tmp_path / "report"))  # the same id goes on: nothing is played again
     assert "going on" in again.stderr and "2 already stored" in again.stderr.replace("\n", " ")
-    bc_steps = [json.loads(l) for f in (tmp_path / "store" / "trajectories" / "smollm_bc").rglob("*.jsonl")
-                for l in f.read_text().splitlines()]
+    bc_steps = [json.loads(line) for f in (tmp_path / "store" / "trajectories" / "smollm_bc").rglob("*.jsonl")
+                for line in f.read_text().splitlines()]
     assert {r["model"] for r in bc_steps if r["type"] == "step"} == {"smollm_bc-v1"}  # the bare name, pinned
     assert {r["max_steps"] for r in bc_steps if r["type"] == "episode_start"} == {SHORT_EPISODES["max_steps"]}
 

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from loraloop.tasks.registry import load_registry
+from loraloop.task_registry import load_registry
 from loraloop.tasks.shell.format import parse_shell_task
 from tests.helpers import outcome_of, play, play_both
 
@@ -42,8 +42,9 @@ def test_teacher_answers_check_only_tasks_whose_script_reads_the_answer(settings
                                  "evaluation": {"check": check, "example": example}},
                                 file="f.json", number=0, index="t-00000")
 
-    reads_python = task([{"language": "python", "code": "import sys\nsys.exit(0 if sys.argv[1].strip() == '42' else 1)"}],
-                        "cat /root/n")
+    reads_python = task(
+        [{"language": "python", "code": "import sys\nsys.exit(0 if sys.argv[1].strip() == '42' else 1)"}], "cat /root/n"
+    )
     reads_bash = task('[ "$1" = 42 ]', "cat /root/n")
     graded_on_state = task("test -f /root/done", "touch /root/done")
     assert reads_python.uses_answer and reads_bash.uses_answer and not graded_on_state.uses_answer

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-from loraloop.envs.web.teacher import ScriptedWebTeacher
 from loraloop.envs.base import StepResult
 from loraloop.envs.web.env import WebEnv
+from loraloop.envs.web.teacher import ScriptedWebTeacher
 from loraloop.settings import Settings
-from loraloop.tasks.registry import load_registry
+from loraloop.task_registry import load_registry
 
 REGISTRY = load_registry("configs/tasks/web")
 

@@ -6,8 +6,8 @@ import pytest
 from fastapi.testclient import TestClient
 
 from loraloop.settings import Settings
+from loraloop.task_registry import load_registry
 from loraloop.taskserver.app import create_app
-from loraloop.tasks.registry import load_registry
 from tests.helpers import fuzz_api
 
 pytestmark = pytest.mark.usefixtures("docker_ready")

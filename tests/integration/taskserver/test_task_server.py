@@ -34,14 +34,18 @@ def test_health_and_info(server):
     assert call(server, "GET", "/api/health").json() == {"status": "healthy", "active_episodes": 0,
                                                            "task_name": "os-test"}
     info = call(server, "GET", "/api/task/info").json()
-    from loraloop.tasks.registry import load_registry
+    from loraloop.task_registry import load_registry
 
-    assert info["num_samples"] == len(load_registry("configs/tasks/os").tasks) and info["observation_type"] == "text" and info["max_episode_length"] == 8
+    assert (
+        info["num_samples"] == len(load_registry("configs/tasks/os").tasks)
+        and info["observation_type"] == "text"
+        and info["max_episode_length"] == 8
+    )
 
 
 def test_dataset_rows_like_areal(server):
     """Rows {"index", "messages": []}: start, step with the example command, answer; cancel on error."""
-    from loraloop.tasks.registry import load_registry
+    from loraloop.task_registry import load_registry
 
     tasks = [t for t in load_registry("configs/tasks/os").tasks if t.split == "test" and t.uses_answer][:3]
     rows = [{"index": t.index, "messages": []} for t in tasks]
@@ -156,7 +160,7 @@ def test_areal_workflow_runs_a_whole_dataset_over_two_replicas(replicas):
     import asyncio
 
     from loraloop.envs.shell.teacher import ScriptedTeacher
-    from loraloop.tasks.registry import load_registry
+    from loraloop.task_registry import load_registry
     from tests.integration.taskserver.areal_client import TaskServerClient
 
     tasks = {t.index: t for t in load_registry("configs/tasks/os").tasks if t.split == "test"}
@@ -236,7 +240,9 @@ def test_a_stopped_memory_mode_server_stores_its_open_episodes(tmp_path):
         stop(proc)
     stored = list((tmp_path / "trajectories" / "os-stop" / "stop").glob("*.jsonl"))
     lines = [json.loads(line) for line in stored[0].read_text().splitlines()]
-    assert [r["type"] for r in lines] == ["episode_start", "step", "episode_end"] and lines[-1]["status"] == "interrupted"
+    assert [r["type"] for r in lines] == ["episode_start", "step", "episode_end"] and lines[-1][
+        "status"
+    ] == "interrupted"
     left = subprocess.run(["docker", "ps", "-aq", "--filter", f"label=loraloop.episode={episode}"],
                           capture_output=True, text=True).stdout
     assert left.strip() == ""
@@ -282,10 +288,10 @@ def test_web_tasks_are_served_too_and_stay_on_the_replica_that_started_them(site
     from fastapi.testclient import TestClient
 
     from loraloop.envs.web.teacher import step_action
-    from loraloop.store.trajectories import iter_episodes
-    from loraloop.taskserver.app import create_app, open_states
     from loraloop.store import open_store
-    from loraloop.tasks.registry import load_registry
+    from loraloop.store.trajectories import iter_episodes
+    from loraloop.task_registry import load_registry
+    from loraloop.taskserver.app import create_app, open_states
 
     registry = load_registry("configs/tasks/web")
     task = registry.get("loraloop.shop-6")
@@ -362,12 +368,18 @@ def test_a_fork_bomb_ends_the_episode_as_an_environment_failure_and_frees_its_co
     """The replica that goes on with the episode cannot start a shell in a container whose pids a fork bomb
     holds: the episode ends as env_error with the cause, is stored, and its container is removed."""
     a, b = replicas["urls"]
-    episode = call(a, "POST", "/api/episode/start", {"sample_id": "test-files-00000", "config": {}}).json()["episode_id"]
+    episode = call(a, "POST", "/api/episode/start", {"sample_id": "test-files-00000", "config": {}}).json()[
+        "episode_id"
+    ]
     # The classic `:(){ :|:& };:` churns: its children die as fast as they fork, so a `docker exec` now and then
     # found a free pid (in CI it did for 60 s). This bomb forks processes that stay, in the background, until
     # none is left: once full, no pid is ever freed, so what follows is the same on every run.
-    bomb = call(a, "POST", "/api/episode/step",
-                {"episode_id": episode, "action": {"content": bash("{ while :; do sleep 3600 & done; } 2>/dev/null &")}})
+    bomb = call(
+        a,
+        "POST",
+        "/api/episode/step",
+        {"episode_id": episode, "action": {"content": bash("{ while :; do sleep 3600 & done; } 2>/dev/null &")}},
+    )
     assert bomb.status_code == 200 and bomb.json()["done"] is False
     (box,) = subprocess.run(["docker", "ps", "-q", "--filter", f"label=loraloop.episode={episode}"],
                             capture_output=True, text=True).stdout.split()

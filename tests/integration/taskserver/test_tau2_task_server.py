@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from fastapi.testclient import TestClient
 
-from loraloop.tasks.registry import load_registry
+from loraloop.task_registry import load_registry
 from loraloop.taskserver.app import create_app
 from tests.helpers import scripted_user
 

@@ -18,13 +18,13 @@ import pytest
 
 from loraloop.agents.prompts import build_messages
 from loraloop.envs.shell.env import PROTOCOLS
-from loraloop.evaluate.iterations import measure, select_runs
 from loraloop.envs.shell.protocol import task_prompt
+from loraloop.evaluate.iterations import measure, select_runs
 from loraloop.store import adapters, open_store
-from loraloop.tasks.registry import load_registry
+from loraloop.store.trajectories import iter_episodes, run_prefix
+from loraloop.task_registry import load_registry
 from loraloop.train.bc import train_bc
 from loraloop.train.config import BCConfig
-from loraloop.store.trajectories import iter_episodes, run_prefix
 from loraloop.train.rl_batch import build_batch, turns
 
 ROOT = Path(__file__).resolve().parents[3]

@@ -79,7 +79,7 @@ def test_cli_trains_from_a_dataset_in_s3(tmp_path, s3_endpoint, tiny_model):
 
 @pytest.mark.usefixtures("docker_ready")
 def test_environment_reward_scores_completions_in_real_containers(settings_for):
-    from loraloop.tasks.registry import load_registry
+    from loraloop.task_registry import load_registry
     from loraloop.train.online_grpo import EnvironmentReward
 
     registry = load_registry("configs/tasks/os")

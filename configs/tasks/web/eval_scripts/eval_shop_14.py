@@ -4,4 +4,14 @@ Run as `python eval_shop_14.py STATE.json` on the `/finish` document; prints SUC
 """
 from _shop_order import run
 
-run(items={'p14': 2, 'p13': 1}, speed='overnight', shipping={'fullName': 'Alex Morgan', 'street': '77 Elm Street', 'city': 'Portland', 'zip': '97205', 'country': 'United States'})
+run(
+    items={"p14": 2, "p13": 1},
+    speed="overnight",
+    shipping={
+        "fullName": "Alex Morgan",
+        "street": "77 Elm Street",
+        "city": "Portland",
+        "zip": "97205",
+        "country": "United States",
+    },
+)

@@ -4,4 +4,8 @@ Run as `python eval_shop_23.py STATE.json` on the `/finish` document; prints SUC
 """
 from _shop_order import run
 
-run(items={'p28': 1, 'p27': 1}, speed='express', shipping={'fullName': 'Sam Rivera', 'street': '9 Ocean Ave', 'city': 'San Diego', 'zip': '92101'})
+run(
+    items={"p28": 1, "p27": 1},
+    speed="express",
+    shipping={"fullName": "Sam Rivera", "street": "9 Ocean Ave", "city": "San Diego", "zip": "92101"},
+)

@@ -55,7 +55,7 @@ class Limits:
     network: str = "none"
 
     @classmethod
-    def from_settings(cls, settings, network: str = "none") -> "Limits":
+    def from_settings(cls, settings, network: str = "none") -> Limits:
         """The limits configured in the settings (LORALOOP_CONTAINER_*)."""
         return cls(memory=settings.container_memory, pids=settings.container_pids, cpus=settings.container_cpus,
                    max_file_mb=settings.container_max_file_mb, tmp_mb=settings.container_tmp_mb,

@@ -8,14 +8,20 @@ from loraloop.envs.base import StepResult
 from loraloop.envs.shell import docker
 from loraloop.envs.shell.evaluate import expected_output, failure_cause, grade, run_script
 from loraloop.envs.shell.pool import get_pool
-from loraloop.envs.shell.protocol import (FORMAT_ERROR, INSTRUCTIONS, ONE_SHOT, ROUND_LIMIT, format_output,
-                                          parse_action, task_prompt)
+from loraloop.envs.shell.protocol import (
+    FORMAT_ERROR,
+    INSTRUCTIONS,
+    ONE_SHOT,
+    ROUND_LIMIT,
+    format_output,
+    parse_action,
+    task_prompt,
+)
 from loraloop.envs.shell.session import ShellSession
 from loraloop.envs.shell.tools import TOOL_INSTRUCTIONS, TOOL_ONE_SHOT, parse_tool_call
 from loraloop.errors import EnvironmentFailure
 from loraloop.settings import Settings, get_settings
 from loraloop.tasks.shell.format import ShellTask
-
 
 PROTOCOLS = {"text": (INSTRUCTIONS, ONE_SHOT), "tools": (TOOL_INSTRUCTIONS, TOOL_ONE_SHOT)}
 TOOL_FORMAT_ERROR = "Your reply has no valid tool call: call bash_action, answer_action or finish_action"
@@ -46,7 +52,7 @@ class ShellEnv:
 
     @classmethod
     def attach(cls, task: ShellTask, settings: Settings, *, episode_id: str, container: str, turn: int,
-               expected: str | None, max_rounds: int = ROUND_LIMIT, protocol: str = "text") -> "ShellEnv":
+               expected: str | None, max_rounds: int = ROUND_LIMIT, protocol: str = "text") -> ShellEnv:
         """Go on with a shared episode another process started: a new shell restores the saved state.
 
         The keyword arguments are what `handle()` returned in that process.
@@ -159,7 +165,7 @@ class ShellEnv:
             docker.remove(self.container)
             self.container = None
 
-    def __enter__(self) -> "ShellEnv":
+    def __enter__(self) -> ShellEnv:
         return self
 
     def __exit__(self, *exc) -> None:

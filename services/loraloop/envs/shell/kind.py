@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from loraloop.envs.base import EnvKind, EnvOptions
 from loraloop.envs.shell.protocol import ROUND_LIMIT, parse_action

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import time
 
-from loraloop.agents.policy import Reply
 from loraloop.errors import TaskSkipped
+from loraloop.replies import Reply
 from loraloop.tasks.shell.format import ShellTask
 
 

@@ -32,7 +32,10 @@ change to the system is done."""
 
 TOOL_ONE_SHOT = [
     {"role": "user", "content": "Task: How many files are in /etc/skel? Answer with the number only."},
-    {"role": "assistant", "content": json.dumps({"name": "bash_action", "arguments": {"script": "ls -A /etc/skel | wc -l"}})},
+    {
+        "role": "assistant",
+        "content": json.dumps({"name": "bash_action", "arguments": {"script": "ls -A /etc/skel | wc -l"}}),
+    },
     {"role": "user", "content": "The output of the OS:\n\n3"},
     {"role": "assistant", "content": json.dumps({"name": "answer_action", "arguments": {"answer": "3"}})},
 ]

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import uuid
-from functools import lru_cache
+from functools import cache
 
 from loraloop.envs.base import StepResult
 from loraloop.envs.tau2.protocol import parse_turn, system_prompt
@@ -31,7 +31,7 @@ MAX_STEPS = 30
 CLOSE_WAIT_S = 5.0
 
 
-@lru_cache(maxsize=None)
+@cache
 def domain_tools(domain: str, solo: bool) -> tuple[str, tuple[dict, ...]]:
     """The domain's policy and the agent's tool schemas, as tau2's gym agent gets them (solo: the user's tools too;
     always `done`); read once per process."""

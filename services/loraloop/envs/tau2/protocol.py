@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Collection
 from dataclasses import dataclass, field
-from typing import Collection
 
 from loraloop.tasks.tau2.package import tau2_registry
 

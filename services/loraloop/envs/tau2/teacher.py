@@ -4,8 +4,8 @@ from __future__ import annotations
 import json
 import time
 
-from loraloop.agents.policy import Reply, tool_call_text
 from loraloop.envs.tau2.protocol import STOP_TOOL
+from loraloop.replies import Reply, tool_call_text
 from loraloop.tasks.tau2.format import Tau2Task
 
 

@@ -11,9 +11,9 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from loraloop.agents.policy import model_failure
 from loraloop.errors import ConfigError, EnvironmentFailure
 from loraloop.input_rules import MODEL_NAME, same_url, url_list
+from loraloop.replies import model_failure
 from loraloop.tasks.tau2.package import tau2_registry
 
 tau2_registry()  # before tau2's modules: offline litellm, quiet logs
@@ -53,7 +53,7 @@ class UserLLM:
     retries: int = 4
 
     @classmethod
-    def resolve(cls, settings, config: dict) -> "UserLLM":
+    def resolve(cls, settings, config: dict) -> UserLLM:
         """The start config's econfig, else LORALOOP_TAU2_USER_LLM*, else the stack's vLLM and base model.
 
         Outbound URLs are the operator's: a client's econfig.user_llm_base_url must be the configured one or one of

@@ -10,8 +10,9 @@ import asyncio
 import os
 import subprocess
 import threading
+from collections.abc import Awaitable
 from concurrent.futures import TimeoutError as FutureTimeout
-from typing import Any, Awaitable
+from typing import Any
 
 from loraloop.errors import EnvironmentFailure
 from loraloop.logs import get_logger

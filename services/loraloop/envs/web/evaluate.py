@@ -27,7 +27,7 @@ JUDGE_PROMPT = """
 
             Grade the student's answer on a scale of 0 to 1, where 1 means the student's answer matches the rubric. Don't be too strict.
             Please answer only with a floating point number and nothing else.
-        """
+        """  # noqa: E501 - REAL's judge prompt word for word: a line broken in it would change what the judge reads
 
 
 @dataclass
@@ -71,7 +71,7 @@ def run_script(task: WebTask, name: str, state: dict) -> tuple[bool, dict]:
         with os.fdopen(fd, "w") as f:
             f.write(task.scripts[name])
     else:
-        script = str((task.scripts_dir or ".") / name) if task.scripts_dir else name
+        script = str(task.scripts_dir / name) if task.scripts_dir else name
     fd, state_path = tempfile.mkstemp(suffix=".json", prefix="state_")
     try:
         with os.fdopen(fd, "w") as f:

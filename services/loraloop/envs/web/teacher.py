@@ -4,10 +4,10 @@ from __future__ import annotations
 import ast
 import re
 import time
-from typing import Callable
+from collections.abc import Callable
 
-from loraloop.agents.policy import Reply
 from loraloop.errors import TaskSkipped
+from loraloop.replies import Reply
 from loraloop.tasks.web.format import ScriptStep, WebTask
 
 _NODE = re.compile(r"^\t*\[(?P<bid>[^\]]+)\] (?P<role>\S+) (?P<name>'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\")", re.M)

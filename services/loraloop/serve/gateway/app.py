@@ -17,12 +17,13 @@ from __future__ import annotations
 
 import secrets
 import time
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Any, AsyncIterator
+from typing import Any
 
 import httpx
 import orjson
-from fastapi import FastAPI, HTTPException, Request
+from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 from pydantic import Field
 from redis import RedisError
@@ -33,12 +34,12 @@ from loraloop.errors import ConfigError, SessionError, StoreUnavailable, without
 from loraloop.http_guards import RequestBody
 from loraloop.input_rules import Identifier, Reward
 from loraloop.logs import get_logger
+from loraloop.rollout.states import EpisodeStates, MemoryEpisodeStates, sweeping
 from loraloop.serve.gateway.recording import StreamedCompletion, completion_of, for_client, upstream_body
 from loraloop.serve.gateway.sessions import Sessions
 from loraloop.serve.gateway.upstream import Upstream
 from loraloop.settings import Settings
 from loraloop.store import open_store
-from loraloop.taskserver.states import EpisodeStates, MemoryEpisodeStates, sweeping
 
 NOT_SAMPLING = ("messages", "model", "stream", "stream_options", "logprobs", "top_logprobs", "return_token_ids")
 

@@ -1,6 +1,6 @@
 """Gateway sessions: an outside agent's calls collected as one episode, stored when the session ends.
 
-A session is an open episode in the Task Server's episode states (taskserver/states.py: Redis when
+A session is an open episode in the Task Server's episode states (rollout/states.py: Redis when
 LORALOOP_BROKER_URL is set, so a restarted gateway or a second replica goes on with it; this
 process's memory otherwise). Its state is keyed by a digest of the session's API key, so a call
 finds its session by the key it carries and the key itself is never stored. The state's
@@ -26,13 +26,13 @@ from typing import Any
 
 from loraloop.errors import SessionError
 from loraloop.rollout.session import EpisodeSession
+from loraloop.rollout.states import (EpisodeState, EpisodeStates, MemoryEpisodeStates, RedisEpisodeStates,
+                                     write_or_reopen)
 from loraloop.serve.gateway.recording import Completion
 from loraloop.settings import Settings
 from loraloop.store.backends import Store
 from loraloop.store.records import Adapter, EpisodeStart, Record, Step
 from loraloop.store.trajectories import episode_key, stamp
-from loraloop.taskserver.states import (EpisodeState, EpisodeStates, MemoryEpisodeStates, RedisEpisodeStates,
-                                        write_or_reopen)
 
 POLICY = "gateway"
 KEY_PREFIX = "sk-sess-"  # AReaL's session keys look the same

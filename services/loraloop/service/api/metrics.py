@@ -1,7 +1,7 @@
 """Prometheus collector over the counters workers keep in the Redis job book."""
 from __future__ import annotations
 
-from typing import Iterator
+from collections.abc import Iterator
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
 

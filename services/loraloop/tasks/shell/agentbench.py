@@ -25,7 +25,7 @@ from pathlib import Path
 
 from loraloop.errors import TaskFormatError
 from loraloop.tasks.base import REGISTRY_FILE, Registry, TaskSet, load_sets
-from loraloop.tasks.shell.format import missing_scripts
+from loraloop.tasks.shell.format import missing_scripts, parse_task
 
 FORMAT = "agentbench-os"
 DEV_FILE = "dev.json"
@@ -115,7 +115,9 @@ def agentbench_registry(path: Path) -> Registry | None:
     layout = find_layout(path)
     if layout is None:
         return None
-    return load_sets(layout.root.resolve().name, layout.root, agentbench_sets(layout, layout.root), env="shell")
+    return load_sets(
+        layout.root.resolve().name, layout.root, agentbench_sets(layout, layout.root), parse_task, env="shell"
+    )
 
 
 def _registry_yaml(name: str, sets: list[TaskSet], source: tuple[Path, Path]) -> str:
@@ -167,7 +169,7 @@ def import_agentbench_os(data: Path, scripts: Path, out: Path, *, force: bool = 
     if not source_sets:
         raise TaskFormatError(f"--data {data}: neither {DEV_FILE}, numbered set folders (1/, 2/, …) with .json "
                               f"task files, nor a training set ({TRAIN_FILE} in it or in train_*/ beside it)")
-    _validate(load_sets(out.name, Path("/"), source_sets, env="shell"))
+    _validate(load_sets(out.name, Path("/"), source_sets, parse_task, env="shell"))
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         if not force:
             raise TaskFormatError(f"--out {out} exists and is not empty (add --force to replace it)")
@@ -190,6 +192,6 @@ def import_agentbench_os(data: Path, scripts: Path, out: Path, *, force: bool = 
                     train=tuple(out / _train_dest(folder) for folder in source.train))
     sets = agentbench_sets(layout, out)
     (out / REGISTRY_FILE).write_text(_registry_yaml(out.name, sets, (data, scripts)))
-    registry = load_sets(out.name, out, sets, env="shell")  # what registry.yaml now says
+    registry = load_sets(out.name, out, sets, parse_task, env="shell")  # what registry.yaml now says
     _validate(registry)
     return registry

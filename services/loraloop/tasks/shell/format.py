@@ -117,7 +117,7 @@ class _Where:
     task: int
     path: list[str] = field(default_factory=list)
 
-    def at(self, name: str) -> "_Where":
+    def at(self, name: str) -> _Where:
         return _Where(self.file, self.task, [*self.path, name])
 
     def fail(self, message: str) -> TaskFormatError:
@@ -144,7 +144,9 @@ def _script(value: Any, where: _Where, default_language: str = "bash") -> Script
 
 def _scripts(value: Any, where: _Where) -> tuple[Script, ...]:
     items = value if isinstance(value, list) else [value]
-    return tuple(_script(item, where.at(f"[{i}]") if isinstance(value, list) else where) for i, item in enumerate(items))
+    return tuple(
+        _script(item, where.at(f"[{i}]") if isinstance(value, list) else where) for i, item in enumerate(items)
+    )
 
 
 def _evaluation(value: Any, where: _Where) -> tuple[MatchEval | CheckEval, Script | None]:

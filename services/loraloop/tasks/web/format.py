@@ -17,9 +17,20 @@ STEP_KINDS = ("click", "dblclick", "hover", "check", "uncheck", "focus", "clear"
               "press", "goto", "go_back", "go_forward", "send_msg_to_user", "report_infeasible", "noop")
 # REAL's site ids, grouped the way the seed's --subset names them (shopping, email, ...).
 SITE_CATEGORIES = {
-    "omnizon": "shopping", "shopzon": "shopping", "dashdish": "food", "opendining": "food",
-    "gomail": "email", "quickmail": "email", "gocalendar": "calendar", "networkin": "social",
-    "staynb": "travel", "marrisuite": "travel", "fly-unified": "travel", "udriver": "travel", "topwork": "jobs", "zilloft": "real-estate",
+    "omnizon": "shopping",
+    "shopzon": "shopping",
+    "dashdish": "food",
+    "opendining": "food",
+    "gomail": "email",
+    "quickmail": "email",
+    "gocalendar": "calendar",
+    "networkin": "social",
+    "staynb": "travel",
+    "marrisuite": "travel",
+    "fly-unified": "travel",
+    "udriver": "travel",
+    "topwork": "jobs",
+    "zilloft": "real-estate",
 }
 
 

@@ -1,6 +1,7 @@
 """Pass iff the expected value argv[2] occurs inside the answer argv[1]."""
 import sys
 
+
 def norm(s):
     return s.replace("\r\n", "\n").replace("\r", "\n").strip()
 

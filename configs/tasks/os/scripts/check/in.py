@@ -1,6 +1,7 @@
 """Pass iff the answer argv[1] occurs inside the expected value argv[2]."""
 import sys
 
+
 def norm(s):
     return s.replace("\r\n", "\n").replace("\r", "\n").strip()
 

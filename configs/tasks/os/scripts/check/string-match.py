@@ -1,6 +1,7 @@
 """Pass iff argv[1] (the answer) equals argv[2] (the expected value), surrounding space ignored."""
 import sys
 
+
 def norm(s):
     return s.replace("\r\n", "\n").replace("\r", "\n").strip()
 

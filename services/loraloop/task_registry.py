@@ -2,18 +2,31 @@
 
 The loader knows no task kind. A registry.yaml names its kind (`env: shell`); a published layout
 (AgentBench's os_interaction folder, a REAL snapshot) is recognised by the kind that reads it;
-a plain folder or file is parsed task by task by the kind that owns each object.
+a plain folder or file is parsed task by task by the kind that owns each object. It asks the kinds
+(`loraloop.envs`), so it sits above envs/ and tasks/, which never import it.
 """
 from __future__ import annotations
 
 import glob
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
+from typing import Any
 
 import yaml
 
 from loraloop.errors import TaskFormatError
 from loraloop.paths import locate
-from loraloop.tasks.base import REGISTRY_FILE, Registry, Task, TaskSet, check_unique, load_set, read_id_list
+from loraloop.tasks.base import (
+    REGISTRY_FILE,
+    Registry,
+    Task,
+    TaskContext,
+    TaskSet,
+    check_unique,
+    load_set,
+    read_id_list,
+)
 
 __all__ = ["Registry", "Task", "load_registry", "missing_files", "registries_below"]
 
@@ -43,7 +56,7 @@ def _registry_yaml(path: Path) -> Registry:
                              ids=str(raw["ids"]) if raw.get("ids") is not None else None))
     _disjoint_lists(path.parent, specs)
     for spec in specs:
-        registry.tasks.extend(load_set(path.parent, spec, env))
+        registry.tasks.extend(load_set(path.parent, spec, _parser(env)))
     return registry
 
 
@@ -60,6 +73,13 @@ def _disjoint_lists(root: Path, specs: list[TaskSet]) -> None:
                 raise TaskFormatError(f"{root}: task {index!r} is in {seen[index]} and in {where}: a task belongs "
                                       "to one split, and a held-out task is never trained on")
             seen[index] = where
+
+
+def _parser(env: str = "") -> Callable[[Any, TaskContext], Task]:
+    """Each raw task parsed by the kind `env` names, else by the first kind that owns it."""
+    from loraloop.envs import parse_any
+
+    return partial(parse_any, env=env)
 
 
 def _published_layout(path: Path) -> Registry | None:
@@ -89,10 +109,10 @@ def load_registry(path: str | Path) -> Registry:
         for sub in sorted({p.parent for p in path.rglob("*.json")}):
             split = sub.name if sub != path else ""
             registry.tasks.extend(load_set(sub, TaskSet(split=split, files="*.json",
-                                                        index_prefix=f"{split}-" if split else "")))
+                                                        index_prefix=f"{split}-" if split else ""), _parser()))
     else:
         registry = Registry(name=path.stem, tasks=load_set(path.parent, TaskSet(
-            split="", files=glob.escape(path.name), index_prefix=f"{path.stem}-", stem_in_index=False)))
+            split="", files=glob.escape(path.name), index_prefix=f"{path.stem}-", stem_in_index=False), _parser()))
     check_unique(registry)
     return registry
 

@@ -1,4 +1,4 @@
-"""Where the Task Server keeps its open episodes, so any replica can serve any call.
+"""Where the Task Server and the gateway keep their open episodes, so any replica can serve any call.
 
 With Redis (LORALOOP_BROKER_URL) the state outlives the API process and is shared by every
 replica behind a load balancer; without it, one process keeps it in memory. Either way an
@@ -11,9 +11,10 @@ import json
 import threading
 import time
 from collections import OrderedDict
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
-from typing import Any, Callable, Iterator, Protocol, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from loraloop.errors import EnvironmentFailure
 
@@ -73,7 +74,7 @@ class EpisodeState:
         return json.dumps(asdict(self), ensure_ascii=False)
 
     @classmethod
-    def from_json(cls, text: str | bytes) -> "EpisodeState":
+    def from_json(cls, text: str | bytes) -> EpisodeState:
         """Read a state written by to_json."""
         return cls(**json.loads(text))
 

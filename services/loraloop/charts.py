@@ -55,7 +55,10 @@ def family_chart(rows: Sequence[Any], path: Path, title: str) -> None:
     width = 0.8 / max(1, len(rows))
     with chart(path, title, "success rate (%)", size=(max(6, 1.2 * len(families) * max(1, len(rows)) / 2), 4)) as ax:
         for n, row in enumerate(rows):
-            shares = [100 * solved / played if played else 0 for solved, played in (row.families.get(f, (0, 0)) for f in families)]
+            shares = [
+                100 * solved / played if played else 0
+                for solved, played in (row.families.get(f, (0, 0)) for f in families)
+            ]
             ax.bar([i + n * width for i in range(len(families))], shares, width, label=row.experiment)
         ax.set_xticks([i + width * (len(rows) - 1) / 2 for i in range(len(families))], families, rotation=30,
                       ha="right")

@@ -6,13 +6,13 @@ from urllib.parse import urlparse
 
 from loraloop.defaults import TASK_REGISTRY
 from loraloop.errors import ConfigError
+from loraloop.rl_loop import run_rl
 from loraloop.settings import Settings
 from loraloop.train.bc import train_bc
 from loraloop.train.config import BCConfig, DPOConfig, GRPOConfig, OnlineGRPOConfig, RLConfig
 from loraloop.train.dpo import train_dpo
 from loraloop.train.grpo import train_grpo
 from loraloop.train.online_grpo import train_grpo_online
-from loraloop.train.rl_loop import run_rl
 
 TRAINERS = {"bc": (BCConfig, train_bc), "dpo": (DPOConfig, train_dpo), "grpo": (GRPOConfig, train_grpo),
             "grpo-online": (OnlineGRPOConfig, train_grpo_online), "rl": (RLConfig, run_rl)}

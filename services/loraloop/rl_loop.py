@@ -28,8 +28,8 @@ from pathlib import Path
 from rich.console import Console
 from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
+from loraloop.charts import rl_curve
 from loraloop.errors import ConfigError
-from loraloop.evaluate.charts import rl_curve
 from loraloop.rollout.experiments import get_experiment
 from loraloop.serve.publish import publish, retire, serve_version, vllm_urls
 from loraloop.service.client import jobs_client, once_ended
@@ -38,7 +38,7 @@ from loraloop.service.progress import follow
 from loraloop.settings import Settings, get_settings
 from loraloop.store import adapters, open_store
 from loraloop.store.trajectories import iter_episodes, run_prefix
-from loraloop.tasks.registry import load_registry
+from loraloop.task_registry import load_registry
 from loraloop.train.backend import load_model
 from loraloop.train.config import RLConfig
 from loraloop.train.harness import common_args

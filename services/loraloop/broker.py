@@ -1,0 +1,10 @@
+"""What every user of the broker (Redis) shares: how long to wait out its restart (its URL fit to show is
+errors.without_credentials, which the store uses too).
+
+The job book (service/), the Verified Action Cache (agents/), the Task Server's and the gateway's episode states
+all use these; they live here, below every stage, so that none of those imports another sideways.
+"""
+from __future__ import annotations
+
+BROKER_OUTAGE_S = 120  # how long workers retry the book (with backoff) while Redis restarts
+
