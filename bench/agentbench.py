@@ -14,6 +14,7 @@ On the same AgentBench training tasks (configs/tasks/agentbench-os, a seeded sam
 
 Prints a Markdown table with the ratios; no target (issue #29 asks for the figures), so it exits 0.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -26,6 +27,8 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from results import add_out, machine, report
+
 from loraloop.datasets.export import export
 from loraloop.rollout.experiments import get_experiment
 from loraloop.rollout.sampler import plan_rollout
@@ -35,7 +38,6 @@ from loraloop.store import open_store
 from loraloop.task_registry import load_registry
 from loraloop.train.bc import train_bc
 from loraloop.train.config import BCConfig
-from results import add_out, machine, report
 
 ROOT = Path(__file__).resolve().parents[1]
 REGISTRY = "configs/tasks/agentbench-os"
@@ -45,8 +47,12 @@ IMAGE = "loraloop/os-env:latest"
 def docker_episode(task) -> None:
     """AgentBench's runner's work for one episode, with the Docker CLI: a fresh container, init, the example,
     each check script, removal."""
-    box = subprocess.run(["docker", "run", "-d", "--network", "none", IMAGE, "sleep", "infinity"],
-                         capture_output=True, text=True, check=True).stdout.strip()
+    box = subprocess.run(
+        ["docker", "run", "-d", "--network", "none", IMAGE, "sleep", "infinity"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
     try:
         for script in [*task.init, task.example, *[c for c in getattr(task.evaluation, "checks", ()) if c]]:
             code = script.source(task.scripts_dir)
@@ -61,8 +67,18 @@ def rollout_rates(settings: Settings, tasks: list, run_id: str, concurrency: int
     registry = load_registry(REGISTRY)
     subset_ids = {t.index for t in tasks}
     registry.tasks = [t for t in registry.tasks if t.index in subset_ids]
-    specs = plan_rollout(registry, REGISTRY, get_experiment(settings.experiments_path, "teacher"), run_id=run_id,
-                         subset=None, sample_size=None, rollouts_per_task=1, seed=0, task_seed=0, temperature=None)
+    specs = plan_rollout(
+        registry,
+        REGISTRY,
+        get_experiment(settings.experiments_path, "teacher"),
+        run_id=run_id,
+        subset=None,
+        sample_size=None,
+        rollouts_per_task=1,
+        seed=0,
+        task_seed=0,
+        temperature=None,
+    )
     started = time.perf_counter()
     execute(specs, settings, concurrency=concurrency, quiet=True)
     ours = len(specs) / (time.perf_counter() - started) * 60
@@ -85,10 +101,18 @@ def plain_sft(rows_path: Path, out: Path, cfg: BCConfig) -> dict:
 
     rows = load_rows(str(rows_path), ("prompt", "completion"))
     model, tokenizer, peft_config = load_model(cfg)
-    args = SFTConfig(**{**common_args(cfg), "output_dir": str(out), "report_to": []}, max_length=cfg.max_length,
-                     completion_only_loss=True)
-    trainer = SFTTrainer(model=model, args=args, train_dataset=Dataset.from_list(rows), processing_class=tokenizer,
-                         peft_config=peft_config)
+    args = SFTConfig(
+        **{**common_args(cfg), "output_dir": str(out), "report_to": []},
+        max_length=cfg.max_length,
+        completion_only_loss=True,
+    )
+    trainer = SFTTrainer(
+        model=model,
+        args=args,
+        train_dataset=Dataset.from_list(rows),
+        processing_class=tokenizer,
+        peft_config=peft_config,
+    )
     tokens = sum(len(x["input_ids"]) for x in trainer.train_dataset)
     started = time.perf_counter()
     trainer.train()
@@ -114,24 +138,33 @@ def main() -> int:
     chosen = set(sorted({r["task_id"] for r in rows})[: args.train_episodes])  # one teacher episode a task
     keep = [r for r in rows if r["task_id"] in chosen]
     (work / "ds" / "some.jsonl").write_text("".join(json.dumps(r) + "\n" for r in keep))
-    cfg = BCConfig(base_model=str(settings.model_dir), dataset_path=str(work / "ds" / "some.jsonl"),
-                   output_dir=str(work / "bc"), epochs=1.0, batch_size=4, whole_episodes=True)
+    cfg = BCConfig(
+        base_model=str(settings.model_dir),
+        dataset_path=str(work / "ds" / "some.jsonl"),
+        output_dir=str(work / "bc"),
+        epochs=1.0,
+        batch_size=4,
+        whole_episodes=True,
+    )
     started = time.perf_counter()
     mine = train_bc(cfg)
     mine_s = time.perf_counter() - started
     plain = plain_sft(work / "ds" / "some.jsonl", work / "plain", cfg)
-    lines = [f"# AgentBench OS throughput\n\n{machine()}; `bench/agentbench.py --episodes {args.episodes} "
-             f"--concurrency {args.concurrency} --train_episodes {args.train_episodes}`; {manifest['episodes']} "
-             "teacher episodes exported.\n",
-             "| what | loraloop | baseline (same run) | ratio |", "|---|---:|---:|---:|",
-             f"| rollout, teacher episodes/min ({args.concurrency} in flight) | {ours:.1f} | {theirs:.1f} "
-             f"(AgentBench's per-episode Docker work) | {ours / theirs:.2f}× |",
-             f"| BC training tokens/s | {mine['tokens_per_s']:.1f} | {plain['tokens_per_s']:.1f} (plain TRL SFT, a row "
-             f"per turn) | {mine['tokens_per_s'] / plain['tokens_per_s']:.2f}× |",
-             f"| one epoch of the same {len(keep)} rows, seconds (with model load) | {mine_s:.0f} | "
-             f"{plain['seconds']:.0f} (training only) | {plain['seconds'] / mine_s:.2f}× faster |",
-             f"| tokens per epoch | {mine['train_tokens']} | {plain['tokens']} | "
-             f"{plain['tokens'] / mine['train_tokens']:.2f}× fewer |"]
+    lines = [
+        f"# AgentBench OS throughput\n\n{machine()}; `bench/agentbench.py --episodes {args.episodes} "
+        f"--concurrency {args.concurrency} --train_episodes {args.train_episodes}`; {manifest['episodes']} "
+        "teacher episodes exported.\n",
+        "| what | loraloop | baseline (same run) | ratio |",
+        "|---|---:|---:|---:|",
+        f"| rollout, teacher episodes/min ({args.concurrency} in flight) | {ours:.1f} | {theirs:.1f} "
+        f"(AgentBench's per-episode Docker work) | {ours / theirs:.2f}× |",
+        f"| BC training tokens/s | {mine['tokens_per_s']:.1f} | {plain['tokens_per_s']:.1f} (plain TRL SFT, a row "
+        f"per turn) | {mine['tokens_per_s'] / plain['tokens_per_s']:.2f}× |",
+        f"| one epoch of the same {len(keep)} rows, seconds (with model load) | {mine_s:.0f} | "
+        f"{plain['seconds']:.0f} (training only) | {plain['seconds'] / mine_s:.2f}× faster |",
+        f"| tokens per epoch | {mine['train_tokens']} | {plain['tokens']} | "
+        f"{plain['tokens'] / mine['train_tokens']:.2f}× fewer |",
+    ]
     report("\n".join(lines), args.out)
     return 0
 

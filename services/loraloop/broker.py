@@ -4,7 +4,7 @@ errors.without_credentials, which the store uses too).
 The job book (service/), the Verified Action Cache (agents/), the Task Server's and the gateway's episode states
 all use these; they live here, below every stage, so that none of those imports another sideways.
 """
+
 from __future__ import annotations
 
 BROKER_OUTAGE_S = 120  # how long workers retry the book (with backoff) while Redis restarts
-

@@ -1,4 +1,5 @@
 """Errors that reach users: each names the file, field, value or URL at fault (a URL without its credentials)."""
+
 from __future__ import annotations
 
 from urllib.parse import urlsplit, urlunsplit

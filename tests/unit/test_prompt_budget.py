@@ -1,4 +1,5 @@
 """A prompt or a training sequence cut to its budget says so (issue #29: never silently)."""
+
 import logging
 
 import pytest
@@ -18,8 +19,9 @@ def warnings(caplog):
 
 
 def session(tmp_path, budget):
-    s = EpisodeSession(open_store(f"file://{tmp_path}"), TextShell(), TASK, mode="m", run_id="r", attempt=0,
-                       char_budget=budget)
+    s = EpisodeSession(
+        open_store(f"file://{tmp_path}"), TextShell(), TASK, mode="m", run_id="r", attempt=0, char_budget=budget
+    )
     s.start()
     for _ in range(6):
         s.act("Think: list.\nAct: bash\n```bash\nls\n```", source="worker")
@@ -45,5 +47,11 @@ def test_a_history_within_the_budget_is_whole_and_silent(tmp_path, warnings):
 def test_training_sequences_cut_to_max_length_are_counted_and_said(lengths, cut, warnings):
     assert warn_if_cut(lengths, 2048) == cut
     said = [r.getMessage() for r in warnings.records if "max_length=2048" in r.getMessage()]
-    assert said == ([f"{cut} of {len(lengths)} training sequences reach max_length=2048 tokens and are cut to it "
-                     "(raise --max_length, or lower LORALOOP_PROMPT_CHAR_BUDGET)"] if cut else [])
+    assert said == (
+        [
+            f"{cut} of {len(lengths)} training sequences reach max_length=2048 tokens and are cut to it "
+            "(raise --max_length, or lower LORALOOP_PROMPT_CHAR_BUDGET)"
+        ]
+        if cut
+        else []
+    )

@@ -5,6 +5,7 @@ replica behind a load balancer; without it, one process keeps it in memory. Eith
 episode's state is plain JSON: its EpisodeSession snapshot (the records collected so far) and
 the handle another replica attaches to its environment with.
 """
+
 from __future__ import annotations
 
 import json
@@ -79,7 +80,7 @@ class EpisodeState:
         return cls(**json.loads(text))
 
 
-def write_or_reopen(states: "EpisodeStates", state: EpisodeState, write: Callable[[], T]) -> T:
+def write_or_reopen(states: EpisodeStates, state: EpisodeState, write: Callable[[], T]) -> T:
     """Store a claimed episode (`write`), or, when the write fails (the store unreachable: the APIs answer 503 naming
     it), put its state back open and re-raise: nothing is lost, and ending it again once the store answers stores it
     once. The one way the gateway's sessions and the Task Server's episodes are ended."""
@@ -139,8 +140,10 @@ class MemoryEpisodeStates:
                 return False
             now = time.time()
             self._finished[episode_id] = now
-            while self._finished and (len(self._finished) > self._finished_kept
-                                      or now - next(iter(self._finished.values())) >= self._finished_ttl):
+            while self._finished and (
+                len(self._finished) > self._finished_kept
+                or now - next(iter(self._finished.values())) >= self._finished_ttl
+            ):
                 self._finished.popitem(last=False)
             return True
 
@@ -184,8 +187,14 @@ class RedisEpisodeStates:
     """Episodes in Redis: shared by every replica and kept across restarts, under loraloop:<service>:<namespace>
     (the Task Server's, or the gateway's sessions)."""
 
-    def __init__(self, url: str, namespace: str, lock_timeout_s: float, finished_ttl_s: float = FINISHED_TTL_S,
-                 service: str = "taskserver") -> None:
+    def __init__(
+        self,
+        url: str,
+        namespace: str,
+        lock_timeout_s: float,
+        finished_ttl_s: float = FINISHED_TTL_S,
+        service: str = "taskserver",
+    ) -> None:
         import redis
 
         self._redis = redis.Redis.from_url(url)
@@ -237,8 +246,9 @@ class RedisEpisodeStates:
     @contextmanager
     def lock(self, episode_id: str) -> Iterator[None]:
         """Serialise calls on one episode across replicas (the lock expires if its holder dies)."""
-        lock = self._redis.lock(self._key("lock", episode_id), timeout=self._lock_timeout,
-                                blocking_timeout=self._lock_timeout)
+        lock = self._redis.lock(
+            self._key("lock", episode_id), timeout=self._lock_timeout, blocking_timeout=self._lock_timeout
+        )
         if not lock.acquire():
             raise EnvironmentFailure(f"episode {episode_id} is busy in another call")
         try:

@@ -1,4 +1,5 @@
 """Behavioural cloning: TRL's SFTTrainer with a LoRA adapter, loss on the completion only."""
+
 from __future__ import annotations
 
 from loraloop.logs import get_logger
@@ -21,8 +22,13 @@ def train_bc(cfg: BCConfig) -> dict:
     model, tokenizer, peft_config = load_model(cfg)
     args = SFTConfig(**common_args(cfg), max_length=cfg.max_length, completion_only_loss=True)
     data = episode_sequences(rows, tokenizer) if cfg.whole_episodes else rows
-    trainer = SFTTrainer(model=model, args=args, train_dataset=Dataset.from_list(data),
-                         processing_class=tokenizer, peft_config=peft_config)
+    trainer = SFTTrainer(
+        model=model,
+        args=args,
+        train_dataset=Dataset.from_list(data),
+        processing_class=tokenizer,
+        peft_config=peft_config,
+    )
     lengths = [len(x["input_ids"]) for x in trainer.train_dataset]
     warn_if_cut(lengths, cfg.max_length)
     tokens = sum(lengths)
@@ -34,6 +40,8 @@ def warn_if_cut(lengths: list[int], max_length: int) -> int:
     exactly that long after its truncation); return that count."""
     cut = sum(1 for n in lengths if n >= max_length)
     if cut:
-        log.warning(f"{cut} of {len(lengths)} training sequences reach max_length={max_length} tokens and are cut "
-                    "to it (raise --max_length, or lower LORALOOP_PROMPT_CHAR_BUDGET)")
+        log.warning(
+            f"{cut} of {len(lengths)} training sequences reach max_length={max_length} tokens and are cut "
+            "to it (raise --max_length, or lower LORALOOP_PROMPT_CHAR_BUDGET)"
+        )
     return cut

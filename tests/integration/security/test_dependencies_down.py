@@ -2,6 +2,7 @@
 and never a credential or a host path: Redis down (a real Redis port with nothing listening) for the Task Server and
 the gateway; the gateway's and the Task Server's S3 store (a real SeaweedFS server) stopped mid-session, as an episode
 ends and at a start, then started again, losing nothing."""
+
 from __future__ import annotations
 
 import json
@@ -54,8 +55,13 @@ def test_rollout_api_and_viewer_with_the_store_unreachable_answer_503_naming_it(
     from loraloop.service.api.main import create_app
 
     endpoint = f"http://127.0.0.1:{free_port()}"
-    client = TestClient(create_app(settings_for(broker_url=redis_url, store_url="s3://jobs", s3_endpoint_url=endpoint,
-                                                store_retry_s=0, **S3_KEYS)))
+    client = TestClient(
+        create_app(
+            settings_for(
+                broker_url=redis_url, store_url="s3://jobs", s3_endpoint_url=endpoint, store_retry_s=0, **S3_KEYS
+            )
+        )
+    )
     for reply in (client.post("/api/jobs", json={"experiment": "teacher", "run_id": "down"}), client.get("/ui")):
         down(reply, f"the store unreachable at s3://jobs on {endpoint}", tuple(S3_KEYS.values()))
 
@@ -66,17 +72,25 @@ class GatewayOnS3:
 
     def __init__(self, settings_for, redis_url: str, s3_server, tmp_path) -> None:
         self.settings = settings_for(
-            store_url="s3://gateway/sessions", s3_endpoint_url=s3_server.endpoint, store_retry_s=0, **S3_KEYS,
-            broker_url=redis_url.rsplit("/", 1)[0] + "/6", gateway_admin_key=ADMIN,
-            vllm_url=f"http://127.0.0.1:{free_port()}/v1")
+            store_url="s3://gateway/sessions",
+            s3_endpoint_url=s3_server.endpoint,
+            store_retry_s=0,
+            **S3_KEYS,
+            broker_url=redis_url.rsplit("/", 1)[0] + "/6",
+            gateway_admin_key=ADMIN,
+            vllm_url=f"http://127.0.0.1:{free_port()}/v1",
+        )
         self.client = TestClient(gateway_app(self.settings))
         self.store = open_store(settings=self.settings)
         self.secrets = (*S3_KEYS.values(), ADMIN, str(ROOT), str(tmp_path))
 
     def start(self, task_id: str, **extra):
         """POST /rl/start_session with the admin key."""
-        return self.client.post("/rl/start_session", json={"task_id": task_id, "run_id": "outage", **extra},
-                                headers={"Authorization": f"Bearer {ADMIN}"})
+        return self.client.post(
+            "/rl/start_session",
+            json={"task_id": task_id, "run_id": "outage", **extra},
+            headers={"Authorization": f"Bearer {ADMIN}"},
+        )
 
     def call(self, path: str, key: str, body: dict):
         """POST a session route with the session's key."""
@@ -90,8 +104,12 @@ class GatewayOnS3:
 
     def store_down(self, reply) -> None:
         """A 503 naming the store (bucket and endpoint), with Retry-After, no key, credential or host path."""
-        down(reply, "the store (the sessions' episodes) unreachable at s3://gateway/sessions on "
-                    f"{self.settings.s3_endpoint_url}", self.secrets)
+        down(
+            reply,
+            "the store (the sessions' episodes) unreachable at s3://gateway/sessions on "
+            f"{self.settings.s3_endpoint_url}",
+            self.secrets,
+        )
 
 
 @pytest.fixture
@@ -113,8 +131,21 @@ def test_gateway_with_its_store_stopped_mid_session_answers_503_and_loses_nothin
     assert started.status_code == 200, started.text
     key, episode_key = started.json()["api_key"], started.json()["episode_key"]
     Sessions(gateway.settings, gateway.store).record(
-        key, Completion(id="chatcmpl-1", model="m", content="ls", prompt_token_ids=[1, 2], completion_token_ids=[3],
-                        logprobs=[-0.5], finish_reason="stop"), [{"role": "user", "content": "go"}], {}, None, 5.0)
+        key,
+        Completion(
+            id="chatcmpl-1",
+            model="m",
+            content="ls",
+            prompt_token_ids=[1, 2],
+            completion_token_ids=[3],
+            logprobs=[-0.5],
+            finish_reason="stop",
+        ),
+        [{"role": "user", "content": "go"}],
+        {},
+        None,
+        5.0,
+    )
     s3_server.stop()
 
     rewarded = gateway.call("/rl/set_reward", key, {"reward": 0.5})
@@ -127,8 +158,9 @@ def test_gateway_with_its_store_stopped_mid_session_answers_503_and_loses_nothin
 
     s3_server.start()
     ended = gateway.call("/rl/end_session", key, {})
-    assert ended.status_code == 200 and ended.json()["stored"] and ended.json()["episode_key"] == episode_key, \
+    assert ended.status_code == 200 and ended.json()["stored"] and ended.json()["episode_key"] == episode_key, (
         ended.text
+    )
     assert gateway.call("/rl/end_session", key, {}).status_code == 409  # ended once
     assert store_objects(gateway.store) == [episode_key]  # stored exactly once, nothing else written
     episode = parse_episode(episode_key, gateway.store.get_bytes(episode_key))
@@ -158,10 +190,21 @@ class TaskServerOnS3:
         tasks = tmp_path / "tasks.json"
         tasks.write_text(json.dumps([{"description": "Answer 1.", "evaluation": {"match": "1", "example": "echo 1"}}]))
         self.settings = settings_for(
-            store_url="s3://taskserver/episodes", s3_endpoint_url=s3_server.endpoint, store_retry_s=0, **S3_KEYS,
-            broker_url=redis_url.rsplit("/", 1)[0] + "/7", init_timeout_s=30, command_timeout_s=10)
-        self.app = task_server_app(load_registry(tasks), f"outage-{uuid.uuid4().hex[:8]}", self.settings,
-                                   idle_timeout_s=idle_timeout_s, run_id="outage")
+            store_url="s3://taskserver/episodes",
+            s3_endpoint_url=s3_server.endpoint,
+            store_retry_s=0,
+            **S3_KEYS,
+            broker_url=redis_url.rsplit("/", 1)[0] + "/7",
+            init_timeout_s=30,
+            command_timeout_s=10,
+        )
+        self.app = task_server_app(
+            load_registry(tasks),
+            f"outage-{uuid.uuid4().hex[:8]}",
+            self.settings,
+            idle_timeout_s=idle_timeout_s,
+            run_id="outage",
+        )
         self.client = TestClient(self.app)
         self.store = open_store(settings=self.settings)
         self.secrets = (*S3_KEYS.values(), str(ROOT), str(tmp_path))
@@ -186,8 +229,12 @@ class TaskServerOnS3:
 
     def store_down(self, reply) -> None:
         """A 503 naming the store (bucket and endpoint), with Retry-After, no credential or host path."""
-        down(reply, "the store (the episodes' trajectories) unreachable at s3://taskserver/episodes on "
-                    f"{self.settings.s3_endpoint_url}", self.secrets)
+        down(
+            reply,
+            "the store (the episodes' trajectories) unreachable at s3://taskserver/episodes on "
+            f"{self.settings.s3_endpoint_url}",
+            self.secrets,
+        )
 
     def stored(self, status: str) -> None:
         """The store holds exactly one object: the episode, ended as `status`."""
@@ -197,7 +244,8 @@ class TaskServerOnS3:
 
 
 def test_task_server_with_its_store_stopped_as_an_episode_ends_answers_503_and_loses_nothing(
-        settings_for, redis_url, s3_server, docker_ready, tmp_path):
+    settings_for, redis_url, s3_server, docker_ready, tmp_path
+):
     """The S3 server stops with an episode open: the step that ends it, and a cancel, answer 503 naming the store; the
     episode stays open, its container kept. Once the server is back, the same step sent again stores the episode
     exactly once, as it ended (completed, reward 1, one step: the answer is not played twice), and its container goes.
@@ -222,8 +270,10 @@ def test_task_server_with_its_store_stopped_as_an_episode_ends_answers_503_and_l
     assert (ended.json()["done"], ended.json()["reward"], ended.json()["info"]["status"]) == (True, 1.0, "completed")
     assert server.call("/api/episode/step", answer).status_code == 400  # ended once
     after = server.counts()
-    print(f"task server, store down as an episode ends: (containers, open episodes, objects) before {before}, "
-          f"during {during}, after {after}")
+    print(
+        f"task server, store down as an episode ends: (containers, open episodes, objects) before {before}, "
+        f"during {during}, after {after}"
+    )
     assert after[:2] == before[:2] == (before[0], 0)
     server.stored("completed")
     key = after[2][0]
@@ -232,7 +282,8 @@ def test_task_server_with_its_store_stopped_as_an_episode_ends_answers_503_and_l
 
 
 def test_task_server_idle_reaper_keeps_an_episode_the_store_cannot_take_and_stores_it_later(
-        settings_for, redis_url, s3_server, docker_ready, tmp_path):
+    settings_for, redis_url, s3_server, docker_ready, tmp_path
+):
     """The idle reaper (timeout 2 s, a sweep each second) finds an idle episode while the S3 server is stopped: it
     keeps it open with its container; once the server is back a later sweep stores it once, as expired, and removes
     its container."""
@@ -250,7 +301,9 @@ def test_task_server_idle_reaper_keeps_an_episode_the_store_cannot_take_and_stor
         while server.live() != before[:2] and time.monotonic() < deadline:  # stored, then its container removed
             time.sleep(0.5)
         after = server.counts()
-    print(f"task server reaper, store down: (containers, open episodes, objects) before {before}, during {during}, "
-          f"after {after}")
+    print(
+        f"task server reaper, store down: (containers, open episodes, objects) before {before}, during {during}, "
+        f"after {after}"
+    )
     assert after[:2] == before[:2] == (before[0], 0)
     server.stored("expired")

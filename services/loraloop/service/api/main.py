@@ -3,6 +3,7 @@
 Jobs are booked in Redis and run by `loraloop worker` processes anywhere; this process only plans,
 queues and reports, so replicas of it can sit behind a load balancer.
 """
+
 from __future__ import annotations
 
 import redis
@@ -11,8 +12,14 @@ from fastapi.responses import JSONResponse
 from prometheus_client import CollectorRegistry
 
 from loraloop import http_guards
-from loraloop.errors import (ConfigError, LoraloopError, ServiceUnavailable, StoreUnavailable, TaskFormatError,
-                             without_credentials)
+from loraloop.errors import (
+    ConfigError,
+    LoraloopError,
+    ServiceUnavailable,
+    StoreUnavailable,
+    TaskFormatError,
+    without_credentials,
+)
 from loraloop.rollout.preflight import require_redis
 from loraloop.service.api.metrics import JobMetrics
 from loraloop.service.api.routes import health, jobs, ui
@@ -30,9 +37,12 @@ def _status(exc: LoraloopError) -> int:
 
 def create_app(settings: Settings) -> FastAPI:
     """The rollout API over the broker named in the settings."""
-    app = FastAPI(title="loraloop rollout API", version="1",
-                  description="Rollout jobs on Celery workers. With LORALOOP_API_TOKEN set, the jobs routes need "
-                              "`Authorization: Bearer <token>`.")
+    app = FastAPI(
+        title="loraloop rollout API",
+        version="1",
+        description="Rollout jobs on Celery workers. With LORALOOP_API_TOKEN set, the jobs routes need "
+        "`Authorization: Bearer <token>`.",
+    )
     app.state.settings = settings
     app.state.book = JobBook(settings.broker_url)
     app.state.queue = celery_for(settings)
@@ -51,8 +61,9 @@ def create_app(settings: Settings) -> FastAPI:
         return JSONResponse({"detail": str(exc)}, status_code=_status(exc))
 
     http_guards.unavailable(app, (redis.RedisError,), "broker", without_credentials(settings.broker_url))
-    http_guards.unavailable(app, (StoreUnavailable,), "the store", shown_store(settings.store_url,
-                                                                             settings.s3_endpoint_url))
+    http_guards.unavailable(
+        app, (StoreUnavailable,), "the store", shown_store(settings.store_url, settings.s3_endpoint_url)
+    )
 
     return app
 
