@@ -8,6 +8,7 @@ in the same run: the baseline reads every episode file and parses every line wit
 the export builds bc.jsonl, dpo.jsonl and grpo.jsonl from the same files. Target (issue #6):
 export steps/s >= 0.5 x baseline steps/s. Exits 1 when missed.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -33,13 +34,28 @@ def make_store(root: Path, episodes: int, steps: int) -> FileStore:
         task, attempt = f"bench-{n % 20:05d}", n // 20
         success = attempt % 2 == 0
         rec = EpisodeRecorder(store, "bench", "run", task, attempt)
-        rec.add(EpisodeStart(task_id=task, mode="bench", run_id="run", category="files", system_prompt=INSTRUCTIONS,
-                  examples=ONE_SHOT, first_observation=f"Task: count the files in /root/{task}"))
+        rec.add(
+            EpisodeStart(
+                task_id=task,
+                mode="bench",
+                run_id="run",
+                category="files",
+                system_prompt=INSTRUCTIONS,
+                examples=ONE_SHOT,
+                first_observation=f"Task: count the files in /root/{task}",
+            )
+        )
         for i in range(steps):
             command = f"ls /root/{task} | wc -l" if success or i < 2 else f"find /root -name '*{i}*'"
-            rec.add(Step(step_idx=i, observation=f"The output of the OS:\n\n{'x' * 200}{i}",
-                     raw_output=f"Think: step {i}.\n\nAct: bash\n\n```bash\n{command}\n```",
-                     last_action_error="format" if (not success and i == 3) else None, action_source="worker"))
+            rec.add(
+                Step(
+                    step_idx=i,
+                    observation=f"The output of the OS:\n\n{'x' * 200}{i}",
+                    raw_output=f"Think: step {i}.\n\nAct: bash\n\n```bash\n{command}\n```",
+                    last_action_error="format" if (not success and i == 3) else None,
+                    action_source="worker",
+                )
+            )
         rec.add(EpisodeEnd(success=success, reward=1.0 if success else 0.0, total_steps=steps))
         rec.flush()
     return store
@@ -72,11 +88,15 @@ def main() -> int:
         export_s = time.perf_counter() - started
     assert manifest["steps"] == steps, (manifest["steps"], steps)
     ratio = (steps / export_s) / (steps / base_s)
-    lines = ["| path | steps | seconds | steps/s |", "|---|---:|---:|---:|",
-             f"| plain JSON-lines read | {steps} | {base_s:.2f} | {steps / base_s:.0f} |",
-             f"| export bc+dpo+grpo | {steps} | {export_s:.2f} | {steps / export_s:.0f} |", "",
-             f"- rows: {manifest['rows']}",
-             f"- export steps/s / plain read steps/s: {ratio:.2f} (target >= 0.5)"]
+    lines = [
+        "| path | steps | seconds | steps/s |",
+        "|---|---:|---:|---:|",
+        f"| plain JSON-lines read | {steps} | {base_s:.2f} | {steps / base_s:.0f} |",
+        f"| export bc+dpo+grpo | {steps} | {export_s:.2f} | {steps / export_s:.0f} |",
+        "",
+        f"- rows: {manifest['rows']}",
+        f"- export steps/s / plain read steps/s: {ratio:.2f} (target >= 0.5)",
+    ]
     report("\n".join(lines), args.out)
     return 0 if ratio >= 0.5 else 1
 

@@ -18,6 +18,7 @@ Then the same again against a stand-in for vLLM that answers at once with a repl
 Target: at most 5 ms added at p50 (whole calls, against the real vLLM directly) on the CPU stack. Prints p50 and
 p95 of each and PASS or MISSED.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -48,11 +49,19 @@ TRACE = {"logprobs": True, "return_token_ids": True}
 
 def call(client: httpx.Client, url: str, key: str, max_tokens: int, stream: bool, trace: bool = False) -> float:
     """Seconds for one chat completion, whole or streamed to its last byte."""
-    body = {"model": MODEL, "messages": MESSAGES, "max_tokens": max_tokens, "temperature": 0, "seed": SEED,
-            "stream": stream, **(TRACE if trace else {})}
+    body = {
+        "model": MODEL,
+        "messages": MESSAGES,
+        "max_tokens": max_tokens,
+        "temperature": 0,
+        "seed": SEED,
+        "stream": stream,
+        **(TRACE if trace else {}),
+    }
     started = time.perf_counter()
-    with client.stream("POST", f"{url}/chat/completions", json=body,
-                       headers={"Authorization": f"Bearer {key}"}) as reply:
+    with client.stream(
+        "POST", f"{url}/chat/completions", json=body, headers={"Authorization": f"Bearer {key}"}
+    ) as reply:
         reply.read()
     seconds = time.perf_counter() - started
     if reply.status_code != 200:
@@ -70,16 +79,20 @@ class Sessions:
     def key_for_next(self) -> str:
         if self.key is None or self.calls == SESSION_CALLS:
             self.end()
-            started = self.client.post(f"{self.gateway}/rl/start_session", json={"task_id": "bench"},
-                                       headers={"Authorization": f"Bearer {ADMIN}"})
+            started = self.client.post(
+                f"{self.gateway}/rl/start_session",
+                json={"task_id": "bench"},
+                headers={"Authorization": f"Bearer {ADMIN}"},
+            )
             self.key, self.calls = started.raise_for_status().json()["api_key"], 0
         self.calls += 1
         return self.key
 
     def end(self) -> None:
         if self.key is not None:
-            self.client.post(f"{self.gateway}/rl/end_session", json={},
-                             headers={"Authorization": f"Bearer {self.key}"}).raise_for_status()
+            self.client.post(
+                f"{self.gateway}/rl/end_session", json={}, headers={"Authorization": f"Bearer {self.key}"}
+            ).raise_for_status()
             self.key = None
 
 
@@ -88,14 +101,16 @@ def measure(vllm: str, gateway: str, calls: int, max_tokens: int, stream: bool) 
     times: dict[str, list[float]] = {"direct": [], "direct+trace": [], "gateway": []}
     with httpx.Client(timeout=600) as client:
         sessions = Sessions(client, gateway)
-        runs = {"direct": lambda: call(client, vllm, "EMPTY", max_tokens, stream),
-                "direct+trace": lambda: call(client, vllm, "EMPTY", max_tokens, stream, trace=True),
-                "gateway": lambda: call(client, f"{gateway}/v1", sessions.key_for_next(), max_tokens, stream)}
+        runs = {
+            "direct": lambda: call(client, vllm, "EMPTY", max_tokens, stream),
+            "direct+trace": lambda: call(client, vllm, "EMPTY", max_tokens, stream, trace=True),
+            "gateway": lambda: call(client, f"{gateway}/v1", sessions.key_for_next(), max_tokens, stream),
+        }
         names = list(runs)
         for name in names:
             runs[name]()  # warm-up
         for round_ in range(calls):
-            for name in names[round_ % 3:] + names[:round_ % 3]:
+            for name in names[round_ % 3 :] + names[: round_ % 3]:
                 times[name].append(runs[name]())
         sessions.end()
     return times
@@ -122,8 +137,9 @@ def canned(vllm: str, max_tokens: int) -> Iterator[str]:
             self._send(streamed, "text/event-stream") if asked.get("stream") else self._send(whole, "application/json")
 
         def _send(self, content: bytes, kind: str) -> None:  # one write: headers apart would wait on delayed ACKs
-            self.wfile.write(f"HTTP/1.1 200 OK\r\nContent-Type: {kind}\r\nContent-Length: {len(content)}\r\n\r\n"
-                             .encode() + content)
+            self.wfile.write(
+                f"HTTP/1.1 200 OK\r\nContent-Type: {kind}\r\nContent-Length: {len(content)}\r\n\r\n".encode() + content
+            )
 
         def log_message(self, *args) -> None:
             pass
@@ -140,11 +156,20 @@ def canned(vllm: str, max_tokens: int) -> Iterator[str]:
 def start_gateway(vllm: str, broker: str, store: str) -> tuple[subprocess.Popen, str]:
     """`loraloop serve gateway` on a free port over the vLLM, the broker (or memory) and the store."""
     port = free_port()
-    env = {**os.environ, "LORALOOP_VLLM_URL": vllm, "LORALOOP_BROKER_URL": broker, "LORALOOP_STORE_URL": store,
-           "LORALOOP_GATEWAY_ADMIN_KEY": ADMIN, "LORALOOP_BASE_MODEL_NAME": MODEL,
-           "PYTHONPATH": os.pathsep.join([str(ROOT / "services"), os.environ.get("PYTHONPATH", "")])}
-    proc = subprocess.Popen([sys.executable, "-m", "loraloop.cli", "serve", "gateway", "--port", str(port)], env=env,
-                            stderr=subprocess.DEVNULL)
+    env = {
+        **os.environ,
+        "LORALOOP_VLLM_URL": vllm,
+        "LORALOOP_BROKER_URL": broker,
+        "LORALOOP_STORE_URL": store,
+        "LORALOOP_GATEWAY_ADMIN_KEY": ADMIN,
+        "LORALOOP_BASE_MODEL_NAME": MODEL,
+        "PYTHONPATH": os.pathsep.join([str(ROOT / "services"), os.environ.get("PYTHONPATH", "")]),
+    }
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "loraloop.cli", "serve", "gateway", "--port", str(port)],
+        env=env,
+        stderr=subprocess.DEVNULL,
+    )
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
@@ -159,8 +184,11 @@ def start_gateway(vllm: str, broker: str, store: str) -> tuple[subprocess.Popen,
 
 def table(results: dict[str, dict[str, list[float]]]) -> tuple[list[str], float]:
     """Markdown rows (p50, p95 of each, and the added ms) and the p50 added to whole calls against direct."""
-    lines = ["| calls | direct p50 | direct p95 | direct+trace p50 | gateway p50 | gateway p95 | added p50 (vs direct) "
-             "| added p95 (vs direct) | added p50 (vs direct+trace) |", "|---|---|---|---|---|---|---|---|---|"]
+    lines = [
+        "| calls | direct p50 | direct p95 | direct+trace p50 | gateway p50 | gateway p95 | added p50 (vs direct) "
+        "| added p95 (vs direct) | added p50 (vs direct+trace) |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
     added_whole = 0.0
     for mode, times in results.items():
         d50, d95 = percentile(times["direct"], 50), percentile(times["direct"], 95)
@@ -168,8 +196,10 @@ def table(results: dict[str, dict[str, list[float]]]) -> tuple[list[str], float]
         g50, g95 = percentile(times["gateway"], 50), percentile(times["gateway"], 95)
         if mode == "whole":
             added_whole = g50 - d50
-        lines.append(f"| {mode} | {d50:.1f} ms | {d95:.1f} ms | {t50:.1f} ms | {g50:.1f} ms | {g95:.1f} ms | "
-                     f"{g50 - d50:+.1f} ms | {g95 - d95:+.1f} ms | {g50 - t50:+.1f} ms |")
+        lines.append(
+            f"| {mode} | {d50:.1f} ms | {d95:.1f} ms | {t50:.1f} ms | {g50:.1f} ms | {g95:.1f} ms | "
+            f"{g50 - d50:+.1f} ms | {g95 - d95:+.1f} ms | {g50 - t50:+.1f} ms |"
+        )
     return lines, added_whole
 
 
@@ -190,16 +220,20 @@ def main() -> int:
         with tempfile.TemporaryDirectory() as store:
             proc, gateway = start_gateway(args.url, args.broker, f"file://{store}")
             try:
-                results = {"whole": measure(args.url, gateway, args.calls, args.max_tokens, stream=False),
-                           "streamed": measure(args.url, gateway, args.calls, args.max_tokens, stream=True)}
+                results = {
+                    "whole": measure(args.url, gateway, args.calls, args.max_tokens, stream=False),
+                    "streamed": measure(args.url, gateway, args.calls, args.max_tokens, stream=True),
+                }
             finally:
                 proc.terminate()
                 proc.wait(timeout=30)
             with canned(args.url, args.max_tokens) as stand_in:
                 proc, gateway = start_gateway(stand_in, args.broker, f"file://{store}")
                 try:
-                    alone = {"whole": measure(stand_in, gateway, args.calls * 3, args.max_tokens, stream=False),
-                             "streamed": measure(stand_in, gateway, args.calls * 3, args.max_tokens, stream=True)}
+                    alone = {
+                        "whole": measure(stand_in, gateway, args.calls * 3, args.max_tokens, stream=False),
+                        "streamed": measure(stand_in, gateway, args.calls * 3, args.max_tokens, stream=True),
+                    }
                 finally:
                     proc.terminate()
                     proc.wait(timeout=30)
@@ -210,16 +244,29 @@ def main() -> int:
     alone_lines, alone_added = table(alone)
     ratio = added / TARGET_MS
     verdict = "PASS" if added <= TARGET_MS else "MISSED"
-    markdown = "\n".join([
-        "# Gateway: latency added per call", "", machine(), "",
-        f"vLLM CPU serving {MODEL}; {args.calls} calls of each kind, one at a time, interleaved; max_tokens "
-        f"{args.max_tokens}, temperature 0; sessions {'in Redis' if args.broker else 'in memory'}, "
-        f"{SESSION_CALLS} calls each. Added = gateway − direct at the same percentile.", "", *lines, "",
-        f"The proxy alone: the same, {args.calls * 3} calls of each kind, against a stand-in for vLLM on loopback "
-        "that answers at once with a reply the real one gave in this run (no model time, no model threads on the "
-        f"CPUs): added at p50 (whole calls) {alone_added:.2f} ms.", "", *alone_lines, "",
-        f"Added at p50 (whole calls): {added:.2f} ms against a target of {TARGET_MS:g} ms: ratio {ratio:.2f} "
-        f"-> **{verdict}**", ""])
+    markdown = "\n".join(
+        [
+            "# Gateway: latency added per call",
+            "",
+            machine(),
+            "",
+            f"vLLM CPU serving {MODEL}; {args.calls} calls of each kind, one at a time, interleaved; max_tokens "
+            f"{args.max_tokens}, temperature 0; sessions {'in Redis' if args.broker else 'in memory'}, "
+            f"{SESSION_CALLS} calls each. Added = gateway − direct at the same percentile.",
+            "",
+            *lines,
+            "",
+            f"The proxy alone: the same, {args.calls * 3} calls of each kind, against a stand-in for vLLM on loopback "
+            "that answers at once with a reply the real one gave in this run (no model time, no model threads on the "
+            f"CPUs): added at p50 (whole calls) {alone_added:.2f} ms.",
+            "",
+            *alone_lines,
+            "",
+            f"Added at p50 (whole calls): {added:.2f} ms against a target of {TARGET_MS:g} ms: ratio {ratio:.2f} "
+            f"-> **{verdict}**",
+            "",
+        ]
+    )
     report(markdown, args.out)
     return 0
 

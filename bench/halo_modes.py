@@ -20,6 +20,7 @@ a timeout or a site that did not load, counts as unsolved and is listed apart); 
 episodes that were played to their end. There is no target: SmolLM2-135M solves few of these tasks, and the table is
 what it is. `--out` writes bench/results/halo_modes.md and a PNG next to it.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -52,9 +53,19 @@ def plan(experiment, sizes: dict[str, int], attempts: int, max_steps: int, model
     experiment = experiment.model_copy(update={"max_steps": max_steps})
     runs: list[list] = [[] for _ in range(attempts)]
     for registry, kind in REGISTRIES:
-        specs = plan_rollout(load_registry(str(ROOT / registry)), registry, experiment, run_id=experiment.name,
-                             subset="test", sample_size=sizes[kind], rollouts_per_task=attempts, seed=42,
-                             task_seed=123, temperature=None, model=model)
+        specs = plan_rollout(
+            load_registry(str(ROOT / registry)),
+            registry,
+            experiment,
+            run_id=experiment.name,
+            subset="test",
+            sample_size=sizes[kind],
+            rollouts_per_task=attempts,
+            seed=42,
+            task_seed=123,
+            temperature=None,
+            model=model,
+        )
         for spec in specs:
             runs[spec.attempt].append(replace(spec, run_id=f"{experiment.name}-a{spec.attempt}"))
     return runs
@@ -64,47 +75,69 @@ def row(name: str, episodes: list, wall_s: float) -> dict:
     """One mode's figures from its stored episodes."""
     steps = [s for e in episodes for s in e.steps]
     played = [e.end.total_steps for e in episodes if e.end.status in PLAYED]
-    return {"mode": name, "episodes": len(episodes), "solved": sum(e.end.success for e in episodes),
-            "median_steps": statistics.median(played) if played else float("nan"), "wall_s": wall_s,
-            "manager_calls": sum(e.end.manager_calls for e in episodes),
-            "cache_hits": sum(e.end.cache_hits for e in episodes),
-            "cache_misses": sum(e.end.cache_misses for e in episodes),
-            "recoveries": sum(e.end.recoveries for e in episodes),
-            "macro_steps": sum(s.action_source == "macro" for s in steps),
-            "errors": sum(e.end.error_count for e in episodes),
-            "failed": sum(e.end.status not in PLAYED for e in episodes)}
+    return {
+        "mode": name,
+        "episodes": len(episodes),
+        "solved": sum(e.end.success for e in episodes),
+        "median_steps": statistics.median(played) if played else float("nan"),
+        "wall_s": wall_s,
+        "manager_calls": sum(e.end.manager_calls for e in episodes),
+        "cache_hits": sum(e.end.cache_hits for e in episodes),
+        "cache_misses": sum(e.end.cache_misses for e in episodes),
+        "recoveries": sum(e.end.recoveries for e in episodes),
+        "macro_steps": sum(s.action_source == "macro" for s in steps),
+        "errors": sum(e.end.error_count for e in episodes),
+        "failed": sum(e.end.status not in PLAYED for e in episodes),
+    }
 
 
 def markdown(rows: list[dict], args) -> str:
     """The results table, with how it was measured."""
     base = next(r for r in rows if r["mode"] == BASELINE)
     rate = lambda r: r["solved"] / r["episodes"]  # noqa: E731
-    lines = ["# HALO modes on the bundled test tasks (SmolLM2-135M-Instruct)", "", machine(), "",
-             f"{args.shell_tasks} shell + {args.web_tasks} web test tasks (seed 42), {args.attempts} attempt(s) each, "
-             f"temperature 0, "
-             f"max {args.max_steps} steps, SmolLM2-135M-Instruct on vLLM CPU as worker and manager; adapter modes on "
-             f"the base model (no adapter trained), {args.concurrency} episodes at once. Baseline: {BASELINE}, same "
-             "run.", "",
-             "| mode | success rate | vs baseline | median steps | manager calls | cache hits | cache misses "
-             "| recoveries | macro steps | action errors | episodes failed (not the agent's doing) | wall s |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    lines = [
+        "# HALO modes on the bundled test tasks (SmolLM2-135M-Instruct)",
+        "",
+        machine(),
+        "",
+        f"{args.shell_tasks} shell + {args.web_tasks} web test tasks (seed 42), {args.attempts} attempt(s) each, "
+        f"temperature 0, "
+        f"max {args.max_steps} steps, SmolLM2-135M-Instruct on vLLM CPU as worker and manager; adapter modes on "
+        f"the base model (no adapter trained), {args.concurrency} episodes at once. Baseline: {BASELINE}, same "
+        "run.",
+        "",
+        "| mode | success rate | vs baseline | median steps | manager calls | cache hits | cache misses "
+        "| recoveries | macro steps | action errors | episodes failed (not the agent's doing) | wall s |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
     for r in rows:
-        lines.append(f"| {r['mode']} | {rate(r):.0%} ({r['solved']}/{r['episodes']}) | "
-                     f"{100 * (rate(r) - rate(base)):+.0f} pts | {r['median_steps']:g} | {r['manager_calls']} | "
-                     f"{r['cache_hits']} | {r['cache_misses']} | {r['recoveries']} | {r['macro_steps']} | "
-                     f"{r['errors']} | {r['failed']} | {r['wall_s']:.0f} |")
+        lines.append(
+            f"| {r['mode']} | {rate(r):.0%} ({r['solved']}/{r['episodes']}) | "
+            f"{100 * (rate(r) - rate(base)):+.0f} pts | {r['median_steps']:g} | {r['manager_calls']} | "
+            f"{r['cache_hits']} | {r['cache_misses']} | {r['recoveries']} | {r['macro_steps']} | "
+            f"{r['errors']} | {r['failed']} | {r['wall_s']:.0f} |"
+        )
     return "\n".join(lines) + "\n"
 
 
 def draw(rows: list[dict], path: Path) -> None:
     """Success rate per mode, with its manager calls and cache hits written on the bar."""
-    with chart(path, "HALO modes with SmolLM2 (bundled test tasks)", "success rate (%)",
-               size=(max(7, 1.3 * len(rows)), 4)) as ax:
-        bars = ax.bar([r["mode"].removeprefix("smol_") for r in rows],
-                      [100 * r["solved"] / r["episodes"] for r in rows], color="#4C72B0")
+    with chart(
+        path, "HALO modes with SmolLM2 (bundled test tasks)", "success rate (%)", size=(max(7, 1.3 * len(rows)), 4)
+    ) as ax:
+        bars = ax.bar(
+            [r["mode"].removeprefix("smol_") for r in rows],
+            [100 * r["solved"] / r["episodes"] for r in rows],
+            color="#4C72B0",
+        )
         for bar, r in zip(bars, rows):
-            ax.annotate(f"mgr {r['manager_calls']}\nhit {r['cache_hits']}", (bar.get_x() + bar.get_width() / 2,
-                        bar.get_height()), ha="center", va="bottom", fontsize=7)
+            ax.annotate(
+                f"mgr {r['manager_calls']}\nhit {r['cache_hits']}",
+                (bar.get_x() + bar.get_width() / 2, bar.get_height()),
+                ha="center",
+                va="bottom",
+                fontsize=7,
+            )
         ax.set_ylim(0, 100)
         ax.tick_params(axis="x", labelrotation=30, labelsize=7)
 
@@ -119,22 +152,30 @@ def main() -> int:
     parser.add_argument("--max-steps", type=int, default=6)
     add_out(parser, "halo_modes")
     args = parser.parse_args()
-    experiments = {n: e for n, e in load_experiments(ROOT / "configs" / "experiments.yaml").items()
-                   if n.startswith("smol_")}
+    experiments = {
+        n: e for n, e in load_experiments(ROOT / "configs" / "experiments.yaml").items() if n.startswith("smol_")
+    }
     port = free_port()
     base = Settings(vllm_port=port)
     url = vllm_server.start(base, port=port, timeout=900)
     try:
         with serving() as sites, tempfile.TemporaryDirectory() as store_dir:
-            settings = Settings(vllm_url=url, sites_url=sites, store_url=f"file://{store_dir}", max_tokens=96,
-                                request_timeout_s=600)
+            settings = Settings(
+                vllm_url=url, sites_url=sites, store_url=f"file://{store_dir}", max_tokens=96, request_timeout_s=600
+            )
             store = open_store(settings=settings)
             rows = []
             for name, experiment in experiments.items():
-                runs = plan(experiment, {"shell": args.shell_tasks, "web": args.web_tasks}, args.attempts,
-                            args.max_steps, settings.base_model_name)
-                _, wall_s = timed(lambda runs=runs: [execute(run, settings, concurrency=args.concurrency, quiet=True)
-                                           for run in runs])
+                runs = plan(
+                    experiment,
+                    {"shell": args.shell_tasks, "web": args.web_tasks},
+                    args.attempts,
+                    args.max_steps,
+                    settings.base_model_name,
+                )
+                _, wall_s = timed(
+                    lambda runs=runs: [execute(run, settings, concurrency=args.concurrency, quiet=True) for run in runs]
+                )
                 rows.append(row(name, list(iter_episodes(store, f"trajectories/{name}/")), wall_s))
                 print(f"{name}: {rows[-1]}", file=sys.stderr)
     finally:

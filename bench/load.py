@@ -22,6 +22,7 @@ Prints a Markdown table and PASS or MISSED; with --out also writes it (bench/res
 RSS over time beside it (load.png). Exits 1 when a check fails or the target is missed. Figures are only
 comparable on an otherwise idle machine.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -108,8 +109,12 @@ def children(pid: int) -> list[str]:
 
 def containers(project: str) -> list[str]:
     """The ids of environment containers, running or not, that carry this run's project label."""
-    proc = subprocess.run(["docker", "ps", "-aq", "--filter", f"label={PROJECT_LABEL}={project}"],
-                          capture_output=True, text=True, timeout=60)
+    proc = subprocess.run(
+        ["docker", "ps", "-aq", "--filter", f"label={PROJECT_LABEL}={project}"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     if proc.returncode != 0:
         raise LoraloopError(f"docker ps failed: {proc.stderr.strip()}")
     return proc.stdout.split()
@@ -132,8 +137,9 @@ def status_of(book: JobBook, run_id: str) -> JobStatus | None:
         return None
 
 
-def run_job(flags: list[str], env: dict[str, str], workers: list[subprocess.Popen], log: Path,
-            problems: list[str]) -> tuple[float, JobStatus | None, list[Sample]]:
+def run_job(
+    flags: list[str], env: dict[str, str], workers: list[subprocess.Popen], log: Path, problems: list[str]
+) -> tuple[float, JobStatus | None, list[Sample]]:
     """Run `loraloop rollout` to its end while sampling progress and worker RSS every second, with a bar.
 
     Returns the wall seconds, the job's last status and the samples, the last one taken after the job ended.
@@ -145,8 +151,9 @@ def run_job(flags: list[str], env: dict[str, str], workers: list[subprocess.Pope
     with open(log, "wb") as handle, progress_bar(quiet=False) as progress:
         bar = progress.add_task("starting", total=None, solved=0, failed=0, rate="-", epm=0.0)
         started = time.perf_counter()
-        client = subprocess.Popen(LORALOOP + ["rollout", *flags, "--run_id", RUN_ID], env=env,
-                                  stdout=handle, stderr=subprocess.STDOUT)
+        client = subprocess.Popen(
+            LORALOOP + ["rollout", *flags, "--run_id", RUN_ID], env=env, stdout=handle, stderr=subprocess.STDOUT
+        )
         try:
             moved = 0.0  # seconds in when the last episode ended
             while True:
@@ -159,9 +166,16 @@ def run_job(flags: list[str], env: dict[str, str], workers: list[subprocess.Pope
                 samples.append(Sample(wall, done, [rss_mib(w.pid) for w in workers]))
                 if status:
                     rate = "-" if status.success_rate is None else f"{status.success_rate:.0%}"
-                    progress.update(bar, completed=done, total=status.total, solved=status.solved,
-                                    failed=status.failed, rate=rate, epm=status.episodes_per_min,
-                                    description="RSS MiB " + " · ".join(f"{r:.0f}" for r in samples[-1].rss))
+                    progress.update(
+                        bar,
+                        completed=done,
+                        total=status.total,
+                        solved=status.solved,
+                        failed=status.failed,
+                        rate=rate,
+                        epm=status.episodes_per_min,
+                        description="RSS MiB " + " · ".join(f"{r:.0f}" for r in samples[-1].rss),
+                    )
                 if ended:
                     break
                 if wall - moved > STALL_S:
@@ -197,31 +211,47 @@ def incomplete(check: RunCheck, planned: int, left: list[str], stray: list[list[
     found = [] if check.planned == planned else [f"the run's plan holds {check.planned} episodes, the job {planned}"]
     found += [] if check.ok else [check_report(check)]
     found += [f"{len(left)} environment containers left after the workers stopped: {' '.join(left)}"] if left else []
-    found += [f"worker {i} still had {len(procs)} child processes after the job: {procs}"
-              for i, procs in enumerate(stray) if procs]
+    found += [
+        f"worker {i} still had {len(procs)} child processes after the job: {procs}"
+        for i, procs in enumerate(stray)
+        if procs
+    ]
     return found
 
 
-def markdown(args: argparse.Namespace, planned: int, wall: float, status: JobStatus | None, check: RunCheck,
-             mems: list[Memory], left: list[str], stray: list[list[str]], complete: bool) -> str:
+def markdown(
+    args: argparse.Namespace,
+    planned: int,
+    wall: float,
+    status: JobStatus | None,
+    check: RunCheck,
+    mems: list[Memory],
+    left: list[str],
+    stray: list[list[str]],
+    complete: bool,
+) -> str:
     """The results as Markdown: the job, its completeness and each worker's memory, with the verdicts."""
     done = status.done if status else 0
     solved = f"{status.solved}, failed {status.failed}" if status else "-"
-    lines = [f"## Load benchmark: `{EXPERIMENT}`, {SUBSET} split of {REGISTRY}, {planned} episodes, "
-             f"{args.workers} workers x {args.concurrency} threads",
-             "",
-             f"{machine()}. RSS start: once {args.warmup} episodes were done.",
-             "",
-             "| episodes | wall s | episodes / min | solved | stored | missing | duplicate | corrupt | "
-             "containers left |",
-             "|---:|---:|---:|---|---:|---:|---:|---:|---:|",
-             f"| {done}/{planned} | {wall:.1f} | {60 * done / wall:.1f} | {solved} | {check.stored} | "
-             f"{len(check.missing)} | {len(check.duplicates)} | {len(check.corrupt)} | {len(left)} |",
-             "",
-             "| worker | RSS start MiB | RSS end MiB | RSS max MiB | end / start | flat | child processes left |",
-             "|---:|---:|---:|---:|---:|---|---:|"]
-    lines += [f"| {i} | {m.start:.1f} | {m.end:.1f} | {m.peak:.1f} | {m.ratio:.3f} | {'yes' if m.flat else 'no'} | "
-              f"{len(procs)} |" for i, (m, procs) in enumerate(zip(mems, stray))]
+    lines = [
+        f"## Load benchmark: `{EXPERIMENT}`, {SUBSET} split of {REGISTRY}, {planned} episodes, "
+        f"{args.workers} workers x {args.concurrency} threads",
+        "",
+        f"{machine()}. RSS start: once {args.warmup} episodes were done.",
+        "",
+        "| episodes | wall s | episodes / min | solved | stored | missing | duplicate | corrupt | containers left |",
+        "|---:|---:|---:|---|---:|---:|---:|---:|---:|",
+        f"| {done}/{planned} | {wall:.1f} | {60 * done / wall:.1f} | {solved} | {check.stored} | "
+        f"{len(check.missing)} | {len(check.duplicates)} | {len(check.corrupt)} | {len(left)} |",
+        "",
+        "| worker | RSS start MiB | RSS end MiB | RSS max MiB | end / start | flat | child processes left |",
+        "|---:|---:|---:|---:|---:|---|---:|",
+    ]
+    lines += [
+        f"| {i} | {m.start:.1f} | {m.end:.1f} | {m.peak:.1f} | {m.ratio:.3f} | {'yes' if m.flat else 'no'} | "
+        f"{len(procs)} |"
+        for i, (m, procs) in enumerate(zip(mems, stray))
+    ]
     flat = all(m.flat for m in mems)
     lines += [
         "",
@@ -239,8 +269,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--episodes", type=int, default=2000, help="episodes in the job (default 2000)")
     parser.add_argument("--workers", type=int, default=2, help="`loraloop worker` processes (default 2)")
     parser.add_argument("--concurrency", type=int, default=2, help="threads (episodes at once) per worker (default 2)")
-    parser.add_argument("--warmup", type=int, default=None,
-                        help="episodes done before the RSS start is taken (default: 5%% of --episodes)")
+    parser.add_argument(
+        "--warmup",
+        type=int,
+        default=None,
+        help="episodes done before the RSS start is taken (default: 5%% of --episodes)",
+    )
     add_out(parser, "load")
     args = parser.parse_args(argv)
     if min(args.episodes, args.workers, args.concurrency) < 1:

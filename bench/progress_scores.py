@@ -14,6 +14,7 @@ No target is set by the issue: the figures say how often milestones alone separa
 that stars instead of unstarring reaches the same milestones, so ties are expected), and the ranking must put every
 solution first (the script exits 1 otherwise).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -67,8 +68,11 @@ def main() -> int:
     parser.add_argument("--split", default="", help="only tasks of this split (train, test); default: all")
     add_out(parser, "progress_scores")
     args = parser.parse_args()
-    tasks = [t for t in load_registry(str(ROOT / "configs/tasks/web")).tasks
-             if t.solution and t.wrong_path and (not args.split or t.split == args.split)]
+    tasks = [
+        t
+        for t in load_registry(str(ROOT / "configs/tasks/web")).tasks
+        if t.solution and t.wrong_path and (not args.split or t.split == args.split)
+    ]
     with tempfile.TemporaryDirectory() as tmp, serving() as url:
         store = FileStore(Path(tmp))
         settings = Settings(sites_url=url)
@@ -84,8 +88,10 @@ def main() -> int:
         solution, wrong = by_task[task.index][0], by_task[task.index][1]
         site = sites[task.site_id]
         if not solution.success or wrong.success:
-            misgraded.append(f"{task.index} (solution {solution.end.status}, {solution.success}; wrong path "
-                             f"{wrong.end.status}, {wrong.success})")
+            misgraded.append(
+                f"{task.index} (solution {solution.end.status}, {solution.success}; wrong path "
+                f"{wrong.end.status}, {wrong.success})"
+            )
         site["sol_before"].append(before_final(solution))
         site["wrong_before"].append(before_final(wrong))
         site["sol_max"].append(solution.end.max_progress_score)
@@ -98,21 +104,34 @@ def main() -> int:
         if rank([wrong, solution])[0] is not solution:
             misranked.append(task.index)
     mean = lambda values: sum(values) / len(values)  # noqa: E731
-    lines = ["# Progress scores on the bundled web tasks", "", machine(), "",
-             f"{len(tasks)} tasks, each played twice in Chromium through EpisodeSession: its scripted solution and "
-             "its wrong path (graded: solutions pass, wrong paths fail).", "",
-             "| site | tasks | progress before the answer: solution / wrong path (mean) | solution ahead on "
-             "milestones alone | tied | max progress: solution / wrong path (mean) | ranked first by "
-             "`progress_ranked` |", "|---|---|---|---|---|---|---|"]
+    lines = [
+        "# Progress scores on the bundled web tasks",
+        "",
+        machine(),
+        "",
+        f"{len(tasks)} tasks, each played twice in Chromium through EpisodeSession: its scripted solution and "
+        "its wrong path (graded: solutions pass, wrong paths fail).",
+        "",
+        "| site | tasks | progress before the answer: solution / wrong path (mean) | solution ahead on "
+        "milestones alone | tied | max progress: solution / wrong path (mean) | ranked first by "
+        "`progress_ranked` |",
+        "|---|---|---|---|---|---|---|",
+    ]
     for name, site in sorted(sites.items()):
         n = len(site["ranked"])
-        lines.append(f"| {name} | {n} | {mean(site['sol_before']):.2f} / {mean(site['wrong_before']):.2f} | "
-                     f"{sum(site['separated'])}/{n} | {sum(site['tied'])}/{n} | {mean(site['sol_max']):.2f} / "
-                     f"{mean(site['wrong_max']):.2f} | {sum(site['ranked'])}/{n} |")
-    lines += ["", f"Wrong path ahead on milestones: {', '.join(behind) or 'none'}.",
-              "", f"Graded as expected (solution passes, wrong path fails): "
-              f"{'all' if not misgraded else 'not ' + '; '.join(misgraded)}. "
-              f"Solutions ranked first: {'all' if not misranked else 'not ' + ', '.join(misranked)}."]
+        lines.append(
+            f"| {name} | {n} | {mean(site['sol_before']):.2f} / {mean(site['wrong_before']):.2f} | "
+            f"{sum(site['separated'])}/{n} | {sum(site['tied'])}/{n} | {mean(site['sol_max']):.2f} / "
+            f"{mean(site['wrong_max']):.2f} | {sum(site['ranked'])}/{n} |"
+        )
+    lines += [
+        "",
+        f"Wrong path ahead on milestones: {', '.join(behind) or 'none'}.",
+        "",
+        f"Graded as expected (solution passes, wrong path fails): "
+        f"{'all' if not misgraded else 'not ' + '; '.join(misgraded)}. "
+        f"Solutions ranked first: {'all' if not misranked else 'not ' + ', '.join(misranked)}.",
+    ]
     report("\n".join(lines), args.out)
     return 0 if not misgraded and not misranked else 1
 

@@ -16,6 +16,7 @@ each timed --repeat times (median and slowest):
 Target (issue #14): every report and page view under 1 s at 10,000 episodes a run (the slowest of the repeats).
 Matplotlib's import, paid once per process, is timed apart. Exits 1 when a target is missed.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -54,25 +55,54 @@ def publish_adapter(store: FileStore, folder: Path) -> str:
     return adapters.served_name(ADAPTER, version)
 
 
-def write_episodes(store: FileStore, mode: str, episodes: int, model: str, adapter: Adapter | None, solve: int,
-                   only_task: str = "") -> None:
+def write_episodes(
+    store: FileStore, mode: str, episodes: int, model: str, adapter: Adapter | None, solve: int, only_task: str = ""
+) -> None:
     """`episodes` episodes of `mode` in RUN: N/ATTEMPTS test tasks x ATTEMPTS attempts (or attempts of `only_task`),
     one in `solve` solved, one in 37 an environment error, 1 to 8 steps of shell-sized observations and replies."""
     for n in range(episodes):
         task, attempt = only_task or f"test-{FAMILIES[n % len(FAMILIES)]}-{n // ATTEMPTS:05d}", n % ATTEMPTS
         success, error = n % solve == 0, "container died" if n % 37 == 5 else None
         rec = EpisodeRecorder(store, mode, RUN, task, attempt)
-        rec.add(EpisodeStart(task_id=task, mode=mode, run_id=RUN, attempt_idx=attempt, split="test", policy="openai",
-                             category=FAMILIES[n % len(FAMILIES)], worker_model=model, adapter=adapter,
-                             first_observation=f"Task: count the files in /root/{task}", expected="3"))
+        rec.add(
+            EpisodeStart(
+                task_id=task,
+                mode=mode,
+                run_id=RUN,
+                attempt_idx=attempt,
+                split="test",
+                policy="openai",
+                category=FAMILIES[n % len(FAMILIES)],
+                worker_model=model,
+                adapter=adapter,
+                first_observation=f"Task: count the files in /root/{task}",
+                expected="3",
+            )
+        )
         steps = 1 + n % 8
         for i in range(steps):
-            rec.add(Step(step_idx=i, observation=f"The output of the OS:\n\n{'x' * 300}{i}", model=model,
-                         raw_output=f"Think: step {i}.\n\nAct: bash\n\n```bash\nls /root/{task} | wc -l\n```",
-                         action="bash", action_text=f"bash: ls /root/{task} | wc -l", action_source="worker",
-                         reward=float(success and i == steps - 1)))
-        rec.add(EpisodeEnd(success=success, reward=float(success), total_steps=steps, error=error,
-                           status="env_error" if error else "completed", answer="3" if success else "4"))
+            rec.add(
+                Step(
+                    step_idx=i,
+                    observation=f"The output of the OS:\n\n{'x' * 300}{i}",
+                    model=model,
+                    raw_output=f"Think: step {i}.\n\nAct: bash\n\n```bash\nls /root/{task} | wc -l\n```",
+                    action="bash",
+                    action_text=f"bash: ls /root/{task} | wc -l",
+                    action_source="worker",
+                    reward=float(success and i == steps - 1),
+                )
+            )
+        rec.add(
+            EpisodeEnd(
+                success=success,
+                reward=float(success),
+                total_steps=steps,
+                error=error,
+                status="env_error" if error else "completed",
+                answer="3" if success else "4",
+            )
+        )
         rec.flush()
 
 
@@ -84,8 +114,13 @@ def repeated(fn, repeat: int) -> list[float]:
 def start_api(env: dict[str, str]) -> tuple[subprocess.Popen, str]:
     """`loraloop serve rollout-api` on a free port with this environment; returns once /ui answers."""
     port = free_port()
-    api = subprocess.Popen(LORALOOP + ["serve", "rollout-api", "--port", str(port)], env=env,
-                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    api = subprocess.Popen(
+        LORALOOP + ["serve", "rollout-api", "--port", str(port)],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     url, deadline = f"http://127.0.0.1:{port}", time.monotonic() + 60
     while True:
         try:
@@ -106,38 +141,63 @@ def bench_size(episodes: int, repeat: int) -> list[tuple[str, list[float], bool]
         store = FileStore(root)
         served = publish_adapter(store, Path(work) / "adapter")
         version = adapters.parse_served(served)[1]
+
         def write() -> None:
             write_episodes(store, "base", episodes, "SmolLM2-135M-Instruct", None, 7)
             write_episodes(store, "tuned", episodes, served, Adapter(name=ADAPTER, version=version), 3)
+
         timings.append((f"write {2 * episodes:,} episodes (setup)", [timed(write)[1]], False))
 
         def index() -> None:
             for mode in ("base", "tuned"):
                 (root / index_key(mode, RUN)).unlink(missing_ok=True)
                 assert len(run_index(store, mode, RUN)) == episodes
+
         timings.append(("index both runs (at job end)", repeated(index, repeat), False))
         out = Path(work) / "reports"
-        timings.append(("eval report (2 modes, CSV, 3 charts)", repeated(
-            lambda: write_report(store, [("base", RUN), ("tuned", RUN)], out / "eval", "bench", "http://v"), repeat),
-            True))
-        timings.append(("loop report (`loraloop report`)", repeated(
-            lambda: write_iteration_report(store, select_runs(store, [RUN]), out / "loop", "bench", "http://v"),
-            repeat), True))
+        timings.append(
+            (
+                "eval report (2 modes, CSV, 3 charts)",
+                repeated(
+                    lambda: write_report(store, [("base", RUN), ("tuned", RUN)], out / "eval", "bench", "http://v"),
+                    repeat,
+                ),
+                True,
+            )
+        )
+        timings.append(
+            (
+                "loop report (`loraloop report`)",
+                repeated(
+                    lambda: write_iteration_report(store, select_runs(store, [RUN]), out / "loop", "bench", "http://v"),
+                    repeat,
+                ),
+                True,
+            )
+        )
         api, url = start_api(env)
         try:
             last = -(-episodes // PAGE)
             task = f"test-{FAMILIES[0]}-{episodes // ATTEMPTS // 2:05d}"
             key = f"trajectories/tuned/{RUN}/{task}__attempt_0.jsonl"
-            pages = [("viewer: runs", "/ui", {}), ("viewer: run, page 1", f"/ui/runs/tuned/{RUN}", {}),
-                     (f"viewer: run, page {last} (last)", f"/ui/runs/tuned/{RUN}", {"page": last}),
-                     ("viewer: run filtered (outcome, task)", f"/ui/runs/tuned/{RUN}",
-                      {"outcome": "solved", "task": FAMILIES[0]}),
-                     ("viewer: one episode", "/ui/episode", {"key": key})]
+            pages = [
+                ("viewer: runs", "/ui", {}),
+                ("viewer: run, page 1", f"/ui/runs/tuned/{RUN}", {}),
+                (f"viewer: run, page {last} (last)", f"/ui/runs/tuned/{RUN}", {"page": last}),
+                (
+                    "viewer: run filtered (outcome, task)",
+                    f"/ui/runs/tuned/{RUN}",
+                    {"outcome": "solved", "task": FAMILIES[0]},
+                ),
+                ("viewer: one episode", "/ui/episode", {"key": key}),
+            ]
             with httpx.Client(base_url=url, timeout=60) as client:
                 for label, path, params in pages:
+
                     def view(path: str = path, params: dict = params) -> None:
                         response = client.get(path, params=params)
                         assert response.status_code == 200 and ("<table" in response.text or "step-0" in response.text)
+
                     timings.append((label, repeated(view, repeat), True))
                 grown = []
                 for n in range(repeat):  # a run still being played: each view finds one more episode
@@ -165,19 +225,29 @@ def main() -> int:
     add_out(parser, "report")
     args = parser.parse_args()
     _, import_s = timed(pyplot)
-    lines = ["# Reports and viewer pages over large runs", "", f"{machine()}; {args.repeat} repeats each", "",
-             "| episodes a run (in the store) | what | median s | slowest s | target | |",
-             "|---:|---|---:|---:|---:|---|"]
+    lines = [
+        "# Reports and viewer pages over large runs",
+        "",
+        f"{machine()}; {args.repeat} repeats each",
+        "",
+        "| episodes a run (in the store) | what | median s | slowest s | target | |",
+        "|---:|---|---:|---:|---:|---|",
+    ]
     missed = []
     for size in [int(s) for s in args.episodes.split(",")]:
         for what, seconds, held in bench_size(size, args.repeat):
             verdict = ("PASS" if max(seconds) < TARGET_S else "MISSED") if held else ""
             if verdict == "MISSED":
                 missed.append(f"{what} at {size:,}")
-            lines.append(f"| {size:,} ({2 * size:,}) | {what} | {statistics.median(seconds):.3f} | {max(seconds):.3f} "
-                         f"| {f'< {TARGET_S:g} s' if held else '–'} | {verdict} |")
-    lines += ["", f"- matplotlib import, once per process (not in the report times): {import_s:.2f} s",
-              f"- target missed: {'; '.join(missed)}" if missed else "- every report and page view under 1 s"]
+            lines.append(
+                f"| {size:,} ({2 * size:,}) | {what} | {statistics.median(seconds):.3f} | {max(seconds):.3f} "
+                f"| {f'< {TARGET_S:g} s' if held else '–'} | {verdict} |"
+            )
+    lines += [
+        "",
+        f"- matplotlib import, once per process (not in the report times): {import_s:.2f} s",
+        f"- target missed: {'; '.join(missed)}" if missed else "- every report and page view under 1 s",
+    ]
     report("\n".join(lines), args.out)
     return 1 if missed else 0
 

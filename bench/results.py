@@ -2,6 +2,7 @@
 its title, nearest-rank percentiles, one call timed, a free loopback port.
 
 The benches run as scripts (`python bench/NAME.py`), so they import this module as `results`."""
+
 from __future__ import annotations
 
 import argparse
@@ -20,8 +21,14 @@ RESULTS = ROOT / "bench" / "results"
 def add_out(parser: argparse.ArgumentParser, name: str) -> None:
     """`--out [PATH]`: also write the Markdown to PATH (bench/results/NAME.md when no path is given)."""
     default = RESULTS / f"{name}.md"
-    parser.add_argument("--out", nargs="?", const=default, type=Path, default=None,
-                        help=f"also write the Markdown to this file (default {default.relative_to(ROOT)})")
+    parser.add_argument(
+        "--out",
+        nargs="?",
+        const=default,
+        type=Path,
+        default=None,
+        help=f"also write the Markdown to this file (default {default.relative_to(ROOT)})",
+    )
 
 
 def report(markdown: str, out: Path | None) -> None:
@@ -34,8 +41,10 @@ def report(markdown: str, out: Path | None) -> None:
 
 def machine() -> str:
     """CPUs, platform, Python and the time now (UTC): where and when the figures below it were taken."""
-    return (f"{os.cpu_count()} CPUs, {platform.platform()}, Python {platform.python_version()}, "
-            f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}")
+    return (
+        f"{os.cpu_count()} CPUs, {platform.platform()}, Python {platform.python_version()}, "
+        f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}"
+    )
 
 
 def percentile(values: list[float], q: float) -> float:

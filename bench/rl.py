@@ -18,6 +18,7 @@ Prints the ratio restart / swap (p50s). Exits 1 when a swap is not faster than a
 
 Timings are only comparable on an otherwise idle machine.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -44,8 +45,11 @@ MODEL = "SmolLM2-135M-Instruct"
 
 def answered(url: str, model: str) -> None:
     """Send one short chat request to `model`; raise unless it is answered."""
-    reply = httpx.post(f"{url}/chat/completions", timeout=300, json={
-        "model": model, "messages": [{"role": "user", "content": "Say hi."}], "max_tokens": 4, "temperature": 0})
+    reply = httpx.post(
+        f"{url}/chat/completions",
+        timeout=300,
+        json={"model": model, "messages": [{"role": "user", "content": "Say hi."}], "max_tokens": 4, "temperature": 0},
+    )
     reply.raise_for_status()
 
 
@@ -61,8 +65,9 @@ def restart_seconds(settings: Settings, adapter_dir: Path, port: int) -> float:
     """Stop vLLM, start it with the adapter on its command line, and time it until the adapter answers."""
     vllm_server.stop(port)
     started = time.perf_counter()
-    url = vllm_server.start(settings, port=port, timeout=900,
-                            extra_args=["--lora-modules", f"restarted={adapter_dir.resolve()}"])
+    url = vllm_server.start(
+        settings, port=port, timeout=900, extra_args=["--lora-modules", f"restarted={adapter_dir.resolve()}"]
+    )
     answered(url, "restarted")
     return time.perf_counter() - started
 
@@ -81,16 +86,32 @@ def main() -> int:
     os.chdir(ROOT)
     work = Path(tempfile.mkdtemp(prefix="bench-rl-"))
     port = free_port()
-    settings = Settings(vllm_port=port, vllm_url=f"http://127.0.0.1:{port}/v1", store_url=f"file://{work / 'store'}",
-                        adapters_dir=work / "adapters", base_model_name=MODEL)
+    settings = Settings(
+        vllm_port=port,
+        vllm_url=f"http://127.0.0.1:{port}/v1",
+        store_url=f"file://{work / 'store'}",
+        adapters_dir=work / "adapters",
+        base_model_name=MODEL,
+    )
     vllm_server.start(settings, port=port, timeout=900)
     try:
         plan = replace(demo_plan(epochs=args.bc_epochs), seeds=(1,))
         with ExitStack() as server:  # the warm start (the base model never solves a task: nothing to learn from)
             run_turn(settings, work / "bc", plan, 1, server)
-        result = run_rl(plan.rl_config(settings, work / "bc", adapter_name="bench", iterations=args.iterations,
-                                       tasks_per_iteration=args.tasks, rollouts_per_task=args.rollouts,
-                                       temperature=0.7, lr=1e-4, eval_every=0), plan.eval_settings(settings))
+        result = run_rl(
+            plan.rl_config(
+                settings,
+                work / "bc",
+                adapter_name="bench",
+                iterations=args.iterations,
+                tasks_per_iteration=args.tasks,
+                rollouts_per_task=args.rollouts,
+                temperature=0.7,
+                lr=1e-4,
+                eval_every=0,
+            ),
+            plan.eval_settings(settings),
+        )
         rows = [r for r in result["history"] if r["iteration"] > 0]
         adapter_dir = work / "bc" / "rl" / "adapter"  # the last version trained; the warm start when none was
         adapter_dir = adapter_dir if adapter_dir.is_dir() else work / "bc" / "bc_lora"
@@ -98,19 +119,30 @@ def main() -> int:
         restarts = [restart_seconds(settings, adapter_dir, port) for _ in range(args.restarts)]
     finally:
         vllm_server.stop(port)
-    lines = [f"{os.cpu_count()} CPUs; {args.tasks} tasks x {args.rollouts} rollouts per iteration on "
-             f"the demo families' train variants from a BC warm start, SmolLM2-135M-Instruct, vLLM CPU", "",
-             "| iteration | episodes | rows | tokens | rollout s | train s | publish s | train tokens/s |",
-             "|---:|---:|---:|---:|---:|---:|---:|---:|"]
-    lines += [f"| {r['iteration']} | {r['episodes']} | {r['rows']} | {r['tokens']} | {r['rollout_s']} | "
-              f"{r['train_s']} | {r['publish_s']} | {r.get('train_tokens_per_s', '-')} |" for r in rows]
+    lines = [
+        f"{os.cpu_count()} CPUs; {args.tasks} tasks x {args.rollouts} rollouts per iteration on "
+        f"the demo families' train variants from a BC warm start, SmolLM2-135M-Instruct, vLLM CPU",
+        "",
+        "| iteration | episodes | rows | tokens | rollout s | train s | publish s | train tokens/s |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    lines += [
+        f"| {r['iteration']} | {r['episodes']} | {r['rows']} | {r['tokens']} | {r['rollout_s']} | "
+        f"{r['train_s']} | {r['publish_s']} | {r.get('train_tokens_per_s', '-')} |"
+        for r in rows
+    ]
     swap50, restart50 = percentile(swaps, 50) / 1000, percentile(restarts, 50) / 1000
-    lines += ["", "| adapter to serving | runs | p50 s | p95 s |", "|---|---:|---:|---:|",
-              f"| publish a version (runtime load + verify) | {len(swaps)} | {swap50:.2f} | "
-              f"{percentile(swaps, 95) / 1000:.2f} |",
-              f"| restart vLLM with --lora-modules | {len(restarts)} | {restart50:.1f} | "
-              f"{percentile(restarts, 95) / 1000:.1f} |", "",
-              f"- restart / swap (p50): {restart50 / swap50:.1f}x"]
+    lines += [
+        "",
+        "| adapter to serving | runs | p50 s | p95 s |",
+        "|---|---:|---:|---:|",
+        f"| publish a version (runtime load + verify) | {len(swaps)} | {swap50:.2f} | "
+        f"{percentile(swaps, 95) / 1000:.2f} |",
+        f"| restart vLLM with --lora-modules | {len(restarts)} | {restart50:.1f} | "
+        f"{percentile(restarts, 95) / 1000:.1f} |",
+        "",
+        f"- restart / swap (p50): {restart50 / swap50:.1f}x",
+    ]
     report("\n".join(lines), args.out)
     return 0 if swap50 < restart50 else 1
 

@@ -17,6 +17,7 @@ above BC (the baseline, measured in the same run). Writes report.md and learning
 rl_report.md, rl_curve.png) under bench/results/rl_learning/. Exits 1 when the target is missed.
 --work DIR goes on with an interrupted run: finished warm starts are kept, RL runs resume (`train rl`).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -45,17 +46,39 @@ def one_seed(settings: Settings, work: Path, seed: int, args: argparse.Namespace
     """Base, BC and BC+RL held-out success for one seed, with the RL run's history."""
     plan = replace(demo_plan(epochs=args.bc_epochs), seeds=(seed,))
     done = work / f"seed-{seed}" / "summary.json"  # a warm start made by an earlier, interrupted run
-    turn = json.loads(done.read_text()) if done.is_file() else run_turn(settings, work / f"seed-{seed}", plan, seed,
-                                                                          server)
-    rl = run_rl(plan.rl_config(settings, work / f"seed-{seed}", adapter_name=f"rl-s{seed}", eval_tasks=None,
-                               eval_every=1, iterations=args.iterations, tasks_per_iteration=args.tasks,
-                               rollouts_per_task=args.rollouts, lr=args.lr, temperature=args.temperature, seed=seed),
-                plan.eval_settings(settings))
+    turn = (
+        json.loads(done.read_text())
+        if done.is_file()
+        else run_turn(settings, work / f"seed-{seed}", plan, seed, server)
+    )
+    rl = run_rl(
+        plan.rl_config(
+            settings,
+            work / f"seed-{seed}",
+            adapter_name=f"rl-s{seed}",
+            eval_tasks=None,
+            eval_every=1,
+            iterations=args.iterations,
+            tasks_per_iteration=args.tasks,
+            rollouts_per_task=args.rollouts,
+            lr=args.lr,
+            temperature=args.temperature,
+            seed=seed,
+        ),
+        plan.eval_settings(settings),
+    )
     held = [r.get("held_out") for r in rl["history"]]
-    return {"seed": seed, "base": turn["results"][plan.base]["success_rate"],
-            "bc": turn["results"][plan.tuned]["success_rate"], "bc_again": held[0], "rl": held[-1],
-            "rl_curve": held, "episodes": turn["results"][plan.base]["episodes"], "history": rl["history"],
-            "stages_s": turn["stages_s"]}
+    return {
+        "seed": seed,
+        "base": turn["results"][plan.base]["success_rate"],
+        "bc": turn["results"][plan.tuned]["success_rate"],
+        "bc_again": held[0],
+        "rl": held[-1],
+        "rl_curve": held,
+        "episodes": turn["results"][plan.base]["episodes"],
+        "history": rl["history"],
+        "stages_s": turn["stages_s"],
+    }
 
 
 def main() -> int:
@@ -68,16 +91,25 @@ def main() -> int:
     parser.add_argument("--rollouts", type=int, default=4, help="episodes per task (the group)")
     parser.add_argument("--lr", type=float, default=1e-4, help="RL learning rate")
     parser.add_argument("--temperature", type=float, default=0.7, help="RL rollouts' sampling temperature")
-    parser.add_argument("--work", type=Path, default=None,
-                        help="the folder of an interrupted run (store, warm starts, RL runs) to go on with")
+    parser.add_argument(
+        "--work",
+        type=Path,
+        default=None,
+        help="the folder of an interrupted run (store, warm starts, RL runs) to go on with",
+    )
     add_out(parser, "rl_learning")
     args = parser.parse_args()
     seeds = [int(s) for s in args.seeds.split(",")]
     os.chdir(ROOT)
     work = args.work or Path(tempfile.mkdtemp(prefix="bench-rl-learning-"))
     port = free_port()
-    settings = Settings(vllm_port=port, vllm_url=f"http://127.0.0.1:{port}/v1", store_url=f"file://{work / 'store'}",
-                        adapters_dir=work / "adapters", base_model_name=MODEL)
+    settings = Settings(
+        vllm_port=port,
+        vllm_url=f"http://127.0.0.1:{port}/v1",
+        store_url=f"file://{work / 'store'}",
+        adapters_dir=work / "adapters",
+        base_model_name=MODEL,
+    )
     vllm_server.start(settings, port=port, timeout=900)
     try:
         with ExitStack() as server:
@@ -86,27 +118,41 @@ def main() -> int:
         vllm_server.stop(port)
     out = RESULTS / "rl_learning"
     out.mkdir(parents=True, exist_ok=True)
-    (out / "results.json").write_text(json.dumps({"args": vars(args) | {"out": str(args.out)}, "seeds": results},
-                                                 indent=2, default=str))
+    (out / "results.json").write_text(
+        json.dumps({"args": vars(args) | {"out": str(args.out)}, "seeds": results}, indent=2, default=str)
+    )
     names = {"base": "base", "bc": "BC", "rl": "BC+RL"}
     rates = {label: [r[key] for r in results] for key, label in names.items()}
     episodes = {label: sum(r["episodes"] for r in results) for label in names.values()}
-    notes = (f"BC warm start: {args.bc_epochs} epoch(s) on the teacher episodes of the demo's train variants. "
-             f"RL: {args.iterations} iterations x {args.tasks} tasks x {args.rollouts} rollouts at temperature "
-             f"{args.temperature}, "
-             f"lr {args.lr}. Held-out: the demo's test variants, greedy, 4 rounds, 80-token replies.")
+    notes = (
+        f"BC warm start: {args.bc_epochs} epoch(s) on the teacher episodes of the demo's train variants. "
+        f"RL: {args.iterations} iterations x {args.tasks} tasks x {args.rollouts} rollouts at temperature "
+        f"{args.temperature}, "
+        f"lr {args.lr}. Held-out: the demo's test variants, greedy, 4 rounds, 80-token replies."
+    )
     write_learning_report(rates, episodes, seeds, out, "Held-out success: base, BC, BC+RL", notes)
     (bc_mean, _), (rl_mean, _) = mean_sd(rates["BC"]), mean_sd(rates["BC+RL"])
     gain = (rl_mean - bc_mean) * 100
-    lines = [f"{os.cpu_count()} CPUs, SmolLM2-135M-Instruct on vLLM CPU; {len(seeds)} seeds; {notes}", "",
-             "| seed | base | BC | BC (again, in the RL run) | BC+RL | held-out by iteration |",
-             "|---:|---:|---:|---:|---:|---|"]
-    lines += [f"| {r['seed']} | {r['base']:.0%} | {r['bc']:.0%} | {r['bc_again']:.0%} | {r['rl']:.0%} | "
-              + " → ".join(f"{h:.0%}" for h in r["rl_curve"] if h is not None) + " |" for r in results]
+    lines = [
+        f"{os.cpu_count()} CPUs, SmolLM2-135M-Instruct on vLLM CPU; {len(seeds)} seeds; {notes}",
+        "",
+        "| seed | base | BC | BC (again, in the RL run) | BC+RL | held-out by iteration |",
+        "|---:|---:|---:|---:|---:|---|",
+    ]
+    lines += [
+        f"| {r['seed']} | {r['base']:.0%} | {r['bc']:.0%} | {r['bc_again']:.0%} | {r['rl']:.0%} | "
+        + " → ".join(f"{h:.0%}" for h in r["rl_curve"] if h is not None)
+        + " |"
+        for r in results
+    ]
     lines += ["", "| model | mean | sd |", "|---|---:|---:|"]
     lines += [f"| {label} | {mean_sd(values)[0]:.1%} | {mean_sd(values)[1]:.1%} |" for label, values in rates.items()]
-    lines += ["", f"- BC+RL − BC: {gain:+.1f} points (target ≥ +{TARGET_POINTS:.0f}): "
-              + ("met" if gain >= TARGET_POINTS else "MISSED"), f"- report and plot: {out / 'report.md'}"]
+    lines += [
+        "",
+        f"- BC+RL − BC: {gain:+.1f} points (target ≥ +{TARGET_POINTS:.0f}): "
+        + ("met" if gain >= TARGET_POINTS else "MISSED"),
+        f"- report and plot: {out / 'report.md'}",
+    ]
     report("\n".join(lines), args.out)
     return 0 if gain >= TARGET_POINTS else 1
 

@@ -15,6 +15,7 @@ fixed: experiment `teacher` on the train split of configs/tasks/os (seed 42, tas
 Timings are only comparable on an otherwise idle machine: other rollouts, tests or training on the
 same CPUs or Docker engine slow some rows more than others.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -75,8 +76,9 @@ def play_direct(task: ShellTask, max_steps: int, settings: Settings) -> bool:
         first, _ = env.reset()
         turns: list[tuple[str, str]] = []
         while True:
-            reply = policy.act(build_messages(env.instructions, env.examples, first, turns,
-                                              settings.prompt_char_budget))
+            reply = policy.act(
+                build_messages(env.instructions, env.examples, first, turns, settings.prompt_char_budget)
+            )
             result = env.step(reply.text)
             if result.done:
                 return bool(result.info.get("success"))
@@ -96,13 +98,22 @@ def stored_outcomes(store: Path, run_id: str) -> tuple[int, Outcomes, list[str]]
     """The .jsonl files a run left in the store, their outcomes, and any unreadable ones."""
     files = len(list((store / "trajectories" / EXPERIMENT / run_id).glob("*.jsonl")))
     malformed: list[str] = []
-    outcomes = {(e.start.task_id, e.start.attempt_idx): e.success
-                for e in iter_episodes(FileStore(store), f"trajectories/{EXPERIMENT}/{run_id}", malformed)}
+    outcomes = {
+        (e.start.task_id, e.start.attempt_idx): e.success
+        for e in iter_episodes(FileStore(store), f"trajectories/{EXPERIMENT}/{run_id}", malformed)
+    }
     return files, outcomes, malformed
 
 
-def run_service(processes: int, threads: int, flags: list[str], env: dict[str, str], store: Path,
-                expected: Outcomes, problems: list[str]) -> Row:
+def run_service(
+    processes: int,
+    threads: int,
+    flags: list[str],
+    env: dict[str, str],
+    store: Path,
+    expected: Outcomes,
+    problems: list[str],
+) -> Row:
     """Start the workers, time `loraloop rollout` over the broker, then check what was stored."""
     run_id = f"bench-{processes}x{threads}"
     timeout = 120 + 30 * len(expected)
@@ -110,8 +121,9 @@ def run_service(processes: int, threads: int, flags: list[str], env: dict[str, s
     try:
         start_workers(processes, threads, env, store.parent, workers)
         started = time.perf_counter()
-        proc = subprocess.run(LORALOOP + ["rollout", *flags, "--run_id", run_id], env=env,
-                              capture_output=True, text=True, timeout=timeout)
+        proc = subprocess.run(
+            LORALOOP + ["rollout", *flags, "--run_id", run_id], env=env, capture_output=True, text=True, timeout=timeout
+        )
         wall = time.perf_counter() - started
     except subprocess.TimeoutExpired:
         problems.append(f"{run_id}: loraloop rollout did not finish within {timeout} s")
@@ -127,30 +139,39 @@ def run_service(processes: int, threads: int, flags: list[str], env: dict[str, s
     mismatched = sorted(k for k in expected if outcomes.get(k) != expected[k])
     if mismatched:
         problems.append(f"{run_id}: outcomes differ from the direct run for {mismatched}")
-    return Row("service (loraloop worker + rollout)", processes, threads, len(expected), files,
-               sum(outcomes.values()), wall)
+    return Row(
+        "service (loraloop worker + rollout)", processes, threads, len(expected), files, sum(outcomes.values()), wall
+    )
 
 
 def markdown(rows: list[Row], episodes: int) -> str:
     """The results as a Markdown table plus the scaling and overhead ratios."""
     direct, one = rows[0], rows[1]
-    lines = [f"## Rollout benchmark: `{EXPERIMENT}`, {SUBSET} split of {REGISTRY}, {episodes} episodes",
-             "",
-             f"{machine()}.",
-             "",
-             "| configuration | processes x threads | stored | solved | wall s | s / episode | episodes / min |",
-             "|---|---|---|---|---|---|---|"]
+    lines = [
+        f"## Rollout benchmark: `{EXPERIMENT}`, {SUBSET} split of {REGISTRY}, {episodes} episodes",
+        "",
+        f"{machine()}.",
+        "",
+        "| configuration | processes x threads | stored | solved | wall s | s / episode | episodes / min |",
+        "|---|---|---|---|---|---|---|",
+    ]
     for r in rows:
         stored = "-" if r.stored is None else f"{r.stored}/{r.episodes}"
-        lines.append(f"| {r.name} | {r.processes} x {r.threads} | {stored} | {r.solved}/{r.episodes} | "
-                     f"{r.wall_s:.1f} | {r.s_per_episode:.2f} | {r.per_minute:.1f} |")
+        lines.append(
+            f"| {r.name} | {r.processes} x {r.threads} | {stored} | {r.solved}/{r.episodes} | "
+            f"{r.wall_s:.1f} | {r.s_per_episode:.2f} | {r.per_minute:.1f} |"
+        )
     overhead = one.s_per_episode - direct.s_per_episode
-    lines += ["",
-              *(f"- scaling, {r.processes} x {r.threads} vs 1 x 1: {r.per_minute / one.per_minute:.2f}x "
-                "episodes / min" for r in rows[2:]),
-              f"- service overhead per episode (1 x 1 minus direct): {overhead:+.2f} s "
-              f"({one.s_per_episode / direct.s_per_episode:.2f}x direct; includes starting `loraloop rollout`)",
-              ""]
+    lines += [
+        "",
+        *(
+            f"- scaling, {r.processes} x {r.threads} vs 1 x 1: {r.per_minute / one.per_minute:.2f}x episodes / min"
+            for r in rows[2:]
+        ),
+        f"- service overhead per episode (1 x 1 minus direct): {overhead:+.2f} s "
+        f"({one.s_per_episode / direct.s_per_episode:.2f}x direct; includes starting `loraloop rollout`)",
+        "",
+    ]
     return "\n".join(lines)
 
 

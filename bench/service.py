@@ -4,6 +4,7 @@ store in a temporary folder and `loraloop worker` processes.
 
 The benches run as scripts (`python bench/NAME.py`), so they import this module as `service`.
 """
+
 from __future__ import annotations
 
 import math
@@ -38,11 +39,34 @@ def job(registry: Registry, episodes: int) -> tuple[list[EpisodeSpec], list[str]
     """
     attempts = math.ceil(episodes / len(registry.select(SUBSET)))
     sample = math.ceil(episodes / attempts)
-    specs = plan_rollout(registry, REGISTRY, get_experiment(Settings().experiments_path, EXPERIMENT), run_id="direct",
-                         subset=SUBSET, sample_size=sample, rollouts_per_task=attempts, seed=SEED,
-                         task_seed=TASK_SEED, temperature=None)
-    flags = ["--experiment", EXPERIMENT, "--task_registry", REGISTRY, "--subset", SUBSET, "--sample_size",
-             str(sample), "--rollouts_per_task", str(attempts), "--seed", str(SEED), "--task_seed", str(TASK_SEED)]
+    specs = plan_rollout(
+        registry,
+        REGISTRY,
+        get_experiment(Settings().experiments_path, EXPERIMENT),
+        run_id="direct",
+        subset=SUBSET,
+        sample_size=sample,
+        rollouts_per_task=attempts,
+        seed=SEED,
+        task_seed=TASK_SEED,
+        temperature=None,
+    )
+    flags = [
+        "--experiment",
+        EXPERIMENT,
+        "--task_registry",
+        REGISTRY,
+        "--subset",
+        SUBSET,
+        "--sample_size",
+        str(sample),
+        "--rollouts_per_task",
+        str(attempts),
+        "--seed",
+        str(SEED),
+        "--task_seed",
+        str(TASK_SEED),
+    ]
     return specs, flags
 
 
@@ -51,8 +75,10 @@ def start_redis(port: int) -> subprocess.Popen:
     server = shutil.which("redis-server")
     if server is None:
         raise LoraloopError("redis-server not found: install it (e.g. 'apt-get install -y redis-server')")
-    proc = subprocess.Popen([server, "--bind", "127.0.0.1", "--port", str(port), "--save", "", "--appendonly", "no"],
-                            stdout=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [server, "--bind", "127.0.0.1", "--port", str(port), "--save", "", "--appendonly", "no"],
+        stdout=subprocess.DEVNULL,
+    )
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
         with socket.socket() as sock:
@@ -76,9 +102,13 @@ def private_service(**settings: str) -> Iterator[tuple[dict[str, str], Path]]:
         port = free_port()
         redis = start_redis(port)
         store = tmp / "store"
-        env = {**os.environ, "LORALOOP_BROKER_URL": f"redis://127.0.0.1:{port}/0",
-               "LORALOOP_STORE_URL": f"file://{store}", "LORALOOP_API_URL": "",
-               **{f"LORALOOP_{name.upper()}": value for name, value in settings.items()}}
+        env = {
+            **os.environ,
+            "LORALOOP_BROKER_URL": f"redis://127.0.0.1:{port}/0",
+            "LORALOOP_STORE_URL": f"file://{store}",
+            "LORALOOP_API_URL": "",
+            **{f"LORALOOP_{name.upper()}": value for name, value in settings.items()},
+        }
         yield env, store
     finally:
         if redis is not None:
@@ -86,15 +116,22 @@ def private_service(**settings: str) -> Iterator[tuple[dict[str, str], Path]]:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def start_workers(processes: int, threads: int, env: dict[str, str], logs: Path,
-                  workers: list[subprocess.Popen]) -> None:
+def start_workers(
+    processes: int, threads: int, env: dict[str, str], logs: Path, workers: list[subprocess.Popen]
+) -> None:
     """Start `loraloop worker` processes into `workers` (so the caller can stop even a partial start)
     and wait until each logs that it is ready; the wait is not part of the measured time."""
     for i in range(processes):
         log = logs / f"worker-{processes}x{threads}-{i}.log"
         with open(log, "wb") as handle:
-            workers.append(subprocess.Popen(LORALOOP + ["worker", "--concurrency", str(threads), "--loglevel", "info"],
-                                            env=env, stdout=handle, stderr=subprocess.STDOUT))
+            workers.append(
+                subprocess.Popen(
+                    LORALOOP + ["worker", "--concurrency", str(threads), "--loglevel", "info"],
+                    env=env,
+                    stdout=handle,
+                    stderr=subprocess.STDOUT,
+                )
+            )
         deadline = time.monotonic() + 60
         while " ready." not in log.read_text(errors="replace"):
             if workers[-1].poll() is not None or time.monotonic() > deadline:

@@ -16,6 +16,7 @@ image, task and commands:
 Targets (issue #3): warm reset p50 <= 150 ms + init p50; step p50 <= 1.3 x baseline step p50.
 Exits 1 when a target is missed, so it can gate a change.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -35,8 +36,11 @@ from loraloop.tasks.shell.format import parse_shell_task
 ROOT = Path(__file__).resolve().parents[1]
 INIT = "mkdir -p /root/data && for i in 1 2 3 4 5; do echo line $i > /root/data/f$i.txt; done"
 COMMAND = "ls /root/data | wc -l"
-TASK = {"description": "How many files are in /root/data? Answer with the number only.",
-        "create": {"init": INIT}, "evaluation": {"match": "5"}}
+TASK = {
+    "description": "How many files are in /root/data? Answer with the number only.",
+    "create": {"init": INIT},
+    "evaluation": {"match": "5"},
+}
 
 
 def seconds(fn) -> float:
@@ -54,9 +58,14 @@ def baseline(image: str, episodes: int, steps: int) -> dict[str, list[float]]:
     resets, inits, execs = [], [], []
     for _ in range(episodes):
         holder: list[str] = []
-        resets.append(seconds(lambda holder=holder: (holder.append(docker_cli("run", "-d", "--network", "none", image,
-                                                               "sleep", "infinity")),
-                                     docker_cli("exec", holder[0], "bash", "-c", INIT))))
+        resets.append(
+            seconds(
+                lambda holder=holder: (
+                    holder.append(docker_cli("run", "-d", "--network", "none", image, "sleep", "infinity")),
+                    docker_cli("exec", holder[0], "bash", "-c", INIT),
+                )
+            )
+        )
         inits.append(seconds(lambda holder=holder: docker_cli("exec", holder[0], "bash", "-c", INIT)))
         for _ in range(steps // episodes or 1):
             execs.append(seconds(lambda holder=holder: docker_cli("exec", holder[0], "bash", "-c", COMMAND)))
@@ -103,17 +112,24 @@ def main() -> int:
     base = baseline(image, args.episodes, args.steps)
     cold = ours(settings, args.episodes, args.steps, 0)
     warm = ours(settings.model_copy(update={"pool_size": args.pool}), args.episodes, args.steps, args.pool)
-    rows = [("baseline: docker run + exec init", base["reset"]), ("baseline: exec init alone", base["init"]),
-            ("cold reset (no pool)", cold["reset"]), (f"warm reset (pool {args.pool})", warm["reset"]),
-            ("baseline: docker exec per command", base["step"]), ("step (persistent shell)", warm["step"])]
+    rows = [
+        ("baseline: docker run + exec init", base["reset"]),
+        ("baseline: exec init alone", base["init"]),
+        ("cold reset (no pool)", cold["reset"]),
+        (f"warm reset (pool {args.pool})", warm["reset"]),
+        ("baseline: docker exec per command", base["step"]),
+        ("step (persistent shell)", warm["step"]),
+    ]
     lines = ["| measurement | n | p50 ms | p95 ms |", "|---|---:|---:|---:|"]
     lines += [f"| {name} | {len(v)} | {percentile(v, 50):.1f} | {percentile(v, 95):.1f} |" for name, v in rows]
     warm_over_init = percentile(warm["reset"], 50) - percentile(base["init"], 50)
     step_ratio = percentile(warm["step"], 50) / percentile(base["step"], 50)
-    lines += ["", f"- warm reset p50 minus init p50: {warm_over_init:.1f} ms (target <= 150 ms)",
-              f"- step p50 / docker exec p50: {step_ratio:.2f} (target <= 1.3)",
-              f"- cold reset p50 / baseline reset p50: "
-              f"{percentile(cold['reset'], 50) / percentile(base['reset'], 50):.2f}"]
+    lines += [
+        "",
+        f"- warm reset p50 minus init p50: {warm_over_init:.1f} ms (target <= 150 ms)",
+        f"- step p50 / docker exec p50: {step_ratio:.2f} (target <= 1.3)",
+        f"- cold reset p50 / baseline reset p50: {percentile(cold['reset'], 50) / percentile(base['reset'], 50):.2f}",
+    ]
     report("\n".join(lines), args.out)
     return 0 if warm_over_init <= 150 and step_ratio <= 1.3 else 1
 

@@ -14,6 +14,7 @@ Per side: step() wall time per action. Episodes alternate sides (which side goes
 load from other work on the machine hits both alike. Target (issue): our per-step time at most 10% above
 tau2's (mean and p50). Exits 1 when an episode's reward differs between the sides or the target is missed.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -48,8 +49,13 @@ def play_tau2(task, url: str) -> tuple[list[float], float]:
     """tau2's gym driven directly: (step times, reward)."""
     from tau2.gym import AgentGymEnv
 
-    env = AgentGymEnv(domain=task.domain, task_id=task.id, max_steps=200, user_llm="openai/scripted-user",
-                      user_llm_args={"api_base": url, "api_key": "EMPTY", "temperature": 0.0})
+    env = AgentGymEnv(
+        domain=task.domain,
+        task_id=task.id,
+        max_steps=200,
+        user_llm="openai/scripted-user",
+        user_llm_args={"api_base": url, "api_key": "EMPTY", "temperature": 0.0},
+    )
     env.reset()
     times, reward = [], 0.0
     for action in script(task):
@@ -108,9 +114,12 @@ def main(argv: list[str] | None = None) -> int:
     mean = {name: statistics.mean(values) * 1000 for name, values in times.items()}
     p50 = {name: percentile(values, 50) for name, values in times.items()}
     overhead_mean, overhead_p50 = mean[OURS] / mean[TAU2] - 1, p50[OURS] / p50[TAU2] - 1
-    rows = "\n".join(f"| {name} | {len(times[name])} | {mean[name]:.2f} | {p50[name]:.2f} | "
-                     f"{percentile(times[name], 90):.2f} |" for name in (OURS, TAU2))
-    report(f"""## tau2 environment: per-step time, ours against tau2's gym ({args.domain}, {args.episodes} a side)
+    rows = "\n".join(
+        f"| {name} | {len(times[name])} | {mean[name]:.2f} | {p50[name]:.2f} | {percentile(times[name], 90):.2f} |"
+        for name in (OURS, TAU2)
+    )
+    report(
+        f"""## tau2 environment: per-step time, ours against tau2's gym ({args.domain}, {args.episodes} a side)
 
 {machine()}
 
@@ -119,8 +128,10 @@ def main(argv: list[str] | None = None) -> int:
 {rows}
 
 Overhead of ours: mean {overhead_mean:+.1%}, p50 {overhead_p50:+.1%} (target at most {TARGET:+.0%}); rewards
-{'differ: ' + '; '.join(differ) if differ else 'equal on every episode'}.
-""", args.out)
+{"differ: " + "; ".join(differ) if differ else "equal on every episode"}.
+""",
+        args.out,
+    )
     if differ:
         print(f"FAILED: rewards differ: {differ}", file=sys.stderr)
     missed = max(overhead_mean, overhead_p50) > TARGET

@@ -10,6 +10,7 @@ alternating rounds (after one untimed warm-up each), to the vLLM at --url or to 
 SmolLM2-135M-Instruct, on a free port). Prints requests/s of both and the overhead, and whether the
 outputs are identical.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -32,9 +33,18 @@ TRACE = {"logprobs": True, "return_token_ids": True}
 
 def ask(url: str, messages: list[dict[str, str]], max_tokens: int, trace: bool) -> dict:
     """One chat completion at temperature 0 with the fixed seed, with or without the trace fields."""
-    reply = httpx.post(f"{url}/chat/completions", timeout=600, json={
-        "model": MODEL, "messages": messages, "max_tokens": max_tokens, "temperature": 0, "seed": SEED,
-        **(TRACE if trace else {})})
+    reply = httpx.post(
+        f"{url}/chat/completions",
+        timeout=600,
+        json={
+            "model": MODEL,
+            "messages": messages,
+            "max_tokens": max_tokens,
+            "temperature": 0,
+            "seed": SEED,
+            **(TRACE if trace else {}),
+        },
+    )
     reply.raise_for_status()
     return reply.json()
 
@@ -76,12 +86,14 @@ def main() -> int:
             vllm_server.stop(port)
     total = args.requests * args.rounds
     plain, traced = total / seconds[False], total / seconds[True]
-    print(f"{cpu_name()}, {os.cpu_count()} CPUs; {args.requests} requests x {args.rounds} rounds each, "
-          f"{args.in_flight} in flight, max_tokens {args.max_tokens}\n"
-          f"plain:  {plain:.2f} requests/s ({seconds[False]:.1f} s)\n"
-          f"traced: {traced:.2f} requests/s ({seconds[True]:.1f} s)  logprobs + return_token_ids\n"
-          f"overhead: {(seconds[True] / seconds[False] - 1) * 100:+.1f}% time; identical outputs: "
-          f"{sum(a == b for a, b in zip(outputs[False], outputs[True]))}/{args.requests}")
+    print(
+        f"{cpu_name()}, {os.cpu_count()} CPUs; {args.requests} requests x {args.rounds} rounds each, "
+        f"{args.in_flight} in flight, max_tokens {args.max_tokens}\n"
+        f"plain:  {plain:.2f} requests/s ({seconds[False]:.1f} s)\n"
+        f"traced: {traced:.2f} requests/s ({seconds[True]:.1f} s)  logprobs + return_token_ids\n"
+        f"overhead: {(seconds[True] / seconds[False] - 1) * 100:+.1f}% time; identical outputs: "
+        f"{sum(a == b for a, b in zip(outputs[False], outputs[True]))}/{args.requests}"
+    )
     return 0
 
 

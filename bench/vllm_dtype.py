@@ -16,6 +16,7 @@ rests on.
 Timings are only comparable on an otherwise idle machine: other processes on the same CPUs slow one
 run more than the other.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -64,15 +65,21 @@ def requests(count: int) -> list[list[dict[str, str]]]:
     tasks = [t for t in load_registry(REGISTRY).select() if t.example is not None]
     if len(tasks) < count:
         raise SystemExit(f"{REGISTRY} has {len(tasks)} tasks with an example solution, fewer than --requests {count}")
-    return [build_messages(INSTRUCTIONS, ONE_SHOT, task_prompt(task.description),
-                           [(ScriptedTeacher(task).act([]).text, EMPTY_OUTPUT)])
-            for task in random.Random(SEED).sample(tasks, count)]
+    return [
+        build_messages(
+            INSTRUCTIONS, ONE_SHOT, task_prompt(task.description), [(ScriptedTeacher(task).act([]).text, EMPTY_OUTPUT)]
+        )
+        for task in random.Random(SEED).sample(tasks, count)
+    ]
 
 
 def ask(url: str, messages: list[dict[str, str]], max_tokens: int) -> dict:
     """One chat completion at temperature 0 with the fixed seed."""
-    reply = httpx.post(f"{url}/chat/completions", timeout=600, json={
-        "model": MODEL, "messages": messages, "max_tokens": max_tokens, "temperature": 0, "seed": SEED})
+    reply = httpx.post(
+        f"{url}/chat/completions",
+        timeout=600,
+        json={"model": MODEL, "messages": messages, "max_tokens": max_tokens, "temperature": 0, "seed": SEED},
+    )
     reply.raise_for_status()
     return reply.json()
 
@@ -91,9 +98,14 @@ def measure(dtype: str, prompts: list, in_flight: int, max_tokens: int) -> Run:
         seconds = time.perf_counter() - started
     finally:
         vllm_server.stop(port)
-    return Run(dtype, start_s, seconds, sum(a["usage"]["prompt_tokens"] for a in answers),
-               sum(a["usage"]["completion_tokens"] for a in answers),
-               [a["choices"][0]["message"]["content"] for a in answers])
+    return Run(
+        dtype,
+        start_s,
+        seconds,
+        sum(a["usage"]["prompt_tokens"] for a in answers),
+        sum(a["usage"]["completion_tokens"] for a in answers),
+        [a["choices"][0]["message"]["content"] for a in answers],
+    )
 
 
 def cpu_name() -> str:
@@ -122,16 +134,25 @@ def main() -> int:
     native = cpu_has_bf16()
     flags = sorted(cpu_flags(Path("/proc/cpuinfo").read_text()) & {"avx2", "avx512f", "avx512_bf16", "amx_bf16"})
     same = sum(a == b for a, b in zip(bf16.outputs, fp32.outputs))
-    lines = [f"{cpu_name()}, {os.cpu_count()} CPUs, flags {' '.join(flags) or 'none of avx2/avx512'}; "
-             f"{len(prompts)} requests, {args.in_flight} in flight, max_tokens {args.max_tokens}, "
-             f"{bf16.prompt_tokens} prompt tokens", "",
-             "| dtype | vLLM start s | requests s | completion tokens | tokens/s |", "|---|---:|---:|---:|---:|"]
-    lines += [f"| {r.dtype} | {r.start_s:.0f} | {r.seconds:.1f} | {r.completion_tokens} | {r.tokens_per_s:.1f} |"
-              for r in runs]
-    lines += ["", f"- bfloat16 seconds / float32 seconds: {bf16.seconds / fp32.seconds:.2f}",
-              f"- identical outputs: {same}/{len(prompts)}",
-              f"- native bfloat16 on this CPU: {'yes' if native else 'no'} (auto picks "
-              f"{'bfloat16' if native else 'float32'})"]
+    lines = [
+        f"{cpu_name()}, {os.cpu_count()} CPUs, flags {' '.join(flags) or 'none of avx2/avx512'}; "
+        f"{len(prompts)} requests, {args.in_flight} in flight, max_tokens {args.max_tokens}, "
+        f"{bf16.prompt_tokens} prompt tokens",
+        "",
+        "| dtype | vLLM start s | requests s | completion tokens | tokens/s |",
+        "|---|---:|---:|---:|---:|",
+    ]
+    lines += [
+        f"| {r.dtype} | {r.start_s:.0f} | {r.seconds:.1f} | {r.completion_tokens} | {r.tokens_per_s:.1f} |"
+        for r in runs
+    ]
+    lines += [
+        "",
+        f"- bfloat16 seconds / float32 seconds: {bf16.seconds / fp32.seconds:.2f}",
+        f"- identical outputs: {same}/{len(prompts)}",
+        f"- native bfloat16 on this CPU: {'yes' if native else 'no'} (auto picks "
+        f"{'bfloat16' if native else 'float32'})",
+    ]
     report("\n".join(lines), args.out)
     return 1 if not native and fp32.seconds >= bf16.seconds else 0
 

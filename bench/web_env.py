@@ -23,6 +23,7 @@ BrowserGym tasks inherit `slow_mo = 1000` ms (REAL's webclones tasks keep it); t
 Target (issue): our step p50 at least 3x faster than BrowserGym's, and the same outcome (success or
 not) for every episode. Exits 1 when an outcome differs or the target is missed.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -60,8 +61,9 @@ TARGET = 3.0
 OURS, BGYM = "loraloop WebEnv", "BrowserGym BrowserEnv"
 # BrowserGym's default action subsets plus its own check/uncheck, which it ships but leaves out of
 # "bid"; the scripted solutions tick radio buttons with check('bid'), as WebEnv accepts.
-BGYM_ACTIONS = HighLevelActionSet(subsets=["chat", "infeas", "bid", "nav", "tab", "custom"],
-                                  custom_actions=[check, uncheck])
+BGYM_ACTIONS = HighLevelActionSet(
+    subsets=["chat", "infeas", "bid", "nav", "tab", "custom"], custom_actions=[check, uncheck]
+)
 
 
 @dataclass
@@ -166,8 +168,12 @@ def play_ours(task: WebTask, settings: Settings) -> Episode:
 
 def browsergym_env(task: WebTask, settings: Settings, slow_mo: int) -> BrowserEnv:
     """BrowserGym's env for one bundled task, with its defaults but for the action set (see BGYM_ACTIONS)."""
-    return BrowserEnv(task_entrypoint=BundledTask, headless=True, action_mapping=BGYM_ACTIONS.to_python_code,
-                      task_kwargs={"task": task, "url": task_url(task, settings), "slow_mo": slow_mo})
+    return BrowserEnv(
+        task_entrypoint=BundledTask,
+        headless=True,
+        action_mapping=BGYM_ACTIONS.to_python_code,
+        task_kwargs={"task": task, "url": task_url(task, settings), "slow_mo": slow_mo},
+    )
 
 
 def play_browsergym(task: WebTask, settings: Settings, slow_mo: int) -> Episode:
@@ -206,25 +212,35 @@ def run(tasks: list[WebTask], settings: Settings, slow_mo: int) -> dict[str, lis
         order = [OURS, BGYM] if i % 2 == 0 else [BGYM, OURS]
         for side in order:
             episodes[side].append(sides[side](task))
-        print(f"{task.index}: " + ", ".join(
-            f"{side} {'ok' if episodes[side][-1].success else 'FAIL'} "
-            f"step p50 {statistics.median(episodes[side][-1].steps_s) * 1000:.0f} ms" for side in (OURS, BGYM)),
-            file=sys.stderr)
+        print(
+            f"{task.index}: "
+            + ", ".join(
+                f"{side} {'ok' if episodes[side][-1].success else 'FAIL'} "
+                f"step p50 {statistics.median(episodes[side][-1].steps_s) * 1000:.0f} ms"
+                for side in (OURS, BGYM)
+            ),
+            file=sys.stderr,
+        )
     return episodes
 
 
 def per_episode_table(tasks: list[WebTask], episodes: dict[str, list[Episode]]) -> Table:
     """A Rich table: each episode's outcome, reset time and median step time on both sides."""
     table = Table(title="episodes (ms)")
-    for column in ("task", "steps", "ours ok", "BGym ok", "ours reset", "BGym reset", "ours step p50",
-                   "BGym step p50"):
+    for column in ("task", "steps", "ours ok", "BGym ok", "ours reset", "BGym reset", "ours step p50", "BGym step p50"):
         table.add_column(column, justify="left" if column == "task" else "right", no_wrap=True)
     for task, ours, theirs in zip(tasks, episodes[OURS], episodes[BGYM]):
-        table.add_row(task.index, f"{len(ours.steps_s)}/{len(theirs.steps_s)}", str(ours.success),
-                      str(theirs.success), f"{ours.reset_s * 1000:.0f}", f"{theirs.reset_s * 1000:.0f}",
-                      f"{statistics.median(ours.steps_s) * 1000:.0f}",
-                      f"{statistics.median(theirs.steps_s) * 1000:.0f}",
-                      style=None if ours.success == theirs.success else "bold red")
+        table.add_row(
+            task.index,
+            f"{len(ours.steps_s)}/{len(theirs.steps_s)}",
+            str(ours.success),
+            str(theirs.success),
+            f"{ours.reset_s * 1000:.0f}",
+            f"{theirs.reset_s * 1000:.0f}",
+            f"{statistics.median(ours.steps_s) * 1000:.0f}",
+            f"{statistics.median(theirs.steps_s) * 1000:.0f}",
+            style=None if ours.success == theirs.success else "bold red",
+        )
     return table
 
 
@@ -242,25 +258,31 @@ def markdown(episodes: dict[str, list[Episode]], mismatched: list[str], slow_mo:
     """The summary as Markdown (per side: reset and step p50/p95, solved) and the step p50 speed-up."""
     resets = {side: [e.reset_s for e in eps] for side, eps in episodes.items()}
     steps = {side: [s for e in eps for s in e.steps_s] for side, eps in episodes.items()}
-    lines = [f"## Web environment benchmark: {len(episodes[OURS])} scripted episodes of {REGISTRY.relative_to(ROOT)}",
-             "",
-             f"{machine()}; BrowserGym task slow_mo {slow_mo} ms.",
-             "",
-             "| side | resets | reset p50 ms | reset p95 ms | steps | step p50 ms | step p95 ms | solved |",
-             "|---|---:|---:|---:|---:|---:|---:|---:|"]
+    lines = [
+        f"## Web environment benchmark: {len(episodes[OURS])} scripted episodes of {REGISTRY.relative_to(ROOT)}",
+        "",
+        f"{machine()}; BrowserGym task slow_mo {slow_mo} ms.",
+        "",
+        "| side | resets | reset p50 ms | reset p95 ms | steps | step p50 ms | step p95 ms | solved |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|",
+    ]
     for side, eps in episodes.items():
-        lines.append(f"| {side} | {len(resets[side])} | {percentile(resets[side], 50):.0f} | "
-                     f"{percentile(resets[side], 95):.0f} | {len(steps[side])} | {percentile(steps[side], 50):.0f} | "
-                     f"{percentile(steps[side], 95):.0f} | {sum(e.success for e in eps)}/{len(eps)} |")
+        lines.append(
+            f"| {side} | {len(resets[side])} | {percentile(resets[side], 50):.0f} | "
+            f"{percentile(resets[side], 95):.0f} | {len(steps[side])} | {percentile(steps[side], 50):.0f} | "
+            f"{percentile(steps[side], 95):.0f} | {sum(e.success for e in eps)}/{len(eps)} |"
+        )
     step_speedup = percentile(steps[BGYM], 50) / percentile(steps[OURS], 50)
     reset_speedup = percentile(resets[BGYM], 50) / percentile(resets[OURS], 50)
-    lines += ["",
-              f"- speed-up, step p50 (BrowserGym / ours): {step_speedup:.1f}x (target >= {TARGET:g}x: "
-              f"{'met' if step_speedup >= TARGET else 'MISSED'})",
-              f"- speed-up, reset p50 (BrowserGym / ours): {reset_speedup:.1f}x",
-              f"- outcomes: {len(episodes[OURS]) - len(mismatched)}/{len(episodes[OURS])} episodes match"
-              + (f"; MISMATCH: {', '.join(mismatched)}" if mismatched else ""),
-              ""]
+    lines += [
+        "",
+        f"- speed-up, step p50 (BrowserGym / ours): {step_speedup:.1f}x (target >= {TARGET:g}x: "
+        f"{'met' if step_speedup >= TARGET else 'MISSED'})",
+        f"- speed-up, reset p50 (BrowserGym / ours): {reset_speedup:.1f}x",
+        f"- outcomes: {len(episodes[OURS]) - len(mismatched)}/{len(episodes[OURS])} episodes match"
+        + (f"; MISMATCH: {', '.join(mismatched)}" if mismatched else ""),
+        "",
+    ]
     return "\n".join(lines), step_speedup
 
 
@@ -269,8 +291,12 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tasks", type=int, default=12, help="tasks to play on each side (default 12)")
     parser.add_argument("--sites-url", default=None, help="running sites (default: serve them in this process)")
-    parser.add_argument("--slow-mo", type=int, default=0,
-                        help="BrowserGym task slow_mo in ms (default 0; BrowserGym's task default is 1000)")
+    parser.add_argument(
+        "--slow-mo",
+        type=int,
+        default=0,
+        help="BrowserGym task slow_mo in ms (default 0; BrowserGym's task default is 1000)",
+    )
     add_out(parser, "web_env")
     args = parser.parse_args(argv)
     tasks = pick_tasks(args.tasks)

@@ -5,6 +5,7 @@ Lanes, by folder: tests/unit/ (marker `unit`) needs only .venv and the checkout;
 (markers `integration` and `stage_<stage>`) uses the real services. A unit test that asks for a service
 fixture fails, naming it; an integration test whose service is missing fails with what to run, never skips.
 """
+
 from __future__ import annotations
 
 import os
@@ -20,9 +21,15 @@ from tests.helpers import MODEL, ROOT, free_port, needs, wait_port
 
 os.chdir(ROOT)
 
-SERVICE_FIXTURES = {"docker_ready": "Docker", "redis_url": "Redis", "s3_endpoint": "S3 (SeaweedFS)",
-                    "vllm_url": "vLLM", "chromium": "Chromium", "sites_url": "the task sites (for Chromium)",
-                    "tiny_model": f"the model files at {MODEL.relative_to(ROOT)}"}
+SERVICE_FIXTURES = {
+    "docker_ready": "Docker",
+    "redis_url": "Redis",
+    "s3_endpoint": "S3 (SeaweedFS)",
+    "vllm_url": "vLLM",
+    "chromium": "Chromium",
+    "sites_url": "the task sites (for Chromium)",
+    "tiny_model": f"the model files at {MODEL.relative_to(ROOT)}",
+}
 
 
 def lane_of(path: Path) -> tuple[str | None, str | None]:
@@ -39,16 +46,25 @@ def lane_of(path: Path) -> tuple[str | None, str | None]:
 # The longest test files (seconds on the 2-core VM, bench/results/test_suite.md), longest first: they start
 # first, so that the two workers of `make test` (pytest-xdist, a file per worker at a time) do not end with one
 # of them alone on a long file while the other waits.
-LONGEST_FIRST = ("stack/test_loop.py", "stack/test_compose.py", "serve/test_publish.py", "envs/test_shell_env.py",
-                 "tasks/test_web_tasks.py", "train/test_rl_loop.py", "service/test_jobs.py",
-                 "rollout/test_halo_modes.py", "envs/test_tau2_env.py")
+LONGEST_FIRST = (
+    "stack/test_loop.py",
+    "stack/test_compose.py",
+    "serve/test_publish.py",
+    "envs/test_shell_env.py",
+    "tasks/test_web_tasks.py",
+    "train/test_rl_loop.py",
+    "service/test_jobs.py",
+    "rollout/test_halo_modes.py",
+    "envs/test_tau2_env.py",
+)
 
 
 def first_rank(item) -> int:
     """Where a test's file stands in LONGEST_FIRST (the rest after them, in their collected order)."""
     path = item.path.as_posix()
-    return next((n for n, name in enumerate(LONGEST_FIRST) if path.endswith(f"tests/integration/{name}")),
-                len(LONGEST_FIRST))
+    return next(
+        (n for n, name in enumerate(LONGEST_FIRST) if path.endswith(f"tests/integration/{name}")), len(LONGEST_FIRST)
+    )
 
 
 def pytest_collection_modifyitems(config, items):
@@ -75,13 +91,16 @@ def pytest_runtest_setup(item):
     a service, naming the fixture."""
     lane, stage = lane_of(item.path)
     if lane is None or (lane == "integration" and stage is None):
-        pytest.fail(f"{item.nodeid} is outside the lanes: put it in tests/unit/ or tests/integration/<stage>/",
-                    pytrace=False)
+        pytest.fail(
+            f"{item.nodeid} is outside the lanes: put it in tests/unit/ or tests/integration/<stage>/", pytrace=False
+        )
     if lane == "unit":
         wanted = [f"{name} ({SERVICE_FIXTURES[name]})" for name in item.fixturenames if name in SERVICE_FIXTURES]
         if wanted:
-            pytest.fail(f"{item.nodeid} is a unit test but uses {', '.join(wanted)}: move it to "
-                        f"tests/integration/<stage>/", pytrace=False)
+            pytest.fail(
+                f"{item.nodeid} is a unit test but uses {', '.join(wanted)}: move it to tests/integration/<stage>/",
+                pytrace=False,
+            )
 
 
 def wait_s3(endpoint: str, timeout: float = 60.0) -> None:
@@ -90,8 +109,14 @@ def wait_s3(endpoint: str, timeout: float = 60.0) -> None:
     from botocore.config import Config
     from botocore.exceptions import BotoCoreError, ClientError
 
-    s3 = boto3.client("s3", endpoint_url=endpoint, aws_access_key_id="x", aws_secret_access_key="x",
-                      region_name="us-east-1", config=Config(retries={"max_attempts": 0}, read_timeout=10))
+    s3 = boto3.client(
+        "s3",
+        endpoint_url=endpoint,
+        aws_access_key_id="x",
+        aws_secret_access_key="x",
+        region_name="us-east-1",
+        config=Config(retries={"max_attempts": 0}, read_timeout=10),
+    )
     deadline = time.monotonic() + timeout
     while True:
         try:
@@ -125,8 +150,10 @@ def redis_url():
     if server is None:
         needs("Redis", "no redis-server on PATH", "run `make setup` (Debian's redis-server)")
     port = free_port()
-    proc = subprocess.Popen([server, "--bind", "127.0.0.1", "--port", str(port), "--save", "", "--appendonly", "no"],
-                            stdout=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [server, "--bind", "127.0.0.1", "--port", str(port), "--save", "", "--appendonly", "no"],
+        stdout=subprocess.DEVNULL,
+    )
     try:
         wait_port(port, 30)
     except TimeoutError:
@@ -155,9 +182,21 @@ def start_weed(data: Path, ports: list[int]) -> subprocess.Popen:
     started again on the same folder and ports, it serves what it held."""
     weed = Path(sys.executable).parent / "weed"
     s3, master, volume, filer = ports
-    proc = subprocess.Popen([str(weed), "mini", f"-dir={data}", "-ip=127.0.0.1", "-ip.bind=127.0.0.1",
-                             f"-s3.port={s3}", f"-master.port={master}", f"-volume.port={volume}",
-                             f"-filer.port={filer}"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [
+            str(weed),
+            "mini",
+            f"-dir={data}",
+            "-ip=127.0.0.1",
+            "-ip.bind=127.0.0.1",
+            f"-s3.port={s3}",
+            f"-master.port={master}",
+            f"-volume.port={volume}",
+            f"-filer.port={filer}",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     wait_port(s3, 60)
     wait_s3(f"http://127.0.0.1:{s3}")
     return proc
@@ -198,8 +237,12 @@ def vllm_url():
     try:
         # Tool calls on, as the tools protocol (docs/envs/shell.md) asks of a server (the gateway's tool-call test);
         # requests without `tools` are unchanged.
-        url = vllm_server.start(settings, port=port, timeout=600,  # 45 s alone; minutes on a loaded machine
-                                extra_args=["--enable-auto-tool-choice", "--tool-call-parser", "hermes"])
+        url = vllm_server.start(
+            settings,
+            port=port,
+            timeout=600,  # 45 s alone; minutes on a loaded machine
+            extra_args=["--enable-auto-tool-choice", "--tool-call-parser", "hermes"],
+        )
     except LoraloopError as exc:
         needs("vLLM", f"the server did not start ({exc})", f"see {vllm_server.log_path(port)}")
     yield url
@@ -235,8 +278,15 @@ def tiny_model(tmp_path_factory) -> Path:
 
     path = tmp_path_factory.mktemp("tiny-llama")
     tokenizer = AutoTokenizer.from_pretrained(model_files())
-    config = LlamaConfig(vocab_size=len(tokenizer), hidden_size=64, intermediate_size=128, num_hidden_layers=2,
-                         num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=2048)
+    config = LlamaConfig(
+        vocab_size=len(tokenizer),
+        hidden_size=64,
+        intermediate_size=128,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=2048,
+    )
     LlamaForCausalLM(config).save_pretrained(path)
     tokenizer.save_pretrained(path)
     return path

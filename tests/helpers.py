@@ -1,6 +1,7 @@
 """Helpers the test modules share: loopback ports, a shell task and its scripted play, a SmolLM2 LoRA.
 
 Fixtures live in tests/conftest.py; these are plain functions a test calls with its own arguments."""
+
 from __future__ import annotations
 
 import os
@@ -18,9 +19,15 @@ LORALOOP = [sys.executable, "-m", "loraloop.cli"]
 LS = "Think: look.\nAct: bash\n```bash\nls /root\n```"
 
 # A valid REAL-format web task that tests vary field by field.
-REAL_TASK = {"id": "shop-x", "goal": "Buy it.", "website": {"id": "shop", "url": "http://localhost:8090/shop"},
-             "evals": [{"type": "jmespath", "query": "differences.orders.added.\"0\".total", "expected_value": 12.5}],
-             "points": 1, "version": "t", "possible": True}
+REAL_TASK = {
+    "id": "shop-x",
+    "goal": "Buy it.",
+    "website": {"id": "shop", "url": "http://localhost:8090/shop"},
+    "evals": [{"type": "jmespath", "query": 'differences.orders.added."0".total', "expected_value": 12.5}],
+    "points": 1,
+    "version": "t",
+    "possible": True,
+}
 
 
 def needs(service: str, problem: str, fix: str) -> None:
@@ -50,19 +57,32 @@ def wait_port(port: int, timeout: float = 60.0) -> None:
 
 def run_cli(args, env=None, cwd=None, timeout=600) -> subprocess.CompletedProcess:
     """`loraloop ARGS` in a subprocess with `env` over this environment; its output captured as text."""
-    return subprocess.run(LORALOOP + list(args), env={**os.environ, **(env or {})}, cwd=cwd, capture_output=True,
-                          text=True, timeout=timeout)
+    return subprocess.run(
+        LORALOOP + list(args),
+        env={**os.environ, **(env or {})},
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
 def simple_task(**extra):
     """A one-file counting task (answer 1) graded by the bundled integer-match check; `extra` overrides fields."""
     from loraloop.tasks.shell.format import parse_shell_task
 
-    raw = {"description": "How many files in /root/d?", "create": {"init": "mkdir -p /root/d && touch /root/d/a"},
-           "evaluation": {"check": [None, {"language": "python", "file": "check/integer-match.py"}],
-                          "example": {"code": "ls /root/d | wc -l"}}, **extra}
-    return parse_shell_task(raw, file="t.json", number=0, index="t-00000",
-                            scripts_dir=ROOT / "configs" / "tasks" / "os" / "scripts")
+    raw = {
+        "description": "How many files in /root/d?",
+        "create": {"init": "mkdir -p /root/d && touch /root/d/a"},
+        "evaluation": {
+            "check": [None, {"language": "python", "file": "check/integer-match.py"}],
+            "example": {"code": "ls /root/d | wc -l"},
+        },
+        **extra,
+    }
+    return parse_shell_task(
+        raw, file="t.json", number=0, index="t-00000", scripts_dir=ROOT / "configs" / "tasks" / "os" / "scripts"
+    )
 
 
 def play_both(tasks, settings, workers: int = 4) -> dict:
@@ -115,8 +135,16 @@ def smollm_adapter(path: Path, random_b: bool, seed: int = 0) -> Path:
 
     torch.manual_seed(seed)
     model = AutoModelForCausalLM.from_pretrained(MODEL, dtype=torch.float32)
-    peft = get_peft_model(model, LoraConfig(r=8, lora_alpha=16, target_modules=["q_proj", "v_proj"],
-                                            init_lora_weights=not random_b, task_type="CAUSAL_LM"))
+    peft = get_peft_model(
+        model,
+        LoraConfig(
+            r=8,
+            lora_alpha=16,
+            target_modules=["q_proj", "v_proj"],
+            init_lora_weights=not random_b,
+            task_type="CAUSAL_LM",
+        ),
+    )
     if random_b:
         with torch.no_grad():
             for name, param in peft.named_parameters():
@@ -146,12 +174,24 @@ def store_episode(store, task, attempt, reward, steps, run="r"):
     from loraloop.store.trajectories import EpisodeRecorder
 
     rec = EpisodeRecorder(store, "teacher", run, task, attempt)
-    rec.add(EpisodeStart(task_id=task, mode="teacher", run_id=run, category="files", system_prompt="sys",
-                         examples=[], first_observation=f"Task: {task}"))
+    rec.add(
+        EpisodeStart(
+            task_id=task,
+            mode="teacher",
+            run_id=run,
+            category="files",
+            system_prompt="sys",
+            examples=[],
+            first_observation=f"Task: {task}",
+        )
+    )
     for i, (obs, out, err) in enumerate(steps):
         rec.add(Step(step_idx=i, observation=obs, raw_output=out, last_action_error=err, action_source="worker"))
-    rec.add(EpisodeEnd(success=reward > 0, reward=reward, total_steps=len(steps),
-                       error_count=sum(bool(s[2]) for s in steps)))
+    rec.add(
+        EpisodeEnd(
+            success=reward > 0, reward=reward, total_steps=len(steps), error_count=sum(bool(s[2]) for s in steps)
+        )
+    )
     rec.flush()
 
 
@@ -161,8 +201,14 @@ def image_tag(image: str) -> str | None:
     return last.split(":", 1)[1] if ":" in last else None
 
 
-def fuzz_api(app, examples: int, after=None, seeds: dict[str, list] | None = None, headers=None,
-             allowed_5xx: tuple[str, ...] = ()) -> dict[str, int]:
+def fuzz_api(
+    app,
+    examples: int,
+    after=None,
+    seeds: dict[str, list] | None = None,
+    headers=None,
+    allowed_5xx: tuple[str, ...] = (),
+) -> dict[str, int]:
     """Schemathesis over an ASGI app's own OpenAPI schema: `examples` positive and as many negative cases per
     operation, plus the bodies `seeds` gives for a path; any 5xx fails, naming the call. `after(case, response)`
     runs on each answer; `headers(case)`, when given, the headers a call carries (a route's credentials); a 5xx whose
@@ -181,13 +227,21 @@ def fuzz_api(app, examples: int, after=None, seeds: dict[str, list] | None = Non
         operation = operation.ok()
 
         @settings(max_examples=examples * 2, deadline=None, suppress_health_check=list(HealthCheck), database=None)
-        @given(case=st.one_of(operation.as_strategy(GenerationMode.POSITIVE),
-                              operation.as_strategy(GenerationMode.NEGATIVE)))
+        @given(
+            case=st.one_of(
+                operation.as_strategy(GenerationMode.POSITIVE), operation.as_strategy(GenerationMode.NEGATIVE)
+            )
+        )
         def check(case):
             response = case.call(headers=headers(case) if headers else None)
             codes[response.status_code] += 1
-            assert response.status_code < 500 or any(text in response.text for text in allowed_5xx), \
-                (case.method, case.formatted_path, case.query, case.body, response.text[:300])
+            assert response.status_code < 500 or any(text in response.text for text in allowed_5xx), (
+                case.method,
+                case.formatted_path,
+                case.query,
+                case.body,
+                response.text[:300],
+            )
             if after is not None:
                 after(case, response)
 
@@ -197,8 +251,9 @@ def fuzz_api(app, examples: int, after=None, seeds: dict[str, list] | None = Non
     return dict(codes)
 
 
-def fuzz_stateful(app, links: dict[tuple[str, str], dict[str, dict]], steps: int, scenarios: int, prepare=None,
-                  after=None) -> dict[str, int]:
+def fuzz_stateful(
+    app, links: dict[tuple[str, str], dict[str, dict]], steps: int, scenarios: int, prepare=None, after=None
+) -> dict[str, int]:
     """Schemathesis's stateful run over an ASGI app's own schema, with OpenAPI `links` added to it: {(path, method of
     the source operation): {link name: link}} (an answer's field fed to the next call, e.g. a started episode's id
     to its step). `scenarios` sequences of at most `steps` calls each; any 5xx fails, naming the call.
@@ -230,8 +285,15 @@ def fuzz_stateful(app, links: dict[tuple[str, str], dict[str, dict]], steps: int
             if after is not None:
                 after(case, response)
 
-    Machine.run(settings=settings(max_examples=scenarios, stateful_step_count=steps, deadline=None, database=None,
-                                  suppress_health_check=list(HealthCheck)))
+    Machine.run(
+        settings=settings(
+            max_examples=scenarios,
+            stateful_step_count=steps,
+            deadline=None,
+            database=None,
+            suppress_health_check=list(HealthCheck),
+        )
+    )
     return dict(codes)
 
 
@@ -259,13 +321,33 @@ def scripted_user(lines: list[str | dict], keys: list[str] | None = None):
             line = lines[min(len(requests), len(lines)) - 1]
             message = {"role": "assistant", "content": line}
             if isinstance(line, dict):  # a call on the user's own tools (telecom's phone)
-                message = {"role": "assistant", "content": None, "tool_calls": [
-                    {"id": f"call{len(requests)}", "type": "function",
-                     "function": {"name": line["name"], "arguments": json.dumps(line.get("arguments") or {})}}]}
-            self._send({"id": f"u{len(requests)}", "object": "chat.completion", "created": 0, "model": "scripted-user",
-                        "choices": [{"index": 0, "finish_reason": "tool_calls" if isinstance(line, dict) else "stop",
-                                     "message": message}],
-                        "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}})
+                message = {
+                    "role": "assistant",
+                    "content": None,
+                    "tool_calls": [
+                        {
+                            "id": f"call{len(requests)}",
+                            "type": "function",
+                            "function": {"name": line["name"], "arguments": json.dumps(line.get("arguments") or {})},
+                        }
+                    ],
+                }
+            self._send(
+                {
+                    "id": f"u{len(requests)}",
+                    "object": "chat.completion",
+                    "created": 0,
+                    "model": "scripted-user",
+                    "choices": [
+                        {
+                            "index": 0,
+                            "finish_reason": "tool_calls" if isinstance(line, dict) else "stop",
+                            "message": message,
+                        }
+                    ],
+                    "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+                }
+            )
 
         def _send(self, body: dict) -> None:
             data = json.dumps(body).encode()

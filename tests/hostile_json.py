@@ -12,6 +12,7 @@ A body is raw bytes, not a Python value, because what makes it hostile is how it
 `hostile_bodies(base)` puts one hostile value into a valid body (in place of a field, in a new field, or as the whole
 body), so each app's validation is met past its first check as well as at it.
 """
+
 from __future__ import annotations
 
 import json
@@ -43,25 +44,70 @@ class Deep:
 
 
 ODD_NUMBERS = st.one_of(
-    st.sampled_from([Raw("NaN"), Raw("Infinity"), Raw("-Infinity"), Raw("1e308"), Raw("-1e308"), Raw("1e999"),
-                     Raw("-0.0"), Raw("-0"), Raw("4.9e-324"), Raw("1E+2"), 2**63, -2**63 - 1, 2**64, 10**30]),
+    st.sampled_from(
+        [
+            Raw("NaN"),
+            Raw("Infinity"),
+            Raw("-Infinity"),
+            Raw("1e308"),
+            Raw("-1e308"),
+            Raw("1e999"),
+            Raw("-0.0"),
+            Raw("-0"),
+            Raw("4.9e-324"),
+            Raw("1E+2"),
+            2**63,
+            -(2**63) - 1,
+            2**64,
+            10**30,
+        ]
+    ),
     st.integers(min_value=20, max_value=400).map(lambda digits: Raw("9" * digits)),  # an int past any fixed width
     st.floats(allow_nan=False, allow_infinity=False),
 )
-ODD_CHARACTERS = st.sampled_from(["\ud800", "\udfff", "\udc00x\ud83d", "\x00", "\x1b[2J", "\x7f", "\u202e", "\u2066",
-                                  "\ufeff", "\uffff", "../", "..", ".", "/etc/passwd", "%00", "\\", '"', "{", "[",
-                                  "$(id)", "<script>", "\u0301", "\U0001F600"])
+ODD_CHARACTERS = st.sampled_from(
+    [
+        "\ud800",
+        "\udfff",
+        "\udc00x\ud83d",
+        "\x00",
+        "\x1b[2J",
+        "\x7f",
+        "\u202e",
+        "\u2066",
+        "\ufeff",
+        "\uffff",
+        "../",
+        "..",
+        ".",
+        "/etc/passwd",
+        "%00",
+        "\\",
+        '"',
+        "{",
+        "[",
+        "$(id)",
+        "<script>",
+        "\u0301",
+        "\U0001f600",
+    ]
+)
 ODD_STRINGS = st.one_of(
     st.lists(st.one_of(ODD_CHARACTERS, st.text(max_size=8)), min_size=1, max_size=8).map("".join),
     st.tuples(ODD_CHARACTERS, st.integers(min_value=1_000, max_value=100_000)).map(lambda pair: pair[0] * pair[1]),
     st.text(alphabet=st.characters(codec="utf-8", categories=("Cc", "Cf", "Zl", "Zp", "Mn")), max_size=20),
 )
 LEAVES = st.one_of(ODD_NUMBERS, ODD_STRINGS, st.none(), st.booleans(), st.just({}), st.just([]))
-TREES = st.recursive(LEAVES, lambda inner: st.one_of(
-    st.lists(inner, max_size=4), st.dictionaries(st.one_of(ODD_STRINGS, st.text(max_size=6)), inner, max_size=4)),
-    max_leaves=12)
-DEEP = st.builds(Deep, levels=st.integers(min_value=MAX_JSON_DEPTH + 1, max_value=3_000), inner=LEAVES,
-                 objects=st.booleans())
+TREES = st.recursive(
+    LEAVES,
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=4), st.dictionaries(st.one_of(ODD_STRINGS, st.text(max_size=6)), inner, max_size=4)
+    ),
+    max_leaves=12,
+)
+DEEP = st.builds(
+    Deep, levels=st.integers(min_value=MAX_JSON_DEPTH + 1, max_value=3_000), inner=LEAVES, objects=st.booleans()
+)
 WIDE = st.one_of(
     st.integers(min_value=1_000, max_value=20_000).map(lambda n: list(range(n))),
     st.integers(min_value=1_000, max_value=10_000).map(lambda n: {f"k{i}": i for i in range(n)}),
@@ -108,8 +154,12 @@ def hostile_bodies(base: dict[str, Any]) -> st.SearchStrategy[bytes]:
         target[last] = value
         return body
 
-    return st.builds(lambda where, value, ascii_only: encode(place(where, value), ascii_only),
-                     st.one_of(st.none(), st.sampled_from(fields)), HOSTILE_VALUES, st.booleans())
+    return st.builds(
+        lambda where, value, ascii_only: encode(place(where, value), ascii_only),
+        st.one_of(st.none(), st.sampled_from(fields)),
+        HOSTILE_VALUES,
+        st.booleans(),
+    )
 
 
 def dotted(body: dict[str, Any], prefix: str = "") -> list[str]:
@@ -122,15 +172,25 @@ def dotted(body: dict[str, Any], prefix: str = "") -> list[str]:
     return paths
 
 
-def assert_sound(reply, secrets: list[str], route: str, body: bytes, allowed_5xx: tuple[str, ...] = (),
-                 shown_when_ok: tuple[str, ...] = ()) -> None:
+def assert_sound(
+    reply,
+    secrets: list[str],
+    route: str,
+    body: bytes,
+    allowed_5xx: tuple[str, ...] = (),
+    shown_when_ok: tuple[str, ...] = (),
+) -> None:
     """An answer to a hostile body: below 500 (or a 5xx whose text holds one of `allowed_5xx`, a dependency the test
     took down on purpose), and none of `secrets` (tokens, the store's folder, the checkout's path) in its text. A
     success may show `shown_when_ok` (the store URL a job status or the viewer's run list names on purpose); an error
     never does."""
     shown = body[:200]
-    assert reply.status_code < 500 or any(text in reply.text for text in allowed_5xx), \
-        (route, reply.status_code, reply.text[:300], shown)
+    assert reply.status_code < 500 or any(text in reply.text for text in allowed_5xx), (
+        route,
+        reply.status_code,
+        reply.text[:300],
+        shown,
+    )
     text = reply.text
     if reply.status_code < 300:
         for allowed in shown_when_ok:
@@ -144,8 +204,12 @@ def my_containers() -> int:
     each: the tests of another worker or checkout do not count."""
     from loraloop.envs.shell.docker import OWNER_LABEL, owner_id
 
-    listed = subprocess.run(["docker", "ps", "-aq", "--filter", f"label={OWNER_LABEL}={owner_id()}"],
-                            capture_output=True, text=True, check=True)
+    listed = subprocess.run(
+        ["docker", "ps", "-aq", "--filter", f"label={OWNER_LABEL}={owner_id()}"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     return len(listed.stdout.split())
 
 

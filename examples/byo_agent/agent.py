@@ -12,6 +12,7 @@ the reward, end the session. Every model call in between is recorded by the gate
     python examples/byo_agent/agent.py --gateway http://127.0.0.1:8070 --admin_key "$LORALOOP_GATEWAY_ADMIN_KEY" \
         --split train --attempts 4 --experiment byo_agent --run_id round0
 """
+
 from __future__ import annotations
 
 import argparse
@@ -23,15 +24,39 @@ import sys
 import httpx
 from openai import OpenAI
 
-ITEMS = ["apples", "bolts", "candles", "drills", "envelopes", "forks", "gloves", "hammers", "ink", "jars",
-         "kettles", "lamps", "mugs", "nails", "oars", "pens", "quilts", "ropes", "saws", "tape"]
-SYSTEM = ("You answer questions about the stock room. You have one tool. To use it reply exactly "
-          "`lookup: <item>`; the stock list for that item comes back. When you know the count reply exactly "
-          "`answer: <number>`.")
-EXAMPLE = [{"role": "user", "content": "How many cups are in stock?"},
-           {"role": "assistant", "content": "lookup: cups"},
-           {"role": "user", "content": "Tool result: cups: 12 in stock"},
-           {"role": "assistant", "content": "answer: 12"}]
+ITEMS = [
+    "apples",
+    "bolts",
+    "candles",
+    "drills",
+    "envelopes",
+    "forks",
+    "gloves",
+    "hammers",
+    "ink",
+    "jars",
+    "kettles",
+    "lamps",
+    "mugs",
+    "nails",
+    "oars",
+    "pens",
+    "quilts",
+    "ropes",
+    "saws",
+    "tape",
+]
+SYSTEM = (
+    "You answer questions about the stock room. You have one tool. To use it reply exactly "
+    "`lookup: <item>`; the stock list for that item comes back. When you know the count reply exactly "
+    "`answer: <number>`."
+)
+EXAMPLE = [
+    {"role": "user", "content": "How many cups are in stock?"},
+    {"role": "assistant", "content": "lookup: cups"},
+    {"role": "user", "content": "Tool result: cups: 12 in stock"},
+    {"role": "assistant", "content": "answer: 12"},
+]
 MAX_TURNS = 3
 
 
@@ -51,11 +76,18 @@ def lookup(stock: dict, reply: str) -> str:
 
 def play(client: OpenAI, model: str, task: dict, temperature: float) -> float:
     """One episode: ask, let the model use the tool, score its answer."""
-    messages = [{"role": "system", "content": SYSTEM}, *EXAMPLE,
-                {"role": "user", "content": f"How many {task['item']} are in stock?"}]
+    messages = [
+        {"role": "system", "content": SYSTEM},
+        *EXAMPLE,
+        {"role": "user", "content": f"How many {task['item']} are in stock?"},
+    ]
     for _ in range(MAX_TURNS):
-        reply = client.chat.completions.create(model=model, messages=messages, temperature=temperature,
-                                               max_tokens=24).choices[0].message.content or ""
+        reply = (
+            client.chat.completions.create(model=model, messages=messages, temperature=temperature, max_tokens=24)
+            .choices[0]
+            .message.content
+            or ""
+        )
         messages.append({"role": "assistant", "content": reply})
         text = reply.strip().lower()
         if text.startswith("answer:"):
@@ -84,8 +116,14 @@ def main() -> int:
     rewards = []
     for task in tasks(args.split):
         for _ in range(args.attempts):
-            session = admin.post("/rl/start_session", json={"task_id": task["task_id"], "experiment": args.experiment,
-                                                            "run_id": args.run_id}).raise_for_status().json()
+            session = (
+                admin.post(
+                    "/rl/start_session",
+                    json={"task_id": task["task_id"], "experiment": args.experiment, "run_id": args.run_id},
+                )
+                .raise_for_status()
+                .json()
+            )
             client = OpenAI(base_url=f"{args.gateway}/v1", api_key=session["api_key"], timeout=300)
             reward = play(client, args.model, task, args.temperature)
             mine = {"Authorization": f"Bearer {session['api_key']}"}
@@ -93,8 +131,17 @@ def main() -> int:
             httpx.post(f"{args.gateway}/rl/end_session", json={}, headers=mine).raise_for_status()
             rewards.append(reward)
     solved = sum(rewards)
-    print(json.dumps({"model": args.model, "split": args.split, "episodes": len(rewards), "solved": int(solved),
-                      "success": round(solved / len(rewards), 3)}))
+    print(
+        json.dumps(
+            {
+                "model": args.model,
+                "split": args.split,
+                "episodes": len(rewards),
+                "solved": int(solved),
+                "success": round(solved / len(rewards), 3),
+            }
+        )
+    )
     return 0
 
 

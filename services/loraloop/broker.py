@@ -3,6 +3,7 @@
 The job book (service/), the Verified Action Cache (agents/), the Task Server's and the gateway's episode states
 all use these; they live here, below every stage, so that none of those imports another sideways.
 """
+
 from __future__ import annotations
 
 from urllib.parse import urlsplit, urlunsplit

@@ -5,6 +5,7 @@ float32 and back, so there float32 is the faster choice (docs/gpu.md, "bfloat16 
 Standard library only: the vllm-cpu image runs this file to pick vLLM's --dtype
 (`python hardware.py [auto|float32|bfloat16]` prints the choice).
 """
+
 from __future__ import annotations
 
 import sys

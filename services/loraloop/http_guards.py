@@ -13,6 +13,7 @@
 - `InFlightCap`: a dependency for slow routes (an episode's start and step): past its limit a call gets 429
   at once, so slow calls never take every worker thread and health and other episodes stay answered.
 """
+
 from __future__ import annotations
 
 import math
@@ -43,8 +44,10 @@ def unencodable(value: Any, path: str) -> str | None:
         try:
             value.encode("utf-8")
         except UnicodeEncodeError as exc:
-            return f"{path or 'body'}: character {exc.start} is a lone surrogate ({printable(value[exc.start])}), " \
-                   "not UTF-8 text"
+            return (
+                f"{path or 'body'}: character {exc.start} is a lone surrogate ({printable(value[exc.start])}), "
+                "not UTF-8 text"
+            )
     elif isinstance(value, float) and not math.isfinite(value):
         return f"{path or 'body'}: {value} is not a number JSON allows"
     elif isinstance(value, dict):
@@ -102,17 +105,22 @@ class BodyLimit:
                 await self._refuse(scope, receive, send, f"more than {self.max_bytes}")
                 return
         kind = dict(scope["headers"]).get(b"content-type", b"")
-        problem = None if kind.startswith((b"application/x-www-form-urlencoded", b"multipart/")) \
+        problem = (
+            None
+            if kind.startswith((b"application/x-www-form-urlencoded", b"multipart/"))
             else json_depth_problem(bytes(body))
+        )
         if problem:
             await JSONResponse({"detail": problem}, status_code=422)(scope, receive, send)
             return
         await self.app(scope, _replay(bytes(body), None, receive), send)
 
     async def _refuse(self, scope, receive, send, size: str) -> None:
-        response = JSONResponse({"detail": f"request body of {size} bytes is over the limit of {self.max_bytes} "
-                                           f"bytes ({self.setting})"}, status_code=413,
-                                headers={"Connection": "close"})
+        response = JSONResponse(
+            {"detail": f"request body of {size} bytes is over the limit of {self.max_bytes} bytes ({self.setting})"},
+            status_code=413,
+            headers={"Connection": "close"},
+        )
         await response(scope, receive, send)
 
 
@@ -130,22 +138,33 @@ def _replay(body: bytes, after: dict | None, receive):
             message, after = after, None
             return message
         return await receive()
+
     return replay
 
 
 async def validation_error(_request: Request, exc: RequestValidationError) -> JSONResponse:
     """422 naming each field at fault (FastAPI's shape, less the echoed input)."""
-    return JSONResponse({"detail": [{"type": error["type"], "loc": [printable(p) for p in error["loc"]],
-                                     "msg": printable(error["msg"])} for error in exc.errors()]}, status_code=422)
+    return JSONResponse(
+        {
+            "detail": [
+                {"type": error["type"], "loc": [printable(p) for p in error["loc"]], "msg": printable(error["msg"])}
+                for error in exc.errors()
+            ]
+        },
+        status_code=422,
+    )
 
 
 def unavailable(app: FastAPI, errors: tuple[type[Exception], ...], what: str, url: str, retry_after_s: int = 5) -> None:
     """Answer an exception of `errors` (the dependency `what` at `url`, shown without credentials, does not answer)
     with 503 and Retry-After, so a client waits and tries again instead of taking a bare 500 as its own fault."""
+
     async def down(_request: Request, exc: Exception) -> JSONResponse:
-        return JSONResponse({"detail": f"{what} unreachable at {url} ({type(exc).__name__}): try again in "
-                                       f"{retry_after_s} s"}, status_code=503,
-                            headers={"Retry-After": str(retry_after_s)})
+        return JSONResponse(
+            {"detail": f"{what} unreachable at {url} ({type(exc).__name__}): try again in {retry_after_s} s"},
+            status_code=503,
+            headers={"Retry-After": str(retry_after_s)},
+        )
 
     for error in errors:
         app.add_exception_handler(error, down)
@@ -171,9 +190,12 @@ class InFlightCap:
 
     async def __call__(self):
         if self.running >= self.limit:
-            raise HTTPException(429, f"{self.running} {self.what} already in flight, the most this server runs at "
-                                     "once (LORALOOP_API_MAX_IN_FLIGHT): try again shortly",
-                                headers={"Retry-After": "1"})
+            raise HTTPException(
+                429,
+                f"{self.running} {self.what} already in flight, the most this server runs at "
+                "once (LORALOOP_API_MAX_IN_FLIGHT): try again shortly",
+                headers={"Retry-After": "1"},
+            )
         self.running += 1
         try:
             yield

@@ -13,6 +13,7 @@ and the CLI all check identifiers, JSON, numbers, store keys and outbound URLs h
 
 Every refusal names the field and the rule, never a host path.
 """
+
 from __future__ import annotations
 
 import re

@@ -14,6 +14,7 @@ writes where it is found again, and `progress.json` records the stages done, so 
 on where it stopped. The teacher episodes, the BC dataset and the base model's evaluation do not depend on
 the training seed (the teacher is scripted, evaluation is greedy): they are made once and shared.
 """
+
 from __future__ import annotations
 
 import json
@@ -65,6 +66,8 @@ MODELS = ("base", "BC", "BC+RL")
 def option(default, help: str):
     """A plan field with the help its command-line flag shows (cli/common.dataclass_options reads it)."""
     return field(default=default, metadata={"help": help})
+
+
 TOP_FAILURES = 10
 
 
@@ -75,17 +78,23 @@ class LearningPlan:
 
     name: str = option("agentbench", "names the run's store runs and adapters (agentbench-bc-s1, agentbench-rl-s1-v3…)")
     model: str = option("smollm2-135m", "the base model (`loraloop models prepare` name)")
-    task_registry: str = option("configs/tasks/agentbench-os", "the benchmark's registry (its train and held-out "
-                                "splits)")
+    task_registry: str = option(
+        "configs/tasks/agentbench-os", "the benchmark's registry (its train and held-out splits)"
+    )
     train_subset: str = option("train", "the tasks trained on")
     heldout_subset: str = option("heldout", "the tasks judged on: never trained or tuned on")
     seeds: str = option("1,2,3", "training seeds, comma-separated")
     teacher: str = option("teacher", "the experiment whose episodes BC learns from")
-    evaluator: str = option("smollm_zero", "the experiment of every held-out evaluation (its protocol and round "
-                            "limit); the model is set per stage")
+    evaluator: str = option(
+        "smollm_zero",
+        "the experiment of every held-out evaluation (its protocol and round limit); the model is set per stage",
+    )
     rl_experiment: str = option("smollm_rl", "the experiment of RL's rollouts")
-    teacher_tasks: int = option(300, "train tasks the teacher plays, a seeded sample: BC's data (0: all; "
-                                       "300 keeps BC within half an hour on 2 CPU cores)")
+    teacher_tasks: int = option(
+        300,
+        "train tasks the teacher plays, a seeded sample: BC's data (0: all; "
+        "300 keeps BC within half an hour on 2 CPU cores)",
+    )
     eval_tasks: int | None = option(None, "held-out tasks evaluated (default: all)")
     eval_max_steps: int | None = option(None, "rounds of an evaluation (default: the evaluator's, AgentBench's 8)")
     max_tokens: int = option(128, "longest reply in evaluations and RL rollouts")
@@ -121,8 +130,7 @@ class LearningPlan:
         except ValueError:
             seeds = []
         if not seeds or len(set(seeds)) != len(seeds):
-            raise ConfigError(f"learning plan: seeds must be distinct integers separated by commas, got "
-                              f"{self.seeds!r}")
+            raise ConfigError(f"learning plan: seeds must be distinct integers separated by commas, got {self.seeds!r}")
         return seeds
 
     def run_id(self, model: str, seed: int | None = None) -> str:
@@ -136,8 +144,10 @@ def check_split(registry: Registry, plan: LearningPlan) -> tuple[int, int]:
     held = {t.index for t in registry.select(plan.heldout_subset)}
     both = sorted(train & held)
     if both:
-        raise ConfigError(f"{plan.task_registry}: {len(both)} held-out task(s) are in the train subset "
-                          f"{plan.train_subset!r} too (first: {both[0]}): a held-out task is never trained on")
+        raise ConfigError(
+            f"{plan.task_registry}: {len(both)} held-out task(s) are in the train subset "
+            f"{plan.train_subset!r} too (first: {both[0]}): a held-out task is never trained on"
+        )
     return len(train), len(held)
 
 
@@ -189,9 +199,19 @@ def run_learning(settings: Settings, out: Path, plan: LearningPlan) -> Path:
         experiment = get_experiment(settings.experiments_path, experiment_name)
         if model is not None and plan.eval_max_steps is not None:
             experiment = experiment.model_copy(update={"max_steps": plan.eval_max_steps})
-        specs = plan_rollout(registry, plan.task_registry, experiment, run_id=run_id, subset=subset,
-                             sample_size=sample, rollouts_per_task=1, seed=plan.task_seed, task_seed=plan.task_seed,
-                             temperature=None, model=model)
+        specs = plan_rollout(
+            registry,
+            plan.task_registry,
+            experiment,
+            run_id=run_id,
+            subset=subset,
+            sample_size=sample,
+            rollouts_per_task=1,
+            seed=plan.task_seed,
+            task_seed=plan.task_seed,
+            temperature=None,
+            model=model,
+        )
         execute(specs, evaluating if model is not None else settings)
 
     tasks = registry.select(plan.train_subset) + registry.select(plan.heldout_subset)
@@ -207,30 +227,51 @@ def run_learning(settings: Settings, out: Path, plan: LearningPlan) -> Path:
                 rollout(plan.teacher, plan.run_id("teacher"), plan.train_subset, plan.teacher_tasks or None, None)
         with progress.stage("export BC dataset") as due:
             if due:
-                export(store, run_prefix(plan.teacher, plan.run_id("teacher")).rstrip("/"), out / "datasets", ["bc"],
-                       char_budget=settings.prompt_char_budget)  # with datasets/manifest.json
+                export(
+                    store,
+                    run_prefix(plan.teacher, plan.run_id("teacher")).rstrip("/"),
+                    out / "datasets",
+                    ["bc"],
+                    char_budget=settings.prompt_char_budget,
+                )  # with datasets/manifest.json
         with progress.stage("eval base") as due:
             if due:
-                rollout(plan.evaluator, plan.run_id("base"), plan.heldout_subset, plan.eval_tasks,
-                        settings.base_model_name)
+                rollout(
+                    plan.evaluator, plan.run_id("base"), plan.heldout_subset, plan.eval_tasks, settings.base_model_name
+                )
         for seed in plan.seed_list():
             _one_seed(settings, evaluating, out / f"seed-{seed}", plan, seed, progress, rollout)
     return write_learning(store, out, plan, progress.stages, viewer_address(settings), registry)
 
 
-def _one_seed(settings: Settings, evaluating: Settings, folder: Path, plan: LearningPlan, seed: int,
-              progress: Progress, rollout) -> None:
+def _one_seed(
+    settings: Settings, evaluating: Settings, folder: Path, plan: LearningPlan, seed: int, progress: Progress, rollout
+) -> None:
     """BC, its evaluation, RL from it and BC+RL's evaluation, for one training seed."""
     with progress.stage(f"train BC (seed {seed})") as due:
         if due:
-            train_bc(BCConfig(base_model=str(settings.model_dir), dataset_path=str(folder.parent / "datasets/bc.jsonl"),
-                              output_dir=str(folder / "bc_lora"), epochs=plan.bc_epochs, lr=plan.bc_lr, seed=seed,
-                              batch_size=plan.batch_size, whole_episodes=plan.whole_episodes))
+            train_bc(
+                BCConfig(
+                    base_model=str(settings.model_dir),
+                    dataset_path=str(folder.parent / "datasets/bc.jsonl"),
+                    output_dir=str(folder / "bc_lora"),
+                    epochs=plan.bc_epochs,
+                    lr=plan.bc_lr,
+                    seed=seed,
+                    batch_size=plan.batch_size,
+                    whole_episodes=plan.whole_episodes,
+                )
+            )
     bc_name = plan.run_id("bc", seed)
     with progress.stage(f"eval BC (seed {seed})") as due:
         if due:
-            rollout(plan.evaluator, bc_name, plan.heldout_subset, plan.eval_tasks,
-                    _served(settings, folder / "bc_lora", bc_name))
+            rollout(
+                plan.evaluator,
+                bc_name,
+                plan.heldout_subset,
+                plan.eval_tasks,
+                _served(settings, folder / "bc_lora", bc_name),
+            )
     with progress.stage(f"RL (seed {seed})") as due:
         if due:
             run_rl(_rl_config(settings, folder, plan, seed), evaluating)
@@ -243,16 +284,30 @@ def _one_seed(settings: Settings, evaluating: Settings, folder: Path, plan: Lear
 def _rl_config(settings: Settings, folder: Path, plan: LearningPlan, seed: int) -> RLConfig:
     """`train rl` from the seed's BC adapter on the train split; no held-out evaluation inside it (the
     held-out split is evaluated after, with the evaluator's protocol, like base and BC)."""
-    return RLConfig(base_model=str(settings.model_dir), dataset_path=plan.task_registry, subset=plan.train_subset,
-                    eval_subset=None, eval_every=0, init_adapter=str(folder / "bc_lora"),
-                    output_dir=str(folder / "rl"), adapter_name=plan.run_id("rl", seed),
-                    experiment=plan.rl_experiment, iterations=plan.rl_iterations, tasks_per_iteration=plan.rl_tasks,
-                    rollouts_per_task=plan.rl_rollouts, lr=plan.rl_lr, temperature=plan.rl_temperature, seed=seed)
+    return RLConfig(
+        base_model=str(settings.model_dir),
+        dataset_path=plan.task_registry,
+        subset=plan.train_subset,
+        eval_subset=None,
+        eval_every=0,
+        init_adapter=str(folder / "bc_lora"),
+        output_dir=str(folder / "rl"),
+        adapter_name=plan.run_id("rl", seed),
+        experiment=plan.rl_experiment,
+        iterations=plan.rl_iterations,
+        tasks_per_iteration=plan.rl_tasks,
+        rollouts_per_task=plan.rl_rollouts,
+        lr=plan.rl_lr,
+        temperature=plan.rl_temperature,
+        seed=seed,
+    )
 
 
 # -- the report -------------------------------------------------------------------------------------------------
-COMMAND_ERRORS = re.compile(r"command not found|No such file or directory|syntax error|Permission denied|"
-                            r"unexpected EOF|invalid option|unrecognized option")
+COMMAND_ERRORS = re.compile(
+    r"command not found|No such file or directory|syntax error|Permission denied|"
+    r"unexpected EOF|invalid option|unrecognized option"
+)
 
 
 def failure_mode(episode) -> str:
@@ -269,8 +324,9 @@ def failure_mode(episode) -> str:
         return "wrong answer" if actions and actions[-1] == "answer" else "finish without an answer"
     if end.status == "round_limit":
         invalid = actions.count("invalid")
-        erred = sum(1 for step in episode.steps if step.action == "bash"
-                    and COMMAND_ERRORS.search(step.next_observation or ""))
+        erred = sum(
+            1 for step in episode.steps if step.action == "bash" and COMMAND_ERRORS.search(step.next_observation or "")
+        )
         if invalid == len(actions):
             return "round limit: every action invalid"
         if invalid:
@@ -293,20 +349,31 @@ def _families(row: Row, family_of: dict[str, str]) -> dict[str, tuple[int, int]]
 
 def _pooled(label: str, rows: list[Row]) -> Row:
     """Rows of several seeds as one (their episodes together), labelled `label`, for the family chart."""
-    pooled = Row(label, rows[0].model, sum(r.episodes for r in rows), sum(r.solved for r in rows), 0.0,
-                 sum(r.errors for r in rows))
+    pooled = Row(
+        label,
+        rows[0].model,
+        sum(r.episodes for r in rows),
+        sum(r.solved for r in rows),
+        0.0,
+        sum(r.errors for r in rows),
+    )
     for name in {f for r in rows for f in r.families}:
-        pooled.families[name] = (sum(r.families.get(name, (0, 0))[0] for r in rows),
-                                 sum(r.families.get(name, (0, 0))[1] for r in rows))
+        pooled.families[name] = (
+            sum(r.families.get(name, (0, 0))[0] for r in rows),
+            sum(r.families.get(name, (0, 0))[1] for r in rows),
+        )
     return pooled
 
 
-def write_learning(store, out: Path, plan: LearningPlan, stages: dict[str, float], viewer_url: str,
-                   registry: Registry) -> Path:
+def write_learning(
+    store, out: Path, plan: LearningPlan, stages: dict[str, float], viewer_url: str, registry: Registry
+) -> Path:
     """report.md over what is evaluated so far (a seed without its BC+RL evaluation is left out of the table),
     with report.csv, learning.png, success.png and success_by_family.png; summary.json beside them."""
-    family_of = {t.index: next((label.split(":", 1)[1] for label in t.labels if label.startswith("family:")), "")
-                 for t in registry.tasks}
+    family_of = {
+        t.index: next((label.split(":", 1)[1] for label in t.labels if label.startswith("family:")), "")
+        for t in registry.tasks
+    }
 
     def row(label: str, model: str, seed: int | None) -> Row | None:
         run_id = plan.run_id(model, seed)
@@ -320,63 +387,120 @@ def write_learning(store, out: Path, plan: LearningPlan, stages: dict[str, float
     base = row("base", "base", None)
     seeds = [s for s in plan.seed_list() if row("BC+RL", "rl", s) is not None]
     per_seed = {s: [base, row("BC", "bc", s), row("BC+RL", "rl", s)] for s in seeds}
-    lines = [f"# Learning on `{plan.task_registry}`: base → BC → BC+RL", "",
-             f"Trained on `{plan.train_subset}`, judged on `{plan.heldout_subset}` (never trained or tuned on); "
-             f"evaluator `{plan.evaluator}` for all three (greedy), {plan.max_tokens}-token replies. "
-             f"Plan: {json.dumps(asdict(plan))}", ""]
+    lines = [
+        f"# Learning on `{plan.task_registry}`: base → BC → BC+RL",
+        "",
+        f"Trained on `{plan.train_subset}`, judged on `{plan.heldout_subset}` (never trained or tuned on); "
+        f"evaluator `{plan.evaluator}` for all three (greedy), {plan.max_tokens}-token replies. "
+        f"Plan: {json.dumps(asdict(plan))}",
+        "",
+    ]
     if per_seed:
         rates = {label: [per_seed[s][i].success_rate for s in seeds] for i, label in enumerate(MODELS)}
         episodes = {label: sum(per_seed[s][i].episodes for s in seeds) for i, label in enumerate(MODELS)}
         write_learning_report(rates, episodes, seeds, out, "learning", "")  # learning.png (report.md rewritten below)
-        lines += ["## Held-out success over seeds", "", "| Model | " + " | ".join(f"seed {s}" for s in seeds)
-                  + " | mean | sd |", "|---|" + "---:|" * (len(seeds) + 2)]
+        lines += [
+            "## Held-out success over seeds",
+            "",
+            "| Model | " + " | ".join(f"seed {s}" for s in seeds) + " | mean | sd |",
+            "|---|" + "---:|" * (len(seeds) + 2),
+        ]
         for label, values in rates.items():
             mean, sd = mean_sd(values)
             note = " (greedy: one evaluation, the same for every seed)" if label == "base" else ""
             lines.append(f"| {label}{note} | " + " | ".join(f"{v:.1%}" for v in values) + f" | {mean:.1%} | {sd:.1%} |")
         lines += ["", "![learning](learning.png)", ""]
         for s in seeds:
-            lines += [f"## Seed {s}", "", markdown_table(per_seed[s]),  # (rows are relabelled: links below)
-                      "Paired (same held-out tasks), exact McNemar:", "", paired_table(per_seed[s]),
-                      paired_table(per_seed[s][1:])]
+            lines += [
+                f"## Seed {s}",
+                "",
+                markdown_table(per_seed[s]),  # (rows are relabelled: links below)
+                "Paired (same held-out tasks), exact McNemar:",
+                "",
+                paired_table(per_seed[s]),
+                paired_table(per_seed[s][1:]),
+            ]
         final = [_pooled(label, [per_seed[s][i] for s in seeds]) for i, label in enumerate(MODELS)]
         family_chart(final, out / "success_by_family.png", "Held-out success by task family (seeds pooled)")
-        success_chart([per_seed[seeds[0]][0]] + [per_seed[s][i] for s in seeds for i in (1, 2)],
-                      out / "success.png", "Held-out success with 95% intervals")
-        write_csv([r for s in seeds for r in per_seed[s]], out / "report.csv",
-                  [{"seed": s, "model": label} for s in seeds for label in MODELS])
-        lines += ["## Success by task family (seeds pooled)", "", "| Family | " + " | ".join(MODELS) + " |",
-                  "|---|---:|---:|---:|"]
+        success_chart(
+            [per_seed[seeds[0]][0]] + [per_seed[s][i] for s in seeds for i in (1, 2)],
+            out / "success.png",
+            "Held-out success with 95% intervals",
+        )
+        write_csv(
+            [r for s in seeds for r in per_seed[s]],
+            out / "report.csv",
+            [{"seed": s, "model": label} for s in seeds for label in MODELS],
+        )
+        lines += [
+            "## Success by task family (seeds pooled)",
+            "",
+            "| Family | " + " | ".join(MODELS) + " |",
+            "|---|---:|---:|---:|",
+        ]
         for name in sorted({f for r in final for f in r.families}):
             cells = [f"{r.families[name][0]}/{r.families[name][1]}" if name in r.families else "–" for r in final]
             lines.append(f"| {name} | " + " | ".join(cells) + " |")
-        modes = Counter(failure_mode(e) for s in seeds
-                        for e in iter_episodes(store, run_prefix(plan.evaluator, plan.run_id("rl", s)))
-                        if not e.success)
-        lines += ["", "![success](success.png) ![by family](success_by_family.png)", "",
-                  f"## The {TOP_FAILURES} most common failure modes of BC+RL (held out, seeds pooled)", "",
-                  "| Failure mode | Episodes |", "|---|---:|"]
+        modes = Counter(
+            failure_mode(e)
+            for s in seeds
+            for e in iter_episodes(store, run_prefix(plan.evaluator, plan.run_id("rl", s)))
+            if not e.success
+        )
+        lines += [
+            "",
+            "![success](success.png) ![by family](success_by_family.png)",
+            "",
+            f"## The {TOP_FAILURES} most common failure modes of BC+RL (held out, seeds pooled)",
+            "",
+            "| Failure mode | Episodes |",
+            "|---|---:|",
+        ]
         lines += [f"| {mode} | {count} |" for mode, count in modes.most_common(TOP_FAILURES)]
         lines.append("")
     else:
         lines += ["No seed has its BC+RL evaluation yet: run the same command again to go on.", ""]
     teacher = run_index(store, plan.teacher, plan.run_id("teacher"))
     skipped = sum(1 for e in teacher if e.status == "skipped")
-    lines += [f"Teacher: {len(teacher)} train tasks played, {sum(e.success for e in teacher)} solved, {skipped} "
-              "skipped (no example solution for the scripted teacher to replay).", ""]
+    lines += [
+        f"Teacher: {len(teacher)} train tasks played, {sum(e.success for e in teacher)} solved, {skipped} "
+        "skipped (no example solution for the scripted teacher to replay).",
+        "",
+    ]
     lines += ["## Stages (wall time, s)", "", "| Stage | Seconds |", "|---|---:|"]
     lines += [f"| {name} | {seconds} |" for name, seconds in stages.items()]
     lines += ["", f"Total: {sum(stages.values()):.0f} s.", "", "## Episodes in the viewer", ""]
     runs = [("teacher", plan.teacher, plan.run_id("teacher")), ("base", plan.evaluator, plan.run_id("base"))]
-    runs += [(f"{label} seed {s}", plan.evaluator, plan.run_id(model, s)) for s in seeds
-             for label, model in (("BC", "bc"), ("BC+RL", "rl"))]
+    runs += [
+        (f"{label} seed {s}", plan.evaluator, plan.run_id(model, s))
+        for s in seeds
+        for label, model in (("BC", "bc"), ("BC+RL", "rl"))
+    ]
     lines += [f"- {label}: {episodes_url(viewer_url, mode, run_id)}" for label, mode, run_id in runs]
     report = out / "report.md"
     report.write_text("\n".join(lines) + "\n")
-    (out / "summary.json").write_text(json.dumps({"plan": asdict(plan), "stages_s": stages, "seeds": {
-        s: {r.experiment: {"success_rate": r.success_rate, "solved": r.solved, "episodes": r.episodes,
-                           "ci95": list(r.interval), "errors": r.errors} for r in per_seed[s]} for s in seeds}},
-        indent=2))
+    (out / "summary.json").write_text(
+        json.dumps(
+            {
+                "plan": asdict(plan),
+                "stages_s": stages,
+                "seeds": {
+                    s: {
+                        r.experiment: {
+                            "success_rate": r.success_rate,
+                            "solved": r.solved,
+                            "episodes": r.episodes,
+                            "ci95": list(r.interval),
+                            "errors": r.errors,
+                        }
+                        for r in per_seed[s]
+                    }
+                    for s in seeds
+                },
+            },
+            indent=2,
+        )
+    )
     return report
 
 
@@ -390,7 +514,8 @@ def closing_table(out: Path) -> Table:
         cells = []
         for label in MODELS:
             r = results[label]
-            cells.append(f"{r['solved']}/{r['episodes']} = {r['success_rate']:.0%} "
-                         f"({r['ci95'][0]:.0%}–{r['ci95'][1]:.0%})")
+            cells.append(
+                f"{r['solved']}/{r['episodes']} = {r['success_rate']:.0%} ({r['ci95'][0]:.0%}–{r['ci95'][1]:.0%})"
+            )
         table.add_row(seed, *cells)
     return table

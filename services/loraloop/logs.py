@@ -1,4 +1,5 @@
 """Structured logs: every line carries key=value context (run, episode, step)."""
+
 from __future__ import annotations
 
 import logging

@@ -3,6 +3,7 @@ publish to vLLM → eval base vs adapter. A `LoopPlan` holds what a run does (ta
 seeds); `run` carries it out. `loraloop demo` runs `demo_plan()`: one turn on three task families, trained on
 their train variants and judged on their held-out test variants, sized for a 2-core CPU; `loraloop loop`
 plans one turn per training seed on a task family and reports mean and spread."""
+
 from __future__ import annotations
 
 import json
@@ -80,9 +81,15 @@ class LoopPlan:
     def rl_config(self, settings: Settings, folder: Path, **fields) -> RLConfig:
         """`loraloop train rl` from the BC adapter a turn left in folder/bc_lora: on the plan's train tasks, its
         held-out tasks the test subset, run state in folder/rl; `fields` set the rest of RLConfig."""
-        return RLConfig(base_model=str(settings.model_dir), dataset_path=self.registry, subset=self.train_subset,
-                        eval_subset=self.test_subset, init_adapter=str(folder / "bc_lora"),
-                        output_dir=str(folder / "rl"), **fields)
+        return RLConfig(
+            base_model=str(settings.model_dir),
+            dataset_path=self.registry,
+            subset=self.train_subset,
+            eval_subset=self.test_subset,
+            init_adapter=str(folder / "bc_lora"),
+            output_dir=str(folder / "rl"),
+            **fields,
+        )
 
 
 DEMO_FAMILIES = ("count-ext", "grep-count", "config-value")
@@ -99,9 +106,18 @@ def demo_plan(epochs: float = 3.0, registry: str = TASK_REGISTRY) -> LoopPlan:
     which never solves these, is not left to use 8 rounds of 192 tokens), and a client timeout that a full
     batch of such replies on a busy 2-core CPU stays far below."""
     families = ",".join(f"family:{name}" for name in DEMO_FAMILIES)
-    return LoopPlan(registry=registry, train_subset=f"train+{families}", test_subset=f"test+{families}",
-                    epochs=epochs, lr=5e-4,
-                    batch_size=2, whole_episodes=True, eval_max_steps=4, max_tokens=80, request_timeout_s=300.0)
+    return LoopPlan(
+        registry=registry,
+        train_subset=f"train+{families}",
+        test_subset=f"test+{families}",
+        epochs=epochs,
+        lr=5e-4,
+        batch_size=2,
+        whole_episodes=True,
+        eval_max_steps=4,
+        max_tokens=80,
+        request_timeout_s=300.0,
+    )
 
 
 @contextmanager
@@ -144,9 +160,19 @@ def run_turn(settings: Settings, out: Path, plan: LoopPlan, seed: int, server: E
         evaluating = name != plan.teacher
         if evaluating and plan.eval_max_steps is not None:
             experiment = experiment.model_copy(update={"max_steps": plan.eval_max_steps})
-        specs = plan_rollout(registry, plan.registry, experiment, run_id=run, subset=subset, sample_size=None,
-                             rollouts_per_task=attempts, seed=seed, task_seed=plan.task_seed,
-                             temperature=temperature, model=model)
+        specs = plan_rollout(
+            registry,
+            plan.registry,
+            experiment,
+            run_id=run,
+            subset=subset,
+            sample_size=None,
+            rollouts_per_task=attempts,
+            seed=seed,
+            task_seed=plan.task_seed,
+            temperature=temperature,
+            model=model,
+        )
         execute(specs, eval_settings if evaluating else settings)
 
     with stage("prepare model"):
@@ -156,34 +182,68 @@ def run_turn(settings: Settings, out: Path, plan: LoopPlan, seed: int, server: E
     with stage("teacher rollouts"):
         rollout(plan.teacher, plan.train_subset, 1, None, None)
     with stage("export BC dataset"):
-        manifest = export(store, f"trajectories/{plan.teacher}/{run}", out / "datasets", ["bc"],
-                          char_budget=settings.prompt_char_budget)
+        manifest = export(
+            store,
+            f"trajectories/{plan.teacher}/{run}",
+            out / "datasets",
+            ["bc"],
+            char_budget=settings.prompt_char_budget,
+        )
     with stage("train BC LoRA"):
-        metrics = train_bc(BCConfig(base_model=str(settings.model_dir), dataset_path=str(out / "datasets/bc.jsonl"),
-                                    output_dir=str(out / "bc_lora"), epochs=plan.epochs, lr=plan.lr, seed=seed,
-                                    batch_size=plan.batch_size, whole_episodes=plan.whole_episodes))
+        metrics = train_bc(
+            BCConfig(
+                base_model=str(settings.model_dir),
+                dataset_path=str(out / "datasets/bc.jsonl"),
+                output_dir=str(out / "bc_lora"),
+                epochs=plan.epochs,
+                lr=plan.lr,
+                seed=seed,
+                batch_size=plan.batch_size,
+                whole_episodes=plan.whole_episodes,
+            )
+        )
     with stage("publish adapter to vLLM"):
         published = publish(settings, out / "bc_lora", plan.adapter)
     with stage("eval base vs adapter"):
         rollout(plan.base, plan.test_subset, plan.eval_rollouts, plan.eval_temperature, None)
         rollout(plan.tuned, plan.test_subset, plan.eval_rollouts, plan.eval_temperature, plan.adapter)
-        md, rows = write_report(store, [(plan.base, run), (plan.tuned, run)], out,
-                                f"{plan.base} vs {plan.tuned} (BC LoRA) on {plan.test_subset} (seed {seed})",
-                                viewer_address(settings))
-    summary = {"run_id": run, "plan": asdict(plan), "seed": seed, "stages_s": stages,
-               "total_s": round(sum(stages.values()), 1),
-               "dataset": {k: manifest[k] for k in ("episodes", "rows")}, "training": metrics,
-               "adapter": {k: published[k] for k in ("name", "version", "store_key", "served_name")},
-               "results": {r.experiment: {"success_rate": r.success_rate, "solved": r.solved,
-                                          "episodes": r.episodes, "ci95": list(r.interval), "errors": r.errors,
-                                          "median_steps": r.median_steps} for r in rows},
-               "artifacts": {name: str((out / name).resolve()) for name in ARTIFACTS if (out / name).is_file()}}
+        md, rows = write_report(
+            store,
+            [(plan.base, run), (plan.tuned, run)],
+            out,
+            f"{plan.base} vs {plan.tuned} (BC LoRA) on {plan.test_subset} (seed {seed})",
+            viewer_address(settings),
+        )
+    summary = {
+        "run_id": run,
+        "plan": asdict(plan),
+        "seed": seed,
+        "stages_s": stages,
+        "total_s": round(sum(stages.values()), 1),
+        "dataset": {k: manifest[k] for k in ("episodes", "rows")},
+        "training": metrics,
+        "adapter": {k: published[k] for k in ("name", "version", "store_key", "served_name")},
+        "results": {
+            r.experiment: {
+                "success_rate": r.success_rate,
+                "solved": r.solved,
+                "episodes": r.episodes,
+                "ci95": list(r.interval),
+                "errors": r.errors,
+                "median_steps": r.median_steps,
+            }
+            for r in rows
+        },
+        "artifacts": {name: str((out / name).resolve()) for name in ARTIFACTS if (out / name).is_file()},
+    }
     (out / "summary.json").write_text(json.dumps(summary, indent=2))
     with md.open("a") as handle:
         handle.write("\n## Stages\n\n| Stage | Seconds |\n|---|---:|\n")
         handle.writelines(f"| {k} | {v} |\n" for k, v in stages.items())
-        handle.write(f"\nTraining: {metrics['rows']} rows, loss {metrics['first_loss']} → {metrics['final_loss']}, "
-                     f"{metrics['tokens_per_s']} tokens/s ({metrics['backend']}); loss curve: bc_lora/loss.png\n")
+        handle.write(
+            f"\nTraining: {metrics['rows']} rows, loss {metrics['first_loss']} → {metrics['final_loss']}, "
+            f"{metrics['tokens_per_s']} tokens/s ({metrics['backend']}); loss curve: bc_lora/loss.png\n"
+        )
     return summary
 
 
@@ -193,11 +253,18 @@ def _over_seeds(out: Path, plan: LoopPlan, turns: list[dict]) -> Path:
     rates = {name: [t["results"][name]["success_rate"] for t in turns] for name in names}
     episodes = {name: sum(t["results"][name]["episodes"] for t in turns) for name in names}
     temperature = plan.eval_temperature if plan.eval_temperature is not None else "of the experiment"
-    notes = (f"Epochs {plan.epochs}, lr {plan.lr}, {plan.eval_rollouts} eval rollout(s) per task at temperature "
-             f"{temperature}; per-seed reports in seed-*/report.md.")
-    report = write_learning_report(rates, episodes, list(plan.seeds), out,
-                                   f"Learning over {len(plan.seeds)} seeds: BC on `{plan.train_subset}`, "
-                                   f"eval on `{plan.test_subset}`", notes)
+    notes = (
+        f"Epochs {plan.epochs}, lr {plan.lr}, {plan.eval_rollouts} eval rollout(s) per task at temperature "
+        f"{temperature}; per-seed reports in seed-*/report.md."
+    )
+    report = write_learning_report(
+        rates,
+        episodes,
+        list(plan.seeds),
+        out,
+        f"Learning over {len(plan.seeds)} seeds: BC on `{plan.train_subset}`, eval on `{plan.test_subset}`",
+        notes,
+    )
     (out / "summary.json").write_text(json.dumps({"plan": asdict(plan), "rates": rates, "turns": turns}, indent=2))
     return report
 
@@ -239,8 +306,9 @@ def closing_summary(plan: LoopPlan, summary: dict) -> Group:
             r = turn["results"][name]
             low, high = r["ci95"]
             errors = f"; env/service errors: {r['errors']}" if r["errors"] else ""
-            cells.append(f"{r['solved']}/{r['episodes']} = {r['success_rate']:.0%} (95% CI {low:.0%}–{high:.0%}"
-                         f"{errors})")
+            cells.append(
+                f"{r['solved']}/{r['episodes']} = {r['success_rate']:.0%} (95% CI {low:.0%}–{high:.0%}{errors})"
+            )
         results.add_row(str(turn["seed"]), *cells, str(turn["total_s"]))
     stages = Table(title="stages (s)", title_justify="left")
     stages.add_column("stage")

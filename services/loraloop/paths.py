@@ -5,6 +5,7 @@
 instead of appearing wherever the command was typed. An installed wheel has no checkout: its
 relative paths are the current folder's, as usual.
 """
+
 from __future__ import annotations
 
 from functools import lru_cache

@@ -4,6 +4,7 @@
 teacher in envs/, a user simulator) and whoever records it (rollout/, the gateway); this module depends on nothing
 of loraloop's but the record models and the named errors, so environments use it without importing agents/.
 """
+
 from __future__ import annotations
 
 import json
@@ -36,8 +37,13 @@ class Reply:
 
     def sample(self) -> dict[str, Any]:
         """The fields a Step record keeps of the sampling (EpisodeSession.act's `**sample`)."""
-        return {"prompt_token_ids": self.prompt_token_ids, "completion_token_ids": self.completion_token_ids,
-                "logprobs": self.logprobs, "sampling": self.sampling, "adapter": self.adapter}
+        return {
+            "prompt_token_ids": self.prompt_token_ids,
+            "completion_token_ids": self.completion_token_ids,
+            "logprobs": self.logprobs,
+            "sampling": self.sampling,
+            "adapter": self.adapter,
+        }
 
 
 class Policy(Protocol):
@@ -46,8 +52,9 @@ class Policy(Protocol):
     def act(self, messages: list[dict[str, str]]) -> Reply: ...
 
 
-def model_failure(exc: Exception, who: str, base_url: str, model: str, timeout: float,
-                  retries: int) -> LoraloopError | None:
+def model_failure(
+    exc: Exception, who: str, base_url: str, model: str, timeout: float, retries: int
+) -> LoraloopError | None:
     """The loraloop error for a request to an OpenAI-compatible server that failed (litellm's errors are the OpenAI
     client's), or None for another error: too slow is ModelTimeout, down, failing or not serving the model is
     ServiceUnavailable, a refused request ModelRequestError; each names `who` and the URL, so a job counts them
@@ -59,8 +66,10 @@ def model_failure(exc: Exception, who: str, base_url: str, model: str, timeout: 
         cause = cause.__cause__ or cause.__context__
     exc = cause or exc
     if isinstance(exc, openai.APITimeoutError):  # before its parent class, APIConnectionError
-        return ModelTimeout(f"{who} at {base_url} timed out: no reply within {timeout:g} s "
-                            f"(LORALOOP_REQUEST_TIMEOUT_S), {retries + 1} request" + "s" * (retries > 0))
+        return ModelTimeout(
+            f"{who} at {base_url} timed out: no reply within {timeout:g} s "
+            f"(LORALOOP_REQUEST_TIMEOUT_S), {retries + 1} request" + "s" * (retries > 0)
+        )
     if isinstance(exc, openai.APIConnectionError):
         return ServiceUnavailable(f"{who} unreachable at {base_url}")
     if isinstance(exc, openai.NotFoundError):

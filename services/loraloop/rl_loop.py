@@ -16,6 +16,7 @@ point and started again goes on after the last published version: stored episode
 again, no version is published twice. The history (one row per iteration), rl_report.md,
 rl_curve.png and TensorBoard logs are written under `--output_dir` after every iteration.
 """
+
 from __future__ import annotations
 
 import json
@@ -51,8 +52,9 @@ console = Console(stderr=True)
 @contextmanager
 def phase_bar(label: str):
     """A live bar (pulsing, with elapsed time) for a phase whose length is not known ahead, such as publish."""
-    with Progress(SpinnerColumn(), TextColumn(label), BarColumn(), TimeElapsedColumn(), console=console,
-                  transient=True) as progress:
+    with Progress(
+        SpinnerColumn(), TextColumn(label), BarColumn(), TimeElapsedColumn(), console=console, transient=True
+    ) as progress:
         progress.add_task(label, total=None)
         yield
 
@@ -67,10 +69,15 @@ def publish_version(settings: Settings, adapter_dir: Path, name: str) -> int:
 def check_config(cfg: RLConfig, settings: Settings) -> None:
     """Refuse, before any model is loaded or episode played, what cannot give a useful run; name the flag."""
     if cfg.rollouts_per_task < 2:
-        raise ConfigError(f"--rollouts_per_task {cfg.rollouts_per_task}: RL compares the episodes of a task with "
-                          "each other, so it needs at least 2 per task")
-    for flag, value in (("iterations", cfg.iterations), ("tasks_per_iteration", cfg.tasks_per_iteration),
-                        ("batch_size", cfg.batch_size)):
+        raise ConfigError(
+            f"--rollouts_per_task {cfg.rollouts_per_task}: RL compares the episodes of a task with "
+            "each other, so it needs at least 2 per task"
+        )
+    for flag, value in (
+        ("iterations", cfg.iterations),
+        ("tasks_per_iteration", cfg.tasks_per_iteration),
+        ("batch_size", cfg.batch_size),
+    ):
         if value < 1:
             raise ConfigError(f"--{flag} must be at least 1, got {value}")
     if cfg.max_staleness < 0 or cfg.eval_every < 0:
@@ -78,29 +85,37 @@ def check_config(cfg: RLConfig, settings: Settings) -> None:
     if cfg.from_run is not None:
         mode, _, run_id = cfg.from_run.partition("/")
         if not mode or not run_id or "/" in run_id:
-            raise ConfigError(f"--from_run {cfg.from_run!r}: name a stored run as MODE/RUN_ID "
-                              "(trajectories/MODE/RUN_ID/)")
+            raise ConfigError(
+                f"--from_run {cfg.from_run!r}: name a stored run as MODE/RUN_ID (trajectories/MODE/RUN_ID/)"
+            )
         if next(iter(open_store(settings=settings).list(run_prefix(mode, run_id))), None) is None:
-            raise ConfigError(f"--from_run {cfg.from_run}: no episodes under {run_prefix(mode, run_id)} in "
-                              f"{settings.store_url}")
+            raise ConfigError(
+                f"--from_run {cfg.from_run}: no episodes under {run_prefix(mode, run_id)} in {settings.store_url}"
+            )
     if cfg.lora_r > settings.max_lora_rank:
-        raise ConfigError(f"--lora_r {cfg.lora_r} exceeds vLLM's --max-lora-rank {settings.max_lora_rank}: "
-                          "vLLM could not load the adapter (raise LORALOOP_MAX_LORA_RANK and restart vLLM, or "
-                          "lower --lora_r)")
+        raise ConfigError(
+            f"--lora_r {cfg.lora_r} exceeds vLLM's --max-lora-rank {settings.max_lora_rank}: "
+            "vLLM could not load the adapter (raise LORALOOP_MAX_LORA_RANK and restart vLLM, or "
+            "lower --lora_r)"
+        )
     if cfg.init_adapter:
         rank = adapters.check_adapter_dir(Path(cfg.init_adapter)).get("r", 0)
         if rank > settings.max_lora_rank:
-            raise ConfigError(f"--init_adapter {cfg.init_adapter}: LoRA rank {rank} exceeds vLLM's "
-                              f"--max-lora-rank {settings.max_lora_rank}")
+            raise ConfigError(
+                f"--init_adapter {cfg.init_adapter}: LoRA rank {rank} exceeds vLLM's "
+                f"--max-lora-rank {settings.max_lora_rank}"
+            )
     if cfg.from_run is not None:  # nothing is rolled out or evaluated: no experiment, no registry
         return
     experiment = get_experiment(settings.experiments_path, cfg.experiment)
     if experiment.policy != "openai":
-        raise ConfigError(f"--experiment {cfg.experiment}: RL needs a model policy (policy: openai), "
-                          f"got {experiment.policy!r}")
+        raise ConfigError(
+            f"--experiment {cfg.experiment}: RL needs a model policy (policy: openai), got {experiment.policy!r}"
+        )
     if experiment.halo:  # cache, macro, recovery and manager steps carry no worker tokens to train on
-        raise ConfigError(f"--experiment {cfg.experiment}: RL samples a worker alone; turn its manager, vac, "
-                          "macros and recovery off")
+        raise ConfigError(
+            f"--experiment {cfg.experiment}: RL samples a worker alone; turn its manager, vac, macros and recovery off"
+        )
     registry = load_registry(cfg.dataset_path)
     for subset in (cfg.subset, cfg.eval_subset if cfg.eval_every else None):
         registry.select(subset)  # a subset that matches no task fails here, naming it and the known ones
@@ -150,8 +165,9 @@ class RLRun:
 
         start = None
         if version:
-            start = adapters.download(self.store, self.cfg.adapter_name, adapters.version_name(version),
-                                      self.out / "versions")
+            start = adapters.download(
+                self.store, self.cfg.adapter_name, adapters.version_name(version), self.out / "versions"
+            )
         model, self.tokenizer, peft_config = load_model(self.cfg)
         if peft_config is None:  # unsloth: LoRA is attached already
             if start:
@@ -164,12 +180,30 @@ class RLRun:
         self.optimizer = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=self.cfg.lr)
 
     # -- phases ----------------------------------------------------------------------------------
-    def rollout(self, run_id: str, model: str, *, subset: str | None, tasks: int | None, per_task: int,
-                temperature: float, seed: int) -> list:
+    def rollout(
+        self,
+        run_id: str,
+        model: str,
+        *,
+        subset: str | None,
+        tasks: int | None,
+        per_task: int,
+        temperature: float,
+        seed: int,
+    ) -> list:
         """Play a job through the rollout service and return its episodes as stored (played now or before)."""
-        request = JobRequest(experiment=self.cfg.experiment, task_registry=self.cfg.dataset_path, subset=subset,
-                             sample_size=tasks, rollouts_per_task=per_task, seed=seed, task_seed=self.cfg.seed,
-                             temperature=temperature, run_id=run_id, model=model)
+        request = JobRequest(
+            experiment=self.cfg.experiment,
+            task_registry=self.cfg.dataset_path,
+            subset=subset,
+            sample_size=tasks,
+            rollouts_per_task=per_task,
+            seed=seed,
+            task_seed=self.cfg.seed,
+            temperature=temperature,
+            run_id=run_id,
+            model=model,
+        )
         submitted = once_ended(partial(self.jobs.submit, request), partial(self.jobs.status, run_id))
         follow(lambda: self.jobs.status(submitted.run_id))
         return list(iter_episodes(self.store, run_prefix(self.cfg.experiment, run_id)))
@@ -179,31 +213,58 @@ class RLRun:
         diagnostics."""
         from transformers import TrainingArguments
 
-        args = TrainingArguments(**{**common_args(self.cfg), "output_dir": str(self.out / "trainer"),
-                                    "save_strategy": "no", "report_to": [], "remove_unused_columns": False,
-                                    "disable_tqdm": True, "seed": self.cfg.seed + iteration})
+        args = TrainingArguments(
+            **{
+                **common_args(self.cfg),
+                "output_dir": str(self.out / "trainer"),
+                "save_strategy": "no",
+                "report_to": [],
+                "remove_unused_columns": False,
+                "disable_tqdm": True,
+                "seed": self.cfg.seed + iteration,
+            }
+        )
         pad = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else 0
-        trainer = RLTrainer(model=self.model, args=args, train_dataset=as_dataset(rows),
-                            data_collator=lambda batch: collate(batch, pad), optimizers=(self.optimizer, None),
-                            clip_eps=self.cfg.clip_eps, callbacks=[StepBar(f"train it{iteration}", console)])
+        trainer = RLTrainer(
+            model=self.model,
+            args=args,
+            train_dataset=as_dataset(rows),
+            data_collator=lambda batch: collate(batch, pad),
+            optimizers=(self.optimizer, None),
+            clip_eps=self.cfg.clip_eps,
+            callbacks=[StepBar(f"train it{iteration}", console)],
+        )
         started = time.perf_counter()
         trainer.train()
         seconds = time.perf_counter() - started
         logs = [h for h in trainer.state.log_history if "loss" in h]
         self.log_steps(logs)
-        return {"steps": trainer.state.global_step, "loss": logs[-1]["loss"] if logs else None,
-                "ratio_mean": logs[-1].get("ratio_mean") if logs else None,
-                "clip_fraction": logs[-1].get("clip_fraction") if logs else None,
-                "train_tokens_per_s": round(tokens * self.cfg.epochs / seconds, 1)}
+        return {
+            "steps": trainer.state.global_step,
+            "loss": logs[-1]["loss"] if logs else None,
+            "ratio_mean": logs[-1].get("ratio_mean") if logs else None,
+            "clip_fraction": logs[-1].get("clip_fraction") if logs else None,
+            "train_tokens_per_s": round(tokens * self.cfg.epochs / seconds, 1),
+        }
 
     def publish(self, iteration: int, row: dict) -> int:
         """Save the adapter with the iteration's record and publish it as the next version; return its number."""
         folder = self.out / "adapter"
         self.model.save_pretrained(folder)
         self.tokenizer.save_pretrained(folder)
-        (folder / "training_metrics.json").write_text(json.dumps(
-            {"algorithm": "rl", "rl_iteration": iteration, "base_model": self.cfg.base_model,
-             "dataset_path": self.cfg.dataset_path, "lora_r": self.cfg.lora_r, "row": row}, indent=2))
+        (folder / "training_metrics.json").write_text(
+            json.dumps(
+                {
+                    "algorithm": "rl",
+                    "rl_iteration": iteration,
+                    "base_model": self.cfg.base_model,
+                    "dataset_path": self.cfg.dataset_path,
+                    "lora_r": self.cfg.lora_r,
+                    "row": row,
+                },
+                indent=2,
+            )
+        )
         return publish_version(self.settings, folder, self.cfg.adapter_name)
 
     def stored(self) -> list:
@@ -216,9 +277,15 @@ class RLRun:
         None without held-out evaluation (`--eval_every 0`, or `--from_run`: no registry to play)."""
         if not self.cfg.eval_every or self.cfg.from_run:
             return None
-        episodes = self.rollout(f"{self.cfg.adapter_name}-eval-v{version}", self.served(version),
-                                subset=self.cfg.eval_subset, tasks=self.cfg.eval_tasks, per_task=1, temperature=0.0,
-                                seed=self.cfg.seed)
+        episodes = self.rollout(
+            f"{self.cfg.adapter_name}-eval-v{version}",
+            self.served(version),
+            subset=self.cfg.eval_subset,
+            tasks=self.cfg.eval_tasks,
+            per_task=1,
+            temperature=0.0,
+            seed=self.cfg.seed,
+        )
         return round(sum(e.success for e in episodes) / len(episodes), 4) if episodes else None
 
     # -- records ---------------------------------------------------------------------------------
@@ -266,32 +333,64 @@ class RLRun:
         write_report(self.history, self.out, self.cfg)
 
 
-COLUMNS = ("iteration", "sampled_with", "episodes", "success_rate", "mean_reward", "held_out", "rows",
-           "sampled_tokens", "skipped", "rollout_s", "train_s", "publish_s", "eval_s")
+COLUMNS = (
+    "iteration",
+    "sampled_with",
+    "episodes",
+    "success_rate",
+    "mean_reward",
+    "held_out",
+    "rows",
+    "sampled_tokens",
+    "skipped",
+    "rollout_s",
+    "train_s",
+    "publish_s",
+    "eval_s",
+)
 
 
 def write_report(history: list[dict], out: Path, cfg: RLConfig) -> None:
     """rl_report.md (one row per iteration) and rl_curve.png (train and held-out success by iteration)."""
     if cfg.from_run:
-        head = [f"# RL run `{cfg.adapter_name}` on the stored episodes of {cfg.from_run}", "",
-                "Episodes played elsewhere (e.g. recorded by the gateway), grouped by task; no held-out evaluation."]
+        head = [
+            f"# RL run `{cfg.adapter_name}` on the stored episodes of {cfg.from_run}",
+            "",
+            "Episodes played elsewhere (e.g. recorded by the gateway), grouped by task; no held-out evaluation.",
+        ]
     else:
-        head = [f"# RL run `{cfg.adapter_name}` on {cfg.dataset_path}", "",
-                f"{cfg.rollouts_per_task} rollouts on each of {cfg.tasks_per_iteration} tasks per iteration "
-                f"(subset {cfg.subset}), temperature {cfg.temperature}; held-out: {cfg.eval_subset}, greedy."]
+        head = [
+            f"# RL run `{cfg.adapter_name}` on {cfg.dataset_path}",
+            "",
+            f"{cfg.rollouts_per_task} rollouts on each of {cfg.tasks_per_iteration} tasks per iteration "
+            f"(subset {cfg.subset}), temperature {cfg.temperature}; held-out: {cfg.eval_subset}, greedy.",
+        ]
     lines = [*head, "", "| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
     for row in history:
         lines.append("| " + " | ".join("" if row.get(c) is None else str(row.get(c)) for c in COLUMNS) + " |")
     (out / "rl_report.md").write_text("\n".join(lines) + "\n")
-    rl_curve([r["iteration"] for r in history], [r.get("success_rate") for r in history],
-             [r.get("held_out") for r in history], out / "rl_curve.png", f"RL: {cfg.adapter_name}")
+    rl_curve(
+        [r["iteration"] for r in history],
+        [r.get("success_rate") for r in history],
+        [r.get("held_out") for r in history],
+        out / "rl_curve.png",
+        f"RL: {cfg.adapter_name}",
+    )
 
 
 def skipped(stats: dict) -> str:
     """What an iteration could not train on, in a few words (empty when nothing)."""
-    parts = [f"{stats[k]} {label}" for k, label in (("errored", "errors"), ("stale", "stale"),
-                                                   ("no_token_ids", "no ids"), ("equal_groups", "equal groups"),
-                                                   ("too_long", "too long")) if stats.get(k)]
+    parts = [
+        f"{stats[k]} {label}"
+        for k, label in (
+            ("errored", "errors"),
+            ("stale", "stale"),
+            ("no_token_ids", "no ids"),
+            ("equal_groups", "equal groups"),
+            ("too_long", "too long"),
+        )
+        if stats.get(k)
+    ]
     return ", ".join(parts)
 
 
@@ -309,46 +408,81 @@ def run_rl(cfg: RLConfig, settings: Settings | None = None) -> dict:
         run.record(run.recovered_row(version))  # killed after publishing, before writing its row
     if done < 0 and not any(r["iteration"] == 0 for r in run.history):
         started = time.perf_counter()
-        run.record({"iteration": 0, "sampled_with": None, "version": run.served(version),
-                    "held_out": run.held_out(version), "eval_s": round(time.perf_counter() - started, 1)})
+        run.record(
+            {
+                "iteration": 0,
+                "sampled_with": None,
+                "version": run.served(version),
+                "held_out": run.held_out(version),
+                "eval_s": round(time.perf_counter() - started, 1),
+            }
+        )
     run.load_policy(version)
     for iteration in range(done + 1, cfg.iterations):
         served = run.served(version)
-        console.rule(f"iteration {iteration + 1}/{cfg.iterations}: " + (f"stored episodes of {cfg.from_run}"
-                                                                         if cfg.from_run else f"rollouts by {served}"))
+        console.rule(
+            f"iteration {iteration + 1}/{cfg.iterations}: "
+            + (f"stored episodes of {cfg.from_run}" if cfg.from_run else f"rollouts by {served}")
+        )
         seconds = {}
         started = time.perf_counter()
         if cfg.from_run:
             episodes = run.stored()
         else:
-            episodes = run.rollout(f"{cfg.adapter_name}-it{iteration:04d}", served, subset=cfg.subset,
-                                   tasks=cfg.tasks_per_iteration, per_task=cfg.rollouts_per_task,
-                                   temperature=cfg.temperature, seed=cfg.seed + iteration)
+            episodes = run.rollout(
+                f"{cfg.adapter_name}-it{iteration:04d}",
+                served,
+                subset=cfg.subset,
+                tasks=cfg.tasks_per_iteration,
+                per_task=cfg.rollouts_per_task,
+                temperature=cfg.temperature,
+                seed=cfg.seed + iteration,
+            )
         seconds["rollout_s"] = round(time.perf_counter() - started, 1)
-        rows, stats = build_batch(episodes, version=version, max_staleness=cfg.max_staleness,
-                                  scale_rewards=cfg.scale_rewards, max_length=cfg.max_length)
+        rows, stats = build_batch(
+            episodes,
+            version=version,
+            max_staleness=cfg.max_staleness,
+            scale_rewards=cfg.scale_rewards,
+            max_length=cfg.max_length,
+        )
         stats = stats.as_dict()
         started = time.perf_counter()
         trained = run.train(rows, stats["tokens"], iteration) if rows else {"steps": 0}
         seconds["train_s"] = round(time.perf_counter() - started, 1)
-        row = {"iteration": iteration + 1, "sampled_with": served, **stats, **trained, **seconds,
-               "skipped": skipped(stats)}
+        row = {
+            "iteration": iteration + 1,
+            "sampled_with": served,
+            **stats,
+            **trained,
+            **seconds,
+            "skipped": skipped(stats),
+        }
         started = time.perf_counter()
         if rows:
             version = run.publish(iteration, row)
             retire(settings, cfg.adapter_name, keep=1)  # the rollout job is over: no request in flight uses older ones
         else:  # nothing learnt: the next iteration samples the same version again
-            console.print(f"[yellow]iteration {iteration + 1}: nothing to train on ({skipped(stats)}); "
-                          f"no new version[/]")
+            console.print(
+                f"[yellow]iteration {iteration + 1}: nothing to train on ({skipped(stats)}); no new version[/]"
+            )
         row.update(version=run.served(version), publish_s=round(time.perf_counter() - started, 1))
         started = time.perf_counter()
         if rows and cfg.eval_every and (iteration + 1) % cfg.eval_every == 0:
             row["held_out"] = run.held_out(version)
             row["eval_s"] = round(time.perf_counter() - started, 1)
         run.record(row)
-        console.print(f"iteration {iteration + 1}: success {stats['success_rate']:.0%}, reward "
-                      f"{stats['mean_reward']:.3f}, {stats['rows']} rows / {stats['sampled_tokens']} sampled tokens"
-                      + (f", held-out {row['held_out']:.0%}" if row.get("held_out") is not None else "")
-                      + (f"; skipped: {row['skipped']}" if row["skipped"] else "") + f" -> {row['version']}")
-    return {"history": run.history, "report": str(run.out / "rl_report.md"), "curve": str(run.out / "rl_curve.png"),
-            "adapter": run.served(version), "config": asdict(cfg)}
+        console.print(
+            f"iteration {iteration + 1}: success {stats['success_rate']:.0%}, reward "
+            f"{stats['mean_reward']:.3f}, {stats['rows']} rows / {stats['sampled_tokens']} sampled tokens"
+            + (f", held-out {row['held_out']:.0%}" if row.get("held_out") is not None else "")
+            + (f"; skipped: {row['skipped']}" if row["skipped"] else "")
+            + f" -> {row['version']}"
+        )
+    return {
+        "history": run.history,
+        "report": str(run.out / "rl_report.md"),
+        "curve": str(run.out / "rl_curve.png"),
+        "adapter": run.served(version),
+        "config": asdict(cfg),
+    }

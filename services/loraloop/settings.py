@@ -1,4 +1,5 @@
 """All runtime settings in one place, read from LORALOOP_* environment variables and .env."""
+
 from __future__ import annotations
 
 from functools import lru_cache
@@ -20,8 +21,7 @@ class Settings(BaseSettings):
     .env is read, then the current folder's, which wins.
     """
 
-    model_config = SettingsConfigDict(env_prefix="LORALOOP_", env_file=(in_project(".env"), ".env"),
-                                      extra="ignore")
+    model_config = SettingsConfigDict(env_prefix="LORALOOP_", env_file=(in_project(".env"), ".env"), extra="ignore")
 
     # Trajectory and adapter store: file:///path or s3://bucket/prefix
     store_url: str = Field(default_factory=lambda: f"file://{in_project('volumes/store')}")
@@ -29,8 +29,12 @@ class Settings(BaseSettings):
     s3_access_key: str | None = Field(None, description="the S3 access key")
     s3_secret_key: str | None = Field(None, description="the S3 secret key")
     s3_region: str = Field("us-east-1", description="the S3 region")
-    store_retry_s: float = Field(120.0, ge=0, description="how long a store write or read waits out an unreachable "
-                                                      "S3 server, trying again with backoff, before it fails")
+    store_retry_s: float = Field(
+        120.0,
+        ge=0,
+        description="how long a store write or read waits out an unreachable "
+        "S3 server, trying again with backoff, before it fails",
+    )
 
     # Celery broker; empty means the embedded default (episodes run in-process).
     broker_url: str = ""
@@ -41,10 +45,14 @@ class Settings(BaseSettings):
     publish_vllm_urls: str = ""
     vllm_api_key: str = Field("EMPTY", description="the API key sent to vLLM")
     base_model_name: str = Field("SmolLM2-135M-Instruct", description="the base model's served name")
-    model_dir: Path = Field(default_factory=lambda: in_project("volumes/models/SmolLM2-135M-Instruct"),
-                            description="the base model's folder (Hugging Face layout) vLLM and training load")
-    vllm_python: Path = Field(default_factory=lambda: in_project(".venv-vllm/bin/python"),
-                              description="the Python of vLLM's own virtualenv (`loraloop serve vllm`)")
+    model_dir: Path = Field(
+        default_factory=lambda: in_project("volumes/models/SmolLM2-135M-Instruct"),
+        description="the base model's folder (Hugging Face layout) vLLM and training load",
+    )
+    vllm_python: Path = Field(
+        default_factory=lambda: in_project(".venv-vllm/bin/python"),
+        description="the Python of vLLM's own virtualenv (`loraloop serve vllm`)",
+    )
     vllm_port: int = Field(8000, description="the port `loraloop serve vllm` starts vLLM on")
     max_lora_rank: int = Field(16, description="vLLM's --max-lora-rank; publish and `train rl` refuse a higher rank")
     # auto: bfloat16 where the hardware computes it natively (CUDA with bf16, CPUs with AVX512-BF16 or
@@ -56,17 +64,25 @@ class Settings(BaseSettings):
     # Where published adapters are unpacked for vLLM, and that folder as the vLLM process sees it
     # (the same path on one machine; e.g. /adapters inside the stack's vllm container).
     adapters_dir: Path = Field(default_factory=lambda: in_project("volumes/adapters"))
-    vllm_adapters_dir: str | None = Field(None, description="adapters_dir as the vLLM process sees it (unset: the "
-                                                            "same path)")
-    request_timeout_s: float = Field(120.0, description="a model request without a reply in this time fails "
-                                                        "(the episode's status: model_timeout)")
-    api_max_body_bytes: int = Field(1 << 20, ge=1024, description="largest request body the rollout API and the "
-                                                                   "Task Server take (413 past it)")
-    api_max_in_flight: int = Field(32, ge=1, le=38, description="episode starts and steps the Task Server runs at "
-                                                               "once (429 past it; under Starlette's 40 threads)")
+    vllm_adapters_dir: str | None = Field(
+        None, description="adapters_dir as the vLLM process sees it (unset: the same path)"
+    )
+    request_timeout_s: float = Field(
+        120.0, description="a model request without a reply in this time fails (the episode's status: model_timeout)"
+    )
+    api_max_body_bytes: int = Field(
+        1 << 20, ge=1024, description="largest request body the rollout API and the Task Server take (413 past it)"
+    )
+    api_max_in_flight: int = Field(
+        32,
+        ge=1,
+        le=38,
+        description="episode starts and steps the Task Server runs at once (429 past it; under Starlette's 40 threads)",
+    )
     max_tokens: int = Field(192, description="the longest reply a model request asks for (max_tokens)")
-    prompt_char_budget: int = Field(4000, description="past this many characters of history a prompt drops its "
-                                                      "oldest turns")
+    prompt_char_budget: int = Field(
+        4000, description="past this many characters of history a prompt drops its oldest turns"
+    )
 
     # Shell environment.
     os_env_image: str = Field("loraloop/os-env:latest", description="a shell task's image when it names none")
@@ -79,12 +95,17 @@ class Settings(BaseSettings):
     project: str = Field("", description="Compose project: labels environment containers for `make down`")
     pool_size: int = Field(0, description="pre-started containers kept ready per image in each process")
     reap_interval_s: float = Field(300.0, description="how often a worker removes containers of dead processes")
-    command_timeout_s: float = Field(20.0, description="a shell command running longer is killed; the shell stays "
-                                                       "usable")
-    init_timeout_s: float = Field(300.0, description="longest a task's init script may run (AgentBench sets none; "
-                                                     "published inits sleep 60 s or install packages)")
-    output_cap_bytes: int = Field(65536, description="a command's output is cut past this many bytes before it "
-                                                     "reaches Python")
+    command_timeout_s: float = Field(
+        20.0, description="a shell command running longer is killed; the shell stays usable"
+    )
+    init_timeout_s: float = Field(
+        300.0,
+        description="longest a task's init script may run (AgentBench sets none; "
+        "published inits sleep 60 s or install packages)",
+    )
+    output_cap_bytes: int = Field(
+        65536, description="a command's output is cut past this many bytes before it reaches Python"
+    )
 
     # Web environment (Playwright + Chromium) and REAL's llm_boolean judge.
     chromium_path: str = Field("/usr/bin/chromium", description="the Chromium Playwright drives")
@@ -102,32 +123,46 @@ class Settings(BaseSettings):
     tau2_user_llm: str = Field("", description="the user simulator's served model name")
     tau2_user_llm_base_url: str = Field("", description="the user simulator's OpenAI-compatible URL")
     tau2_user_llm_api_key: str = Field("", description="its API key (empty: vllm_api_key), sent to that URL only")
-    tau2_user_llm_allowed_urls: str = Field("", description="other user-simulator URLs (comma-separated) a Task "
-                                            "Server client may name in econfig.user_llm_base_url; they get no key")
+    tau2_user_llm_allowed_urls: str = Field(
+        "",
+        description="other user-simulator URLs (comma-separated) a Task "
+        "Server client may name in econfig.user_llm_base_url; they get no key",
+    )
 
     # Rollouts.
     concurrency: int = Field(8, description="episodes in flight per process (embedded default)")
     model_concurrency: int = Field(32, description="model requests in flight per process")
     model_retries: int = Field(4, description="retries (exponential backoff) on 5xx, 429 and connection errors")
-    episode_retries: int = Field(2, ge=0, description="times an episode is played again from the start, unstored, "
-                                                      "when the model server failed it (down, 5xx, timeout)")
+    episode_retries: int = Field(
+        2,
+        ge=0,
+        description="times an episode is played again from the start, unstored, "
+        "when the model server failed it (down, 5xx, timeout)",
+    )
     episode_retry_delay_s: float = Field(10.0, ge=0, description="wait before the first replay, doubled each time")
     visibility_timeout_s: int = Field(3600, description="seconds before a dead worker's episode is redelivered")
     # The rollout API (`loraloop serve rollout-api`): when api_url is set the CLI submits jobs there.
     api_url: str = ""
-    api_token: str = Field("", description="when set, the rollout API's jobs routes and viewer pages need it "
-                                           "(Authorization: Bearer)")
-    task_roots: str = Field("configs/tasks,volumes/tasks", description="folders (comma-separated; relative ones "
-                            "the checkout's) a task_registry sent to the rollout API must lie under (400 otherwise)")
+    api_token: str = Field(
+        "", description="when set, the rollout API's jobs routes and viewer pages need it (Authorization: Bearer)"
+    )
+    task_roots: str = Field(
+        "configs/tasks,volumes/tasks",
+        description="folders (comma-separated; relative ones "
+        "the checkout's) a task_registry sent to the rollout API must lie under (400 otherwise)",
+    )
     # The Task Server (`loraloop serve task-server`): with a token, every route but /api/health needs it (401).
     task_server_token: str = Field("", description="the bearer token Task Server clients send (empty: none asked)")
     # The recording gateway (`loraloop serve gateway`): an outside agent's OpenAI-compatible traffic as episodes.
-    gateway_admin_key: str = Field("", description="the key that starts sessions (/rl/start_session); empty: the "
-                                                   "gateway refuses to start (set LORALOOP_GATEWAY_ADMIN_KEY)")
-    gateway_experiment: str = Field("gateway", description="the mode (trajectories/<mode>/) of a session that names "
-                                                          "no experiment")
-    gateway_session_timeout_s: float = Field(3600.0, gt=0, description="a session idle this long is stored as "
-                                                                      "expired")
+    gateway_admin_key: str = Field(
+        "",
+        description="the key that starts sessions (/rl/start_session); empty: the "
+        "gateway refuses to start (set LORALOOP_GATEWAY_ADMIN_KEY)",
+    )
+    gateway_experiment: str = Field(
+        "gateway", description="the mode (trajectories/<mode>/) of a session that names no experiment"
+    )
+    gateway_session_timeout_s: float = Field(3600.0, gt=0, description="a session idle this long is stored as expired")
     gateway_max_body_bytes: int = Field(4 << 20, ge=1024, description="largest request body the gateway takes (413)")
     # Relative: the current folder's when it has it, else the checkout's (see loraloop.paths.locate).
     experiments_path: Path = Path(EXPERIMENTS)

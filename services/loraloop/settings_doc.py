@@ -4,6 +4,7 @@
 the page and the class differ. Defaults under the checkout render as `<checkout>/…`, so the page is the same
 in every clone.
 """
+
 from __future__ import annotations
 
 import inspect

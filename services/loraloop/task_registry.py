@@ -5,6 +5,7 @@ The loader knows no task kind. A registry.yaml names its kind (`env: shell`); a 
 a plain folder or file is parsed task by task by the kind that owns each object. It asks the kinds
 (`loraloop.envs`), so it sits above envs/ and tasks/, which never import it.
 """
+
 from __future__ import annotations
 
 import glob
@@ -51,9 +52,15 @@ def _registry_yaml(path: Path) -> Registry:
         unknown = set(raw) - {"split", "files", "scripts", "index_prefix", "ids"}
         if unknown:
             raise TaskFormatError(f"{path}: sets[{i}] has unknown field(s) {', '.join(sorted(unknown))}")
-        specs.append(TaskSet(split=str(raw.get("split", "")), files=str(raw["files"]), scripts=raw.get("scripts"),
-                             index_prefix=str(raw.get("index_prefix", "")),
-                             ids=str(raw["ids"]) if raw.get("ids") is not None else None))
+        specs.append(
+            TaskSet(
+                split=str(raw.get("split", "")),
+                files=str(raw["files"]),
+                scripts=raw.get("scripts"),
+                index_prefix=str(raw.get("index_prefix", "")),
+                ids=str(raw["ids"]) if raw.get("ids") is not None else None,
+            )
+        )
     _disjoint_lists(path.parent, specs)
     for spec in specs:
         registry.tasks.extend(load_set(path.parent, spec, _parser(env)))
@@ -70,8 +77,10 @@ def _disjoint_lists(root: Path, specs: list[TaskSet]) -> None:
         for index, (line, _) in read_id_list(root / spec.ids).items():
             where = f"{spec.ids} line {line} (split {spec.split!r})"
             if index in seen:
-                raise TaskFormatError(f"{root}: task {index!r} is in {seen[index]} and in {where}: a task belongs "
-                                      "to one split, and a held-out task is never trained on")
+                raise TaskFormatError(
+                    f"{root}: task {index!r} is in {seen[index]} and in {where}: a task belongs "
+                    "to one split, and a held-out task is never trained on"
+                )
             seen[index] = where
 
 
@@ -108,11 +117,20 @@ def load_registry(path: str | Path) -> Registry:
         registry = Registry(name=path.name)
         for sub in sorted({p.parent for p in path.rglob("*.json")}):
             split = sub.name if sub != path else ""
-            registry.tasks.extend(load_set(sub, TaskSet(split=split, files="*.json",
-                                                        index_prefix=f"{split}-" if split else ""), _parser()))
+            registry.tasks.extend(
+                load_set(
+                    sub, TaskSet(split=split, files="*.json", index_prefix=f"{split}-" if split else ""), _parser()
+                )
+            )
     else:
-        registry = Registry(name=path.stem, tasks=load_set(path.parent, TaskSet(
-            split="", files=glob.escape(path.name), index_prefix=f"{path.stem}-", stem_in_index=False), _parser()))
+        registry = Registry(
+            name=path.stem,
+            tasks=load_set(
+                path.parent,
+                TaskSet(split="", files=glob.escape(path.name), index_prefix=f"{path.stem}-", stem_in_index=False),
+                _parser(),
+            ),
+        )
     check_unique(registry)
     return registry
 

@@ -1,4 +1,5 @@
 """The trainers by algorithm name, one training run from the flags given, and inputs fetched from a store URL."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -14,8 +15,13 @@ from loraloop.train.dpo import train_dpo
 from loraloop.train.grpo import train_grpo
 from loraloop.train.online_grpo import train_grpo_online
 
-TRAINERS = {"bc": (BCConfig, train_bc), "dpo": (DPOConfig, train_dpo), "grpo": (GRPOConfig, train_grpo),
-            "grpo-online": (OnlineGRPOConfig, train_grpo_online), "rl": (RLConfig, run_rl)}
+TRAINERS = {
+    "bc": (BCConfig, train_bc),
+    "dpo": (DPOConfig, train_dpo),
+    "grpo": (GRPOConfig, train_grpo),
+    "grpo-online": (OnlineGRPOConfig, train_grpo_online),
+    "rl": (RLConfig, run_rl),
+}
 ON_TASKS = ("grpo-online", "rl")  # trained on a task registry, not a dataset file
 
 
@@ -40,9 +46,17 @@ def fetch_dataset(location: str, output_dir: Path, settings: Settings) -> str:
     return str(local)
 
 
-def run_training(algorithm: str, settings: Settings, *, overrides: dict, dataset_path: str | None,
-                 output_dir: Path | None, base_model: str | None, resume: bool,
-                 load_in_4bit: bool) -> tuple[Path, dict]:
+def run_training(
+    algorithm: str,
+    settings: Settings,
+    *,
+    overrides: dict,
+    dataset_path: str | None,
+    output_dir: Path | None,
+    base_model: str | None,
+    resume: bool,
+    load_in_4bit: bool,
+) -> tuple[Path, dict]:
     """Train one adapter: the algorithm's defaults, with only the flags given (`overrides`) changed.
 
     Defaults: the dataset volumes/datasets/ALGO.jsonl (grpo-online: the bundled task registry), the
@@ -59,6 +73,12 @@ def run_training(algorithm: str, settings: Settings, *, overrides: dict, dataset
     output = output_dir or Path(f"volumes/checkpoints/{algorithm}_lora")
     default = TASK_REGISTRY if algorithm in ON_TASKS else f"volumes/datasets/{algorithm}.jsonl"
     data = fetch_dataset(dataset_path or default, output, settings)
-    cfg = config_class(base_model=base_model or str(settings.model_dir), dataset_path=data, output_dir=str(output),
-                       resume=resume, load_in_4bit=load_in_4bit, **given)
+    cfg = config_class(
+        base_model=base_model or str(settings.model_dir),
+        dataset_path=data,
+        output_dir=str(output),
+        resume=resume,
+        load_in_4bit=load_in_4bit,
+        **given,
+    )
     return output, trainer(cfg)

@@ -1,4 +1,5 @@
 """Served adapter names: `<name>-vK` both ways, and which version a rollout's model stands for."""
+
 import pytest
 
 from loraloop.errors import ConfigError

@@ -1,5 +1,6 @@
 """AgentBench's OS-interaction data as published: layout, index names, every task form and import.
 The fixture tasks are played in real containers in tests/integration/tasks/test_agentbench_tasks.py."""
+
 import json
 import shutil
 import subprocess
@@ -26,10 +27,14 @@ def cli(*args: str) -> subprocess.CompletedProcess:
 
 # --- layout and index names -------------------------------------------------------------------
 
+
 def test_layout_is_found_from_the_os_interaction_folder_and_from_its_data_folder(tmp_path):
     layout = find_layout(FIXTURE)
-    assert (layout.data, layout.scripts, layout.train) == (FIXTURE / "data", FIXTURE / "scripts",
-                                                           (FIXTURE / "train_0317",))
+    assert (layout.data, layout.scripts, layout.train) == (
+        FIXTURE / "data",
+        FIXTURE / "scripts",
+        (FIXTURE / "train_0317",),
+    )
     assert find_layout(FIXTURE / "data") == layout
     assert find_layout(FIXTURE / "scripts") is None
     assert find_layout(Path("configs/tasks/os")) is None  # our own registry.yaml folder
@@ -53,9 +58,10 @@ def test_index_names_and_splits_follow_agentbench_os_yaml():
     registry = load_registry(FIXTURE)
     assert {t.index for t in registry.select("std-001")} == {i for i in indices if i.startswith("std-001-")}
     assert {t.category for t in registry.select("std-002")} == {"files", "marker", "processes"}
-    assert all(t.scripts_dir == FIXTURE / "scripts" / {"dev": "dev", "std-001": "1", "std-002": "2",
-                                                        "train": "7"}[t.split]
-               for t in TASKS)
+    assert all(
+        t.scripts_dir == FIXTURE / "scripts" / {"dev": "dev", "std-001": "1", "std-002": "2", "train": "7"}[t.split]
+        for t in TASKS
+    )
     assert not [m for t in TASKS for m in missing_files(t)]
 
 
@@ -64,8 +70,9 @@ def test_numbered_sets_order_numerically_and_jsonl_files_load(tmp_path):
     for n in (2, 10):
         (data / str(n)).mkdir(parents=True)
         (data / str(n) / "a.json").write_text(json.dumps({"description": f"set {n}", "evaluation": {"match": "x"}}))
-    (data / "10" / "b.jsonl").write_text('{"description": "one", "evaluation": {"match": "1"}}\n\n'
-                                         '{"description": "two", "evaluation": {"match": "2"}}\n')
+    (data / "10" / "b.jsonl").write_text(
+        '{"description": "one", "evaluation": {"match": "1"}}\n\n{"description": "two", "evaluation": {"match": "2"}}\n'
+    )
     (data / "6-backup.json").write_text("[]")  # not part of any AgentBench set
     (tmp_path / "os_interaction" / "scripts").mkdir()
     registry = load_registry(tmp_path / "os_interaction")
@@ -73,7 +80,10 @@ def test_numbered_sets_order_numerically_and_jsonl_files_load(tmp_path):
     yaml_path = tmp_path / "os_interaction" / "registry.yaml"
     yaml_path.write_text('sets: [{split: x, files: "data/10/*", index_prefix: "std-010-"}]\n')
     assert [t.index for t in load_registry(yaml_path).tasks] == [
-        "std-010-a-00000", "std-010-b-00000", "std-010-b-00001"]
+        "std-010-a-00000",
+        "std-010-b-00000",
+        "std-010-b-00001",
+    ]
 
 
 def test_subset_std_selects_every_std_split():
@@ -102,18 +112,21 @@ def test_a_copy_of_the_training_set_loads_validates_and_imports(tmp_path):
     checked = cli("tasks", "validate", str(copy))
     assert checked.returncode == 0 and "3 valid tasks (train: 3)" in checked.stdout, checked.stderr
     out = tmp_path / "registry"
-    proc = cli("tasks", "import", "agentbench-os", "--data", str(copy), "--scripts", str(copy / "scripts"),
-               "--out", str(out))
+    proc = cli(
+        "tasks", "import", "agentbench-os", "--data", str(copy), "--scripts", str(copy / "scripts"), "--out", str(out)
+    )
     assert proc.returncode == 0 and "imported 3 valid tasks (train: 3)" in proc.stdout, proc.stderr
     doc = yaml.safe_load((out / "registry.yaml").read_text())
-    assert doc["sets"] == [{"split": "train", "files": "train/*.json", "scripts": "scripts/7",
-                            "index_prefix": "train-"}]
+    assert doc["sets"] == [
+        {"split": "train", "files": "train/*.json", "scripts": "scripts/7", "index_prefix": "train-"}
+    ]
     assert [t.index for t in load_registry(out).tasks] == [t.index for t in registry.tasks]
     alone = load_registry(FIXTURE / "train_0317")  # the train_*/ folder of a checkout on its own
     assert [t.index for t in alone.tasks] == [f"train-0317-training-0000{i}" for i in range(3)]
 
 
 # --- every form --------------------------------------------------------------------------------
+
 
 def test_every_init_start_evaluation_and_example_form_loads():
     t = BY_INDEX
@@ -157,9 +170,11 @@ def test_every_init_start_evaluation_and_example_form_loads():
 
 
 def test_a_list_create_is_read_as_agentbench_reads_it(caplog):
-    raw = {"description": "d", "create": [None, {"language": "python", "file": "check/integer-match.py"}],
-           "evaluation": {"check": [None, {"language": "python", "file": "check/integer-match.py"}],
-                          "example": "nproc"}}
+    raw = {
+        "description": "d",
+        "create": [None, {"language": "python", "file": "check/integer-match.py"}],
+        "evaluation": {"check": [None, {"language": "python", "file": "check/integer-match.py"}], "example": "nproc"},
+    }
     task = parse_shell_task(raw, file="quirk.json", number=10, index="i")
     assert task.image is None and task.local is None and task.init == ()
     assert "quirk.json: task #10, field 'create' is a list" in caplog.text
@@ -168,31 +183,64 @@ def test_a_list_create_is_read_as_agentbench_reads_it(caplog):
 def test_start_file_is_read_relative_to_the_scripts_folder(tmp_path):
     (tmp_path / "init").mkdir()
     (tmp_path / "init" / "bg.sh").write_text("sleep 100 &\n")
-    task = parse_shell_task({"description": "d", "start": {"file": "init/bg.sh"}, "evaluation": {"match": "1"}},
-                            file="f.json", number=0, index="i", scripts_dir=tmp_path)
+    task = parse_shell_task(
+        {"description": "d", "start": {"file": "init/bg.sh"}, "evaluation": {"match": "1"}},
+        file="f.json",
+        number=0,
+        index="i",
+        scripts_dir=tmp_path,
+    )
     assert task.start == "sleep 100 &\n"
 
 
-@pytest.mark.parametrize("raw, field, words", [
-    ({"description": "d", "start": {"file": "init/none.sh"}, "evaluation": {"match": "1"}}, "start.file",
-     "cannot be read"),
-    ({"description": "d", "start": {"language": "python", "code": "1"}, "evaluation": {"match": "1"}},
-     "start.language", "must be 'bash'"),
-    ({"description": "d", "start": 3, "evaluation": {"match": "1"}}, "start", "expected a shell string"),
-    ({"description": "d", "create": "default", "evaluation": {"match": "1"}}, "create", "must be an object"),
-    ({"description": "d", "create": {"init": ["echo", 5]}, "evaluation": {"match": "1"}}, "create.init[1]",
-     "expected a shell string"),
-    ({"description": "d", "create": {"local": 7}, "evaluation": {"match": "1"}}, "create.local", "must be a string"),
-    ({"description": "d", "evaluation": {"check": [None, {"language": "python"}], "example": "x"}},
-     "evaluation.check[1]", "exactly one of 'code' or 'file'"),
-    ({"description": "d", "evaluation": {"check": [None, 4], "example": "x"}}, "evaluation.check[1]",
-     "expected a shell string"),
-    ({"description": "d", "evaluation": {"check": [None], "example": {"file": 1}}}, "evaluation.example.file",
-     "must be a string"),
-    ({"description": "d", "evaluation": {"match": {"answer": "1", "strip": "yes"}}}, "evaluation.match.strip",
-     "true or false"),
-    ({"description": "d", "evaluation": {"match": 1}}, "evaluation.match", "string or an object"),
-])
+@pytest.mark.parametrize(
+    "raw, field, words",
+    [
+        (
+            {"description": "d", "start": {"file": "init/none.sh"}, "evaluation": {"match": "1"}},
+            "start.file",
+            "cannot be read",
+        ),
+        (
+            {"description": "d", "start": {"language": "python", "code": "1"}, "evaluation": {"match": "1"}},
+            "start.language",
+            "must be 'bash'",
+        ),
+        ({"description": "d", "start": 3, "evaluation": {"match": "1"}}, "start", "expected a shell string"),
+        ({"description": "d", "create": "default", "evaluation": {"match": "1"}}, "create", "must be an object"),
+        (
+            {"description": "d", "create": {"init": ["echo", 5]}, "evaluation": {"match": "1"}},
+            "create.init[1]",
+            "expected a shell string",
+        ),
+        (
+            {"description": "d", "create": {"local": 7}, "evaluation": {"match": "1"}},
+            "create.local",
+            "must be a string",
+        ),
+        (
+            {"description": "d", "evaluation": {"check": [None, {"language": "python"}], "example": "x"}},
+            "evaluation.check[1]",
+            "exactly one of 'code' or 'file'",
+        ),
+        (
+            {"description": "d", "evaluation": {"check": [None, 4], "example": "x"}},
+            "evaluation.check[1]",
+            "expected a shell string",
+        ),
+        (
+            {"description": "d", "evaluation": {"check": [None], "example": {"file": 1}}},
+            "evaluation.example.file",
+            "must be a string",
+        ),
+        (
+            {"description": "d", "evaluation": {"match": {"answer": "1", "strip": "yes"}}},
+            "evaluation.match.strip",
+            "true or false",
+        ),
+        ({"description": "d", "evaluation": {"match": 1}}, "evaluation.match", "string or an object"),
+    ],
+)
 def test_malformed_tasks_name_file_task_and_field(tmp_path, raw, field, words):
     with pytest.raises(TaskFormatError) as err:
         parse_shell_task(raw, file="data/3/bad.json", number=4, index="i", scripts_dir=tmp_path)
@@ -206,8 +254,11 @@ def test_malformed_files_in_a_published_layout_name_the_file(tmp_path):
     (root / "data" / "2" / "broken.json").write_text('[{"description": "a",\n "evaluation": }]')
     with pytest.raises(TaskFormatError, match=r"data/2/broken.json: not valid JSON \(line 2"):
         load_registry(root)
-    (root / "data" / "2" / "broken.json").write_text(json.dumps([{"description": "ok", "evaluation": {"match": "1"}},
-                                                                 {"description": "", "evaluation": {"match": "1"}}]))
+    (root / "data" / "2" / "broken.json").write_text(
+        json.dumps(
+            [{"description": "ok", "evaluation": {"match": "1"}}, {"description": "", "evaluation": {"match": "1"}}]
+        )
+    )
     with pytest.raises(TaskFormatError, match=r"data/2/broken.json: task #1, field 'description'"):
         load_registry(root / "data")
     (root / "data" / "2" / "broken.json").unlink()
@@ -219,10 +270,20 @@ def test_malformed_files_in_a_published_layout_name_the_file(tmp_path):
 
 # --- import ------------------------------------------------------------------------------------
 
+
 def test_import_writes_a_self_contained_registry_that_loads_like_the_source(tmp_path):
     out = tmp_path / "configs" / "tasks" / "ab-os"
-    proc = cli("tasks", "import", "agentbench-os", "--data", str(FIXTURE / "data"),
-               "--scripts", str(FIXTURE / "scripts"), "--out", str(out))
+    proc = cli(
+        "tasks",
+        "import",
+        "agentbench-os",
+        "--data",
+        str(FIXTURE / "data"),
+        "--scripts",
+        str(FIXTURE / "scripts"),
+        "--out",
+        str(out),
+    )
     assert proc.returncode == 0, proc.stderr
     assert f"imported {len(TASKS)} valid tasks (dev: 8, std-001: 6, std-002: 6, train: 3)" in proc.stdout
     doc = yaml.safe_load((out / "registry.yaml").read_text())
@@ -238,16 +299,39 @@ def test_import_writes_a_self_contained_registry_that_loads_like_the_source(tmp_
     assert (out / "scripts" / "7" / "check" / "integer-match.py").is_file()
     imported = load_registry(out)
     assert [(t.index, t.split, t.description) for t in imported.tasks] == [
-        (t.index, t.split, t.description) for t in TASKS]
+        (t.index, t.split, t.description) for t in TASKS
+    ]
     assert all(str(t.scripts_dir).startswith(str(out)) for t in imported.tasks)
     listed = cli("tasks", "list", "--task_registry", str(out), "--subset", "std-002")
     assert listed.returncode == 0 and listed.stdout.count("\n") == 6
     assert cli("tasks", "validate", str(out)).returncode == 0
-    again = cli("tasks", "import", "agentbench-os", "--data", str(FIXTURE / "data"),
-                "--scripts", str(FIXTURE / "scripts"), "--out", str(out))
+    again = cli(
+        "tasks",
+        "import",
+        "agentbench-os",
+        "--data",
+        str(FIXTURE / "data"),
+        "--scripts",
+        str(FIXTURE / "scripts"),
+        "--out",
+        str(out),
+    )
     assert again.returncode == 1 and "exists and is not empty (add --force" in again.stderr
-    assert cli("tasks", "import", "agentbench-os", "--data", str(FIXTURE / "data"), "--scripts",
-               str(FIXTURE / "scripts"), "--out", str(out), "--force").returncode == 0
+    assert (
+        cli(
+            "tasks",
+            "import",
+            "agentbench-os",
+            "--data",
+            str(FIXTURE / "data"),
+            "--scripts",
+            str(FIXTURE / "scripts"),
+            "--out",
+            str(out),
+            "--force",
+        ).returncode
+        == 0
+    )
     unknown = cli("tasks", "import", "webarena", "--data", "x", "--scripts", "y", "--out", str(tmp_path / "w"))
     assert unknown.returncode == 1 and "unknown format 'webarena' (available: agentbench-os)" in unknown.stderr
 
@@ -262,6 +346,15 @@ def test_import_writes_nothing_when_the_source_is_broken(tmp_path):
     assert not out.exists()
     with pytest.raises(TaskFormatError, match="neither dev.json, numbered set folders .* nor a training set"):
         import_agentbench_os(source / "scripts", source / "scripts", out)
-    proc = cli("tasks", "import", "agentbench-os", "--data", str(tmp_path / "none"), "--scripts",
-               str(source / "scripts"), "--out", str(out))
+    proc = cli(
+        "tasks",
+        "import",
+        "agentbench-os",
+        "--data",
+        str(tmp_path / "none"),
+        "--scripts",
+        str(source / "scripts"),
+        "--out",
+        str(out),
+    )
     assert proc.returncode == 1 and "--data" in proc.stderr and "not a folder" in proc.stderr

@@ -1,4 +1,5 @@
 """AgentBench's OS training set split in two: 900 to train on, 100 held out, by committed id lists."""
+
 import shutil
 from collections import Counter
 from pathlib import Path
@@ -52,14 +53,23 @@ def test_every_family_is_in_both_splits_in_proportion(registry):
 
 
 def task(index: str, example: str):
-    return parse_shell_task({"description": "d", "evaluation": {"match": "1", "example": example}},
-                            file="f.json", number=0, index=index)
+    return parse_shell_task(
+        {"description": "d", "evaluation": {"match": "1", "example": example}}, file="f.json", number=0, index=index
+    )
 
 
-@pytest.mark.parametrize("example,expected", [
-    ("ps aux | wc -l", "processes"), ("find . -perm -u+x | wc -l", "permissions"), ("du -sb ~ | cut -f1", "size"),
-    ("find ~ -mtime -7 | wc -l", "time"), ("cut -d' ' -f1 a.log | sort | uniq | wc -l", "unique-sort"),
-    ("grep -c error *.log", "text-search"), ("echo $((1+2))", OTHER)])
+@pytest.mark.parametrize(
+    "example,expected",
+    [
+        ("ps aux | wc -l", "processes"),
+        ("find . -perm -u+x | wc -l", "permissions"),
+        ("du -sb ~ | cut -f1", "size"),
+        ("find ~ -mtime -7 | wc -l", "time"),
+        ("cut -d' ' -f1 a.log | sort | uniq | wc -l", "unique-sort"),
+        ("grep -c error *.log", "text-search"),
+        ("echo $((1+2))", OTHER),
+    ],
+)
 def test_a_family_is_read_off_the_tool_the_example_uses(example, expected):
     assert family(task("t-00000", example)) == expected
 
@@ -77,8 +87,10 @@ def test_a_split_has_exactly_size_tasks_and_is_the_same_for_a_seed(sizes, size, 
     held, train = heldout_split(tasks, size, seed)
     assert len(held) == size and len(train) == len(tasks) - size and not set(held) & set(train)
     assert (held, train) == heldout_split(tasks, size, seed)
-    assert all(sizes[examples.index(e)] >= MIN_FAMILY or fam == OTHER
-               for fam, e in [(fam, examples[int(i.split("-")[1])]) for i, fam in held.items()])
+    assert all(
+        sizes[examples.index(e)] >= MIN_FAMILY or fam == OTHER
+        for fam, e in [(fam, examples[int(i.split("-")[1])]) for i, fam in held.items()]
+    )
 
 
 def registry_copy(tmp_path: Path, heldout: str, train: str) -> Path:
@@ -91,16 +103,26 @@ def registry_copy(tmp_path: Path, heldout: str, train: str) -> Path:
 
 def test_a_held_out_task_in_the_training_list_is_refused_naming_both_lines(tmp_path):
     copy = registry_copy(tmp_path, "train-training-00000 time\n", "# c\ntrain-training-00001\ntrain-training-00000\n")
-    with pytest.raises(TaskFormatError, match=r"'train-training-00000' is in train.txt line 3 \(split 'train'\) "
-                                              r"and in heldout.txt line 1 \(split 'heldout'\)"):
+    with pytest.raises(
+        TaskFormatError,
+        match=r"'train-training-00000' is in train.txt line 3 \(split 'train'\) "
+        r"and in heldout.txt line 1 \(split 'heldout'\)",
+    ):
         load_registry(copy)
 
 
-@pytest.mark.parametrize("listing,message", [
-    ("train-training-99999\n", r"heldout.txt: line 1: no task 'train-training-99999' in training.json"),
-    ("train-training-00000 a b\n", r"heldout.txt: line 1: expected `index \[family\]`"),
-    ("train-training-00000\ntrain-training-00000\n", r"heldout.txt: line 2: task 'train-training-00000' is listed "
-                                                      r"already \(line 1\)")])
+@pytest.mark.parametrize(
+    "listing,message",
+    [
+        ("train-training-99999\n", r"heldout.txt: line 1: no task 'train-training-99999' in training.json"),
+        ("train-training-00000 a b\n", r"heldout.txt: line 1: expected `index \[family\]`"),
+        (
+            "train-training-00000\ntrain-training-00000\n",
+            r"heldout.txt: line 2: task 'train-training-00000' is listed "
+            r"already \(line 1\)",
+        ),
+    ],
+)
 def test_a_bad_id_list_is_refused_naming_file_and_line(tmp_path, listing, message):
     with pytest.raises(TaskFormatError, match=message):
         load_registry(registry_copy(tmp_path, listing, "train-training-00001\n"))
@@ -124,15 +146,19 @@ def episode(status: str, actions: list[str], observations: list[str] | None = No
     return Episode("k", start, steps, EpisodeEnd(status=status, error=error))
 
 
-@pytest.mark.parametrize("ep,mode", [
-    (episode("completed", ["bash", "answer"]), "wrong answer"),
-    (episode("completed", ["bash", "finish"]), "finish without an answer"),
-    (episode("round_limit", ["invalid"] * 8), "round limit: every action invalid"),
-    (episode("round_limit", ["invalid", "bash"]), "round limit: some actions invalid"),
-    (episode("round_limit", ["bash"], ["bash: foo: command not found"]), "round limit: commands that erred"),
-    (episode("round_limit", ["bash"], ["3"]), "round limit: commands ran, no answer"),
-    (episode("env_error", [], error="no shell"), "environment or service error"),
-    (episode("odd", []), "status odd")])
+@pytest.mark.parametrize(
+    "ep,mode",
+    [
+        (episode("completed", ["bash", "answer"]), "wrong answer"),
+        (episode("completed", ["bash", "finish"]), "finish without an answer"),
+        (episode("round_limit", ["invalid"] * 8), "round limit: every action invalid"),
+        (episode("round_limit", ["invalid", "bash"]), "round limit: some actions invalid"),
+        (episode("round_limit", ["bash"], ["bash: foo: command not found"]), "round limit: commands that erred"),
+        (episode("round_limit", ["bash"], ["3"]), "round limit: commands ran, no answer"),
+        (episode("env_error", [], error="no shell"), "environment or service error"),
+        (episode("odd", []), "status odd"),
+    ],
+)
 def test_failure_modes_are_read_from_the_records(ep, mode):
     assert failure_mode(ep) == mode
 

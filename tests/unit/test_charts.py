@@ -2,6 +2,7 @@
 and n/n rows, one row, empty series. `make demo` once crashed drawing success.png when the adapter won
 10/10: Wilson's upper bound rounded to 0.9999999999999999, below the rate, and matplotlib refused the
 negative error bar."""
+
 from pathlib import Path
 
 import pytest
@@ -35,8 +36,7 @@ def test_every_wilson_interval_up_to_500_holds_its_rate_exactly():
     assert wilson(0, 0) == (0.0, 1.0)
 
 
-@given(st.integers(0, LIMIT).flatmap(lambda n: st.tuples(st.integers(0, n), st.just(n))),
-       st.floats(0.1, 4.0))
+@given(st.integers(0, LIMIT).flatmap(lambda n: st.tuples(st.integers(0, n), st.just(n))), st.floats(0.1, 4.0))
 def test_wilson_holds_its_rate_at_any_confidence(pair, z):
     k, n = pair
     low, high = wilson(k, n, z)
@@ -50,15 +50,17 @@ def test_wilson_refuses_impossible_counts(k, n):
 
 
 def row(name: str, solved: int, episodes: int) -> Row:
-    return Row(name, "m", episodes, solved, 2.0, 0, tasks=episodes, families={"f": (solved, episodes)},
-               steps=[1] * episodes)
+    return Row(
+        name, "m", episodes, solved, 2.0, 0, tasks=episodes, families={"f": (solved, episodes)}, steps=[1] * episodes
+    )
 
 
 BOUNDARY = [row("none", 0, 10), row("some", 3, 10), row("all", 10, 10), row("all30", 30, 30), row("zero", 0, 0)]
 
 
-@given(st.lists(st.integers(0, LIMIT).flatmap(lambda n: st.tuples(st.integers(0, n), st.just(n))),
-                min_size=1, max_size=6))
+@given(
+    st.lists(st.integers(0, LIMIT).flatmap(lambda n: st.tuples(st.integers(0, n), st.just(n))), min_size=1, max_size=6)
+)
 def test_error_bars_are_never_negative(pairs):
     rows = [row(f"r{i}", k, n) for i, (k, n) in enumerate(pairs)]
     below, above = error_bars(rows)
@@ -80,8 +82,7 @@ def test_success_family_and_steps_charts_draw_the_boundaries(tmp_path, rows):
 
 
 @settings(max_examples=6, deadline=None)
-@given(st.lists(st.integers(0, 40).flatmap(lambda n: st.tuples(st.integers(0, n), st.just(n))), min_size=1,
-                max_size=4))
+@given(st.lists(st.integers(0, 40).flatmap(lambda n: st.tuples(st.integers(0, n), st.just(n))), min_size=1, max_size=4))
 def test_success_and_iteration_charts_draw_any_counts(tmp_path_factory, pairs):
     out = tmp_path_factory.mktemp("charts")
     rows = [row(f"r{i}", k, n) for i, (k, n) in enumerate(pairs)]
@@ -91,13 +92,23 @@ def test_success_and_iteration_charts_draw_any_counts(tmp_path_factory, pairs):
 
 
 def test_iteration_chart_draws_0_k_and_n_of_n(tmp_path):
-    iteration_chart({"base": [(0, BOUNDARY[0])], "bc": [(1, BOUNDARY[1]), (2, BOUNDARY[2]), (3, BOUNDARY[3])]},
-                    tmp_path / "it.png", "boundaries")
+    iteration_chart(
+        {"base": [(0, BOUNDARY[0])], "bc": [(1, BOUNDARY[1]), (2, BOUNDARY[2]), (3, BOUNDARY[3])]},
+        tmp_path / "it.png",
+        "boundaries",
+    )
     assert drawn(tmp_path / "it.png")
 
 
-@pytest.mark.parametrize("spread", [{"base": (0.0, 0.0), "bc": (1.0, 0.0)}, {"base": (0.0, 0.3), "bc": (1.0, 0.4)},
-                                    {"base": (0.5, 0.5), "bc": (0.9, 0.2)}, {"only": (1.0, 0.0)}])
+@pytest.mark.parametrize(
+    "spread",
+    [
+        {"base": (0.0, 0.0), "bc": (1.0, 0.0)},
+        {"base": (0.0, 0.3), "bc": (1.0, 0.4)},
+        {"base": (0.5, 0.5), "bc": (0.9, 0.2)},
+        {"only": (1.0, 0.0)},
+    ],
+)
 def test_learning_chart_draws_rates_at_0_and_1_with_any_spread(tmp_path, spread):
     learning_chart(spread, tmp_path / "learning.png", "seeds")
     assert drawn(tmp_path / "learning.png")
@@ -109,8 +120,9 @@ def test_loss_chart_draws_one_point_zero_loss_and_a_curve(tmp_path, losses):
     assert drawn(tmp_path / "loss.png")
 
 
-@pytest.mark.parametrize("train, held_out", [([0.0], [1.0]), ([0.0, 0.5, 1.0], [None, 0.0, 1.0]),
-                                             ([None], [None]), ([1.0, 1.0], [0.0, 0.0])])
+@pytest.mark.parametrize(
+    "train, held_out", [([0.0], [1.0]), ([0.0, 0.5, 1.0], [None, 0.0, 1.0]), ([None], [None]), ([1.0, 1.0], [0.0, 0.0])]
+)
 def test_rl_curve_draws_0_k_and_n_of_n_and_gaps(tmp_path, train, held_out):
     rl_curve(list(range(len(train))), train, held_out, tmp_path / "rl.png", "rl")
     assert drawn(tmp_path / "rl.png")

@@ -1,5 +1,6 @@
 """The command line: the serve group and its old names, one source of defaults, and paths that do not
 depend on the folder the command is typed in."""
+
 import os
 import re
 import subprocess
@@ -37,15 +38,27 @@ def test_defaults_have_one_source():
 
     flags = {p.name: p.default for p in get_command(app).commands["rollout"].params}
     assert (flags["seed"], flags["task_seed"], str(flags["task_registry"])) == (
-        defaults.SEED, defaults.TASK_SEED, defaults.TASK_REGISTRY)
+        defaults.SEED,
+        defaults.TASK_SEED,
+        defaults.TASK_REGISTRY,
+    )
     fields = JobRequest.model_fields
     assert (fields["seed"].default, fields["task_seed"].default, fields["task_registry"].default) == (
-        defaults.SEED, defaults.TASK_SEED, defaults.TASK_REGISTRY)
-    make = subprocess.run(["make", "-n", "rollout", "eval", "loop", "task-server"], cwd=ROOT, capture_output=True,
-                          text=True, check=True).stdout
+        defaults.SEED,
+        defaults.TASK_SEED,
+        defaults.TASK_REGISTRY,
+    )
+    make = subprocess.run(
+        ["make", "-n", "rollout", "eval", "loop", "task-server"], cwd=ROOT, capture_output=True, text=True, check=True
+    ).stdout
     assert not re.search(r"--(seed|task_seed|task_registry) ", make)  # (`loop --seeds` are training seeds)
-    given = subprocess.run(["make", "-n", "rollout", "SEED=7", "TASK_REGISTRY=configs/tasks/web"], cwd=ROOT,
-                           capture_output=True, text=True, check=True).stdout
+    given = subprocess.run(
+        ["make", "-n", "rollout", "SEED=7", "TASK_REGISTRY=configs/tasks/web"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     assert "--seed 7" in given and "--task_registry configs/tasks/web" in given
 
 
@@ -69,8 +82,21 @@ def test_a_local_file_wins_over_the_checkouts(tmp_path):
 
 def test_default_folders_are_the_checkouts_wherever_the_command_runs(tmp_path):
     env = {k: v for k, v in os.environ.items() if not k.startswith("LORALOOP_")}
-    shown = subprocess.run([sys.executable, "-c", "from loraloop.settings import Settings; s = Settings(); "
-                            "print(s.store_url, s.model_dir, s.adapters_dir, sep='\\n')"],
-                           cwd=tmp_path, env=env, capture_output=True, text=True, check=True).stdout.split()
-    assert shown == [f"file://{ROOT}/volumes/store", f"{ROOT}/volumes/models/SmolLM2-135M-Instruct",
-                     f"{ROOT}/volumes/adapters"]
+    shown = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "from loraloop.settings import Settings; s = Settings(); "
+            "print(s.store_url, s.model_dir, s.adapters_dir, sep='\\n')",
+        ],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
+    assert shown == [
+        f"file://{ROOT}/volumes/store",
+        f"{ROOT}/volumes/models/SmolLM2-135M-Instruct",
+        f"{ROOT}/volumes/adapters",
+    ]

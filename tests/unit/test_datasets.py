@@ -1,4 +1,5 @@
 """Dataset export rules: BC ranking, DPO pairs, GRPO action returns, malformed episodes."""
+
 import json
 
 import pytest
@@ -59,8 +60,7 @@ def test_all_formats_from_one_pass(store, tmp_path):
 
 def test_progress_ranked_keeps_the_best_and_pairs_best_with_worst(store, tmp_path):
     episode(store, "t1", 3, 1.0, [("Task: t1", "Act: answer(a)", None)])
-    manifest = export(store, "trajectories", tmp_path / "ds", ["bc", "dpo"], pairing="progress_ranked",
-                      top_percent=0.2)
+    manifest = export(store, "trajectories", tmp_path / "ds", ["bc", "dpo"], pairing="progress_ranked", top_percent=0.2)
     bc = read(tmp_path / "ds" / "bc.jsonl")
     assert [(r["task_id"], r["step_idx"]) for r in bc] == [("t1", 0), ("t2", 0)]  # ceil(4*0.2)=1 for t1
     ranked = [r for r in read(tmp_path / "ds" / "dpo.jsonl") if r["state_key"].startswith("progress_ranked_")]
@@ -72,8 +72,9 @@ def test_malformed_episodes_are_skipped_with_key_and_line(store, tmp_path):
     bad = tmp_path / "store" / "trajectories" / "teacher" / "r" / "t3__attempt_0.jsonl"
     bad.write_text('{"type": "episode_start", "task_id": "t3"}\nnot json\n')
     manifest = export(store, "trajectories", tmp_path / "ds", ["bc"])
-    assert manifest["malformed"] == ["trajectories/teacher/r/t3__attempt_0.jsonl:2: not JSON "
-                                     "(Invalid JSON: expected ident at line 1 column 2)"]
+    assert manifest["malformed"] == [
+        "trajectories/teacher/r/t3__attempt_0.jsonl:2: not JSON (Invalid JSON: expected ident at line 1 column 2)"
+    ]
     assert manifest["episodes"] == 4
 
 
@@ -88,8 +89,17 @@ def test_bad_options_name_the_value(store, tmp_path):
 
 def test_bc_export_keeps_error_free_steps_of_successful_episodes(tmp_path):
     store = FileStore(tmp_path / "store")
-    episode(store, "a", 0, 1.0, [("Task: a", "bad", "format"), ("fmt err", "Act: bash\n```bash\nls\n```", None),
-                                    ("The output of the OS:\n\n3", "Act: answer(3)", None)])
+    episode(
+        store,
+        "a",
+        0,
+        1.0,
+        [
+            ("Task: a", "bad", "format"),
+            ("fmt err", "Act: bash\n```bash\nls\n```", None),
+            ("The output of the OS:\n\n3", "Act: answer(3)", None),
+        ],
+    )
     episode(store, "b", 0, 0.0, [("Task: b", "Act: answer(9)", None)])
     manifest = export(store, "trajectories", tmp_path / "ds", ["bc"])
     rows = [json.loads(line) for line in (tmp_path / "ds" / "bc.jsonl").read_text().splitlines()]
@@ -97,8 +107,14 @@ def test_bc_export_keeps_error_free_steps_of_successful_episodes(tmp_path):
     assert [r["step_idx"] for r in rows] == [1, 2]
     last = rows[1]
     assert last["completion"] == [{"role": "assistant", "content": "Act: answer(3)"}]
-    assert [m["content"] for m in last["prompt"]] == ["sys", "Task: a", "bad", "fmt err",
-                                                      "Act: bash\n```bash\nls\n```", "The output of the OS:\n\n3"]
+    assert [m["content"] for m in last["prompt"]] == [
+        "sys",
+        "Task: a",
+        "bad",
+        "fmt err",
+        "Act: bash\n```bash\nls\n```",
+        "The output of the OS:\n\n3",
+    ]
     assert json.loads((tmp_path / "ds" / "manifest.json").read_text())["files"]["bc.jsonl"]
 
 

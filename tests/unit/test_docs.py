@@ -1,5 +1,6 @@
 """The docs stay true to the tree: docs/settings.md is what `make docs` writes, every relative link and anchor in
 README.md and docs/ leads somewhere, and every `make <target>` they name is a target of the Makefile."""
+
 from __future__ import annotations
 
 import re
@@ -86,8 +87,9 @@ def make_targets_named(text: str) -> set[str]:
 
 def test_the_settings_page_is_what_make_docs_writes():
     page = ROOT / "docs" / "settings.md"
-    assert page.exists() and page.read_text() == settings_doc.render(), \
+    assert page.exists() and page.read_text() == settings_doc.render(), (
         "docs/settings.md differs from the Settings class: run `make docs`"
+    )
 
 
 def test_every_setting_is_on_the_page_with_a_description():
@@ -105,14 +107,20 @@ def test_every_relative_link_leads_to_a_file_and_heading():
 
 def test_every_make_target_named_in_the_docs_exists():
     defined = set(re.findall(r"^([a-z][a-z0-9-]*):", (ROOT / "Makefile").read_text(), re.MULTILINE))
-    missing = {str(page.relative_to(ROOT)): sorted(named - defined)
-               for page in PAGES if (named := make_targets_named(page.read_text())) - defined}
+    missing = {
+        str(page.relative_to(ROOT)): sorted(named - defined)
+        for page in PAGES
+        if (named := make_targets_named(page.read_text())) - defined
+    }
     assert not missing, f"`make` targets the Makefile lacks: {missing}"
 
 
 def test_the_checks_find_what_they_look_for():
     assert slug("Online RL (`loraloop train rl`)") == "online-rl-loraloop-train-rl"
-    assert make_targets_named("run `make docker images` or\n```\nmake test-integration STAGE=train # x\n```") \
-        == {"docker", "images", "test-integration"}
+    assert make_targets_named("run `make docker images` or\n```\nmake test-integration STAGE=train # x\n```") == {
+        "docker",
+        "images",
+        "test-integration",
+    }
     assert make_targets_named('`make eval EXPERIMENTS="a b"`; `make`') == {"eval"}
     assert make_targets_named("```\n make tunnel GPU_HOST=u@gpu ──ssh -L──▶ vllm :8000\n```") == {"tunnel"}

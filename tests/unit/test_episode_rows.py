@@ -1,13 +1,17 @@
 """Whole-episode BC sequences: an episode's turn rows become one sequence whose loss tokens are exactly the
 tokens TRL puts in the loss of each turn's own row, from fewer tokens; rows of other episodes stay apart."""
+
 import pytest
 
 from loraloop.errors import ConfigError
 from loraloop.train.episode_rows import chain_turns, episode_sequences
 from tests.conftest import model_files
 
-SYSTEM = [{"role": "system", "content": "Solve tasks in a shell."},
-          {"role": "user", "content": "Example task"}, {"role": "assistant", "content": "Act: answer(0)"}]
+SYSTEM = [
+    {"role": "system", "content": "Solve tasks in a shell."},
+    {"role": "user", "content": "Example task"},
+    {"role": "assistant", "content": "Act: answer(0)"},
+]
 
 
 def episode(task: str, command: str, output: str) -> list[dict]:
@@ -15,8 +19,10 @@ def episode(task: str, command: str, output: str) -> list[dict]:
     first = SYSTEM + [{"role": "user", "content": task}]
     run = [{"role": "assistant", "content": f"Act: bash\n```bash\n{command}\n```"}]
     second = first + run + [{"role": "user", "content": f"The output of the OS:\n\n{output}"}]
-    return [{"prompt": first, "completion": run},
-            {"prompt": second, "completion": [{"role": "assistant", "content": f"Act: answer({output})"}]}]
+    return [
+        {"prompt": first, "completion": run},
+        {"prompt": second, "completion": [{"role": "assistant", "content": f"Act: answer({output})"}]},
+    ]
 
 
 @pytest.fixture(scope="module")
@@ -28,8 +34,11 @@ def tokenizer():
 
 
 def ids(tokenizer, messages, generation_prompt=False):
-    return list(tokenizer.apply_chat_template(messages, tokenize=True, return_dict=True,
-                                              add_generation_prompt=generation_prompt)["input_ids"])
+    return list(
+        tokenizer.apply_chat_template(
+            messages, tokenize=True, return_dict=True, add_generation_prompt=generation_prompt
+        )["input_ids"]
+    )
 
 
 def test_an_episode_is_one_sequence_with_every_turn_in_the_loss(tokenizer):
@@ -48,7 +57,8 @@ def test_an_episode_is_one_sequence_with_every_turn_in_the_loss(tokenizer):
         assert loss_tokens == per_row and "Act: answer(" in tokenizer.decode(loss_tokens)
         assert seq["input_ids"] == ids(tokenizer, turns[1]["prompt"] + turns[1]["completion"])
     assert sum(len(s["input_ids"]) for s in sequences) < 0.7 * sum(
-        len(ids(tokenizer, r["prompt"] + r["completion"])) for r in rows)
+        len(ids(tokenizer, r["prompt"] + r["completion"])) for r in rows
+    )
 
 
 def test_a_text_row_is_refused_naming_it(tokenizer):

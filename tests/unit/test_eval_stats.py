@@ -1,5 +1,6 @@
 """Evaluation statistics and the report built from stored episodes: intervals, pass@k, pass^k, McNemar,
 per-family counts, the CSV and the charts."""
+
 import csv
 import math
 
@@ -39,8 +40,17 @@ def test_mcnemar_exact_p_values():
 
 def episode(store, mode, task, attempt, success, steps, category, error=None, run="ev", **halo):
     rec = EpisodeRecorder(store, mode, run, task, attempt)
-    rec.add(EpisodeStart(task_id=task, mode=mode, run_id=run, attempt_idx=attempt, category=category,
-                         worker_model=f"{mode}-model", first_observation=f"Task: {task}"))
+    rec.add(
+        EpisodeStart(
+            task_id=task,
+            mode=mode,
+            run_id=run,
+            attempt_idx=attempt,
+            category=category,
+            worker_model=f"{mode}-model",
+            first_observation=f"Task: {task}",
+        )
+    )
     for i in range(steps):
         rec.add(Step(step_idx=i, raw_output="Act: finish"))
     rec.add(EpisodeEnd(success=success, reward=float(success), total_steps=steps, error=error, **halo))
@@ -71,13 +81,20 @@ def test_summary_rows(store):
 
 
 def test_report_files(store, tmp_path):
-    md, rows = write_report(store, [("base", "ev"), ("tuned", "ev")], tmp_path / "report", "base vs tuned",
-                            viewer_url="http://127.0.0.1:8080")
+    md, rows = write_report(
+        store,
+        [("base", "ev"), ("tuned", "ev")],
+        tmp_path / "report",
+        "base vs tuned",
+        viewer_url="http://127.0.0.1:8080",
+    )
     text = md.read_text()
     assert "[failed](http://127.0.0.1:8080/ui/runs/tuned/ev?outcome=failed)" in text  # the episodes behind a number
     runs = "http://127.0.0.1:8080/ui/runs"  # every count links to the episodes behind it, a zero to none
-    assert (f"| `base` | base-model | 2 | [6]({runs}/base/ev) | 16.7% ([1]({runs}/base/ev?outcome=solved)/6; 3%–56%) "
-            f"| 50.0% (k=3) | 0.0% (k=3) | 6 | 0.167 | [1]({runs}/base/ev?outcome=error) |") in text
+    assert (
+        f"| `base` | base-model | 2 | [6]({runs}/base/ev) | 16.7% ([1]({runs}/base/ev?outcome=solved)/6; 3%–56%) "
+        f"| 50.0% (k=3) | 0.0% (k=3) | 6 | 0.167 | [1]({runs}/base/ev?outcome=error) |"
+    ) in text
     assert f"| 83.3% ([5]({runs}/tuned/ev?outcome=solved)/6; 44%–97%) |" in text and "| 2 | 0.833 | 0 |" in text
     # paired: only the tuned model solved 4 (t1 attempts 1 and 2, t2 attempts 0 and 1), only base none
     assert "| `tuned` | 6 | 0 | 4 | 0.125 | not significant |" in text
@@ -95,8 +112,16 @@ def test_an_eval_id_keeps_its_tasks(tmp_path):
     from loraloop.evaluate.matrix import claim
 
     store = FileStore(tmp_path / "store")
-    plan = {"task_registry": "configs/tasks/os", "subset": "test", "sample_size": 4, "rollouts_per_task": 1,
-            "seed": 1, "task_seed": 7, "temperature": None, "experiment": "a"}
+    plan = {
+        "task_registry": "configs/tasks/os",
+        "subset": "test",
+        "sample_size": 4,
+        "rollouts_per_task": 1,
+        "seed": 1,
+        "task_seed": 7,
+        "temperature": None,
+        "experiment": "a",
+    }
     assert claim(store, "ev1", plan) is True
     assert claim(store, "ev1", {**plan, "experiment": "b"}) is False  # another experiment on the same tasks
     with pytest.raises(ConfigError, match=r"--eval_id ev1 was run with --sample_size 4, not 8"):
@@ -113,8 +138,19 @@ def test_the_halo_orchestrators_counts_get_a_table_of_their_own(store, tmp_path)
     """Manager calls and cache hits per experiment (the episodes' end records); a report of plain workers has no
     such table (the fixture's runs above)."""
     for attempt, (calls, hits, misses) in enumerate([(3, 2, 4), (1, 0, 2)]):
-        episode(store, "halo", "t1", attempt, attempt == 0, 4, "files", run="hv", manager_calls=calls,
-                cache_hits=hits, cache_misses=misses)
+        episode(
+            store,
+            "halo",
+            "t1",
+            attempt,
+            attempt == 0,
+            4,
+            "files",
+            run="hv",
+            manager_calls=calls,
+            cache_hits=hits,
+            cache_misses=misses,
+        )
     episode(store, "plain", "t1", 0, False, 4, "files", run="hv")
     md, rows = write_report(store, [("plain", "hv"), ("halo", "hv")], tmp_path / "halo", "halo")
     text = md.read_text()

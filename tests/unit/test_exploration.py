@@ -1,4 +1,5 @@
 """verify-exploration's action comparison and its verdict; an unknown task is one clear line."""
+
 from loraloop.rollout.exploration import compare_actions, verdict
 from tests.helpers import run_cli
 
@@ -19,7 +20,9 @@ def test_compare_actions_differ_identical_and_shorter():
 
 
 def test_unknown_task_is_one_clear_line(tmp_path):
-    proc = run_cli(["verify-exploration", "--experiment", "smollm_zero", "--task", "no-such-task"],
-                   {"LORALOOP_STORE_URL": f"file://{tmp_path}", "LORALOOP_VLLM_URL": "http://127.0.0.1:9/v1"})
+    proc = run_cli(
+        ["verify-exploration", "--experiment", "smollm_zero", "--task", "no-such-task"],
+        {"LORALOOP_STORE_URL": f"file://{tmp_path}", "LORALOOP_VLLM_URL": "http://127.0.0.1:9/v1"},
+    )
     assert proc.returncode == 1
     assert "no task with index 'no-such-task'" in proc.stderr and "Traceback" not in proc.stderr

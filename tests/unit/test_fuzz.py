@@ -1,5 +1,6 @@
 """Hypothesis over what reads untrusted text: the shell and web action parsers, the task loaders and the
 trajectory reader. Each either returns its result or raises its own named error, never anything else."""
+
 import json
 from pathlib import Path
 
@@ -17,11 +18,27 @@ from loraloop.store.trajectories import MalformedTrajectory, parse_episode
 from loraloop.tasks.base import TaskContext
 
 FUZZ = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=40),
-                    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=12), inner,
-                                                                                  max_size=5), max_leaves=20)
-SHELL_WORDS = st.sampled_from(["Act: bash", "Act: answer(", "Act: finish", "```bash\n", "```", ")", "Think:", "\n",
-                               '{"name": "bash_action", "arguments": {"script": ', '"}}', "answer_action", "\\"])
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=40),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=12), inner, max_size=5),
+    max_leaves=20,
+)
+SHELL_WORDS = st.sampled_from(
+    [
+        "Act: bash",
+        "Act: answer(",
+        "Act: finish",
+        "```bash\n",
+        "```",
+        ")",
+        "Think:",
+        "\n",
+        '{"name": "bash_action", "arguments": {"script": ',
+        '"}}',
+        "answer_action",
+        "\\",
+    ]
+)
 WEB_WORDS = st.sampled_from(
     [
         "click(",
@@ -88,13 +105,18 @@ def test_task_loaders_with_the_kind_named(shell_raw, web_raw):
             assert "fuzz.json" in str(exc)
 
 
-GOOD = (dump(EpisodeStart(task_id="t", first_observation="o")) + dump(Step(step_idx=0, raw_output="a"))
-        + dump(EpisodeEnd(success=True, reward=1.0)))
+GOOD = (
+    dump(EpisodeStart(task_id="t", first_observation="o"))
+    + dump(Step(step_idx=0, raw_output="a"))
+    + dump(EpisodeEnd(success=True, reward=1.0))
+)
 
 
 @FUZZ
-@given(st.binary(max_size=300) | st.lists(JSON, max_size=4).map(lambda rows: "\n".join(json.dumps(r) for r in rows)
-                                                              .encode()))
+@given(
+    st.binary(max_size=300)
+    | st.lists(JSON, max_size=4).map(lambda rows: "\n".join(json.dumps(r) for r in rows).encode())
+)
 def test_the_trajectory_reader_reads_or_names_the_key(data):
     try:
         parse_episode("trajectories/m/r/t__attempt_0.jsonl", data)

@@ -3,6 +3,7 @@ reward names a completion or goes to the last, streamed tool-call pieces join in
 gateway takes out only what it asked vLLM for. The completions here are built by hand, in vLLM's reply shapes
 (vllm/entrypoints/openai/chat_completion/protocol.py); the integration test (tests/integration/serve/
 test_gateway.py) records real ones."""
+
 from __future__ import annotations
 
 import json
@@ -19,8 +20,15 @@ from loraloop.store.trajectories import parse_episode
 
 
 def completion(n: int) -> Completion:
-    return Completion(id=f"chatcmpl-{n}", model="m", content=f"reply {n}", prompt_token_ids=[1, 2, 3],
-                      completion_token_ids=[10 + n, 2], logprobs=[-0.5, -0.1], finish_reason="stop")
+    return Completion(
+        id=f"chatcmpl-{n}",
+        model="m",
+        content=f"reply {n}",
+        prompt_token_ids=[1, 2, 3],
+        completion_token_ids=[10 + n, 2],
+        logprobs=[-0.5, -0.1],
+        finish_reason="stop",
+    )
 
 
 def test_idle_sessions_are_stored_as_expired_and_rewards_find_their_completion(settings_for):
@@ -71,28 +79,73 @@ def test_a_refresh_stores_the_old_session_and_keeps_the_key(settings_for):
 
 def test_streamed_tool_call_pieces_join_and_the_client_gets_what_it_asked_for():
     chunks = [
-        {"id": "c1", "model": "m", "prompt_token_ids": [5, 6],
-         "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}, "logprobs": None}]},
-        {"id": "c1", "choices": [{"index": 0, "delta": {"tool_calls": [
-            {"index": 0, "id": "call_1", "type": "function", "function": {"name": "lookup", "arguments": ""}}]},
-            "logprobs": {"content": [{"token": "a", "logprob": -0.25}]}, "token_ids": [7]}]},
-        {"id": "c1", "choices": [{"index": 0, "delta": {"tool_calls": [
-            {"index": 0, "function": {"arguments": "{\"item\": \"pens\"}"}}]},
-            "logprobs": {"content": [{"token": "b", "logprob": -0.5}]}, "token_ids": [8],
-            "finish_reason": "tool_calls"}]},
+        {
+            "id": "c1",
+            "model": "m",
+            "prompt_token_ids": [5, 6],
+            "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}, "logprobs": None}],
+        },
+        {
+            "id": "c1",
+            "choices": [
+                {
+                    "index": 0,
+                    "delta": {
+                        "tool_calls": [
+                            {
+                                "index": 0,
+                                "id": "call_1",
+                                "type": "function",
+                                "function": {"name": "lookup", "arguments": ""},
+                            }
+                        ]
+                    },
+                    "logprobs": {"content": [{"token": "a", "logprob": -0.25}]},
+                    "token_ids": [7],
+                }
+            ],
+        },
+        {
+            "id": "c1",
+            "choices": [
+                {
+                    "index": 0,
+                    "delta": {"tool_calls": [{"index": 0, "function": {"arguments": '{"item": "pens"}'}}]},
+                    "logprobs": {"content": [{"token": "b", "logprob": -0.5}]},
+                    "token_ids": [8],
+                    "finish_reason": "tool_calls",
+                }
+            ],
+        },
     ]
     streamed = StreamedCompletion()
     for chunk in chunks:
         streamed.add(chunk)
     got = streamed.completion
-    assert got.tool_calls == [{"id": "call_1", "type": "function",
-                               "function": {"name": "lookup", "arguments": "{\"item\": \"pens\"}"}}]
+    assert got.tool_calls == [
+        {"id": "call_1", "type": "function", "function": {"name": "lookup", "arguments": '{"item": "pens"}'}}
+    ]
     assert json.loads(got.action) == {"name": "lookup", "arguments": {"item": "pens"}}
     assert (got.prompt_token_ids, got.completion_token_ids, got.logprobs) == ([5, 6], [7, 8], [-0.25, -0.5])
     assert got.finish_reason == "tool_calls"
-    whole = {"id": "c2", "model": "m", "prompt_token_ids": [5, 6], "choices": [{
-        "index": 0, "message": {"role": "assistant", "content": None, "tool_calls": chunks[1]["choices"][0]["delta"][
-            "tool_calls"]}, "logprobs": {"content": [{"logprob": -1.0}]}, "token_ids": [9], "finish_reason": "stop"}]}
+    whole = {
+        "id": "c2",
+        "model": "m",
+        "prompt_token_ids": [5, 6],
+        "choices": [
+            {
+                "index": 0,
+                "message": {
+                    "role": "assistant",
+                    "content": None,
+                    "tool_calls": chunks[1]["choices"][0]["delta"]["tool_calls"],
+                },
+                "logprobs": {"content": [{"logprob": -1.0}]},
+                "token_ids": [9],
+                "finish_reason": "stop",
+            }
+        ],
+    }
     assert completion_of(json.loads(json.dumps(whole))).tool_calls[0]["function"]["name"] == "lookup"
     plain = for_client(json.loads(json.dumps(whole)), {"messages": []})
     assert "prompt_token_ids" not in plain and "token_ids" not in plain["choices"][0]

@@ -5,6 +5,7 @@ commands, and policies replaying fixed replies, so each rule is checked on known
 Cache and the macros are in-test objects with agents/vac.py's and agents/macros.py's interfaces (the modules
 themselves have their own tests); the integration test runs the real ones on real servers.
 """
+
 from types import SimpleNamespace
 
 from loraloop.agents.halo import HaloAgent, Tuning
@@ -36,9 +37,13 @@ class TextShell:
         parsed = parse_action(action)
         info = {"action_kind": parsed.kind}
         if parsed.kind == "answer":
-            return StepResult(None, float(parsed.content == "3"), True, False,
-                              {**info, "status": "completed", "success": parsed.content == "3",
-                               "answer": parsed.content})
+            return StepResult(
+                None,
+                float(parsed.content == "3"),
+                True,
+                False,
+                {**info, "status": "completed", "success": parsed.content == "3", "answer": parsed.content},
+            )
         if parsed.kind == "invalid":
             observation, info["error"] = "bad format", parsed.error
         else:
@@ -65,8 +70,9 @@ class Replies:
 
 def play(tmp_path, agent, env=None, run="r", max_steps=8):
     env = env or TextShell(max_rounds=max_steps)
-    session = EpisodeSession(open_store(f"file://{tmp_path}"), env, TASK, mode="m", run_id=run, attempt=0,
-                             max_steps=max_steps)
+    session = EpisodeSession(
+        open_store(f"file://{tmp_path}"), env, TASK, mode="m", run_id=run, attempt=0, max_steps=max_steps
+    )
     session.start()
     while not session.done:
         agent.step(session)
@@ -79,8 +85,13 @@ def manager_of(*texts):
 
 
 def test_warm_start_then_the_worker(tmp_path):
-    agent = HaloAgent(Replies(ANSWER), "shell", "t1", manager=manager_of("Reason: look first\n" + BASH.format("ls")),
-                      tuning=Tuning(warm_start_steps=1))
+    agent = HaloAgent(
+        Replies(ANSWER),
+        "shell",
+        "t1",
+        manager=manager_of("Reason: look first\n" + BASH.format("ls")),
+        tuning=Tuning(warm_start_steps=1),
+    )
     session, steps, end = play(tmp_path, agent)
     assert [s.action_source for s in steps] == ["manager", "worker"] and session.outcome["success"]
     assert (steps[0].manager_called, steps[0].gate, steps[0].manager_reason) == (True, "warm_start", "look first")
@@ -90,8 +101,13 @@ def test_warm_start_then_the_worker(tmp_path):
 
 def test_a_repeated_error_gets_recovery_then_the_manager(tmp_path):
     worker = Replies("no action", "still none", ANSWER)
-    agent = HaloAgent(worker, "shell", "t1", manager=manager_of("Reason: answer now\n" + ANSWER),
-                      tuning=Tuning(warm_start_steps=0, use_recovery=True))
+    agent = HaloAgent(
+        worker,
+        "shell",
+        "t1",
+        manager=manager_of("Reason: answer now\n" + ANSWER),
+        tuning=Tuning(warm_start_steps=0, use_recovery=True),
+    )
     _, steps, end = play(tmp_path, agent)
     assert [s.action_source for s in steps] == ["worker", "worker", "recovery", "manager"]
     assert steps[2].recovery == "repeated_error" and "cd ~ && echo" in steps[2].raw_output
@@ -101,27 +117,42 @@ def test_a_repeated_error_gets_recovery_then_the_manager(tmp_path):
 
 
 def test_without_recovery_the_manager_takes_the_repeated_error(tmp_path):
-    agent = HaloAgent(Replies("no action", "none", ANSWER), "shell", "t1", manager=manager_of(ANSWER),
-                      tuning=Tuning(warm_start_steps=0))
+    agent = HaloAgent(
+        Replies("no action", "none", ANSWER),
+        "shell",
+        "t1",
+        manager=manager_of(ANSWER),
+        tuning=Tuning(warm_start_steps=0),
+    )
     _, steps, end = play(tmp_path, agent)
-    assert [(s.action_source, s.gate) for s in steps] == [("worker", None), ("worker", None),
-                                                          ("manager", "repeated_error")]
+    assert [(s.action_source, s.gate) for s in steps] == [
+        ("worker", None),
+        ("worker", None),
+        ("manager", "repeated_error"),
+    ]
     assert end.recoveries == 0 and end.manager_calls == 1
 
 
 def test_a_manager_reply_without_an_action_leaves_the_step_to_the_worker(tmp_path):
-    agent = HaloAgent(Replies(ANSWER), "shell", "t1", manager=manager_of("Reason: the agent knows\nGood luck."),
-                      tuning=Tuning(warm_start_steps=1))
+    agent = HaloAgent(
+        Replies(ANSWER),
+        "shell",
+        "t1",
+        manager=manager_of("Reason: the agent knows\nGood luck."),
+        tuning=Tuning(warm_start_steps=1),
+    )
     _, steps, end = play(tmp_path, agent)
-    assert [(s.action_source, s.gate, s.manager_called, s.manager_reason) for s in steps] == \
-        [("worker", "warm_start", True, "the agent knows")]
+    assert [(s.action_source, s.gate, s.manager_called, s.manager_reason) for s in steps] == [
+        ("worker", "warm_start", True, "the agent knows")
+    ]
     assert steps[0].model == "worker-model" and end.manager_calls == 1
 
 
 def test_a_destructive_command_goes_to_the_manager(tmp_path):
     manager = manager_of("Reason: never delete\n" + ANSWER)
-    agent = HaloAgent(Replies(BASH.format("rm -rf /root")), "shell", "t1", manager=manager,
-                      tuning=Tuning(warm_start_steps=0))
+    agent = HaloAgent(
+        Replies(BASH.format("rm -rf /root")), "shell", "t1", manager=manager, tuning=Tuning(warm_start_steps=0)
+    )
     _, steps, _ = play(tmp_path, agent)
     assert [(s.action_source, s.gate, s.manager_reason) for s in steps] == [("manager", "high_stakes", "never delete")]
     assert "rm -rf /root" in manager.policy.asked[0][-1]["content"]  # it saw the proposal
@@ -130,8 +161,9 @@ def test_a_destructive_command_goes_to_the_manager(tmp_path):
 def test_a_manager_that_does_not_answer_leaves_the_worker_alone(tmp_path):
     url = "http://127.0.0.1:9/v1"  # a real refused connection
     manager = Manager(OpenAIPolicy(model="m", base_url=url, retries=0, timeout=5), "m", url)
-    agent = HaloAgent(Replies("no action", "none", ANSWER), "shell", "t1", manager=manager,
-                      tuning=Tuning(warm_start_steps=1))
+    agent = HaloAgent(
+        Replies("no action", "none", ANSWER), "shell", "t1", manager=manager, tuning=Tuning(warm_start_steps=1)
+    )
     session, steps, end = play(tmp_path, agent)
     assert [s.action_source for s in steps] == ["worker"] * 3 and session.outcome["success"]
     assert steps[0].manager_called and steps[0].gate == "warm_start" and "unreachable" in steps[0].manager_error
@@ -160,7 +192,7 @@ class MacroError(Exception):
 def parse_macro(text, kind):
     if "twice(" not in text:
         return None
-    call = text[text.index("twice("):].strip()
+    call = text[text.index("twice(") :].strip()
     if "command=" not in call:
         raise MacroError("twice: missing argument 'command'")
     return Twice(call, call.split("'")[1])
@@ -184,8 +216,11 @@ def test_macros_expand_into_recorded_steps_and_a_bad_call_is_an_error_observatio
 def test_a_macro_that_cannot_go_on_is_an_error_observation_and_the_worker_goes_on(tmp_path):
     agent = HaloAgent(Replies("Act: twice(command='nope')", ANSWER), "shell", "t1", macros=MACROS)
     session, steps, _ = play(tmp_path, agent)
-    assert [(s.action_source, s.macro is not None) for s in steps] == [("macro", True), ("macro", True),
-                                                                       ("worker", False)]
+    assert [(s.action_source, s.macro is not None) for s in steps] == [
+        ("macro", True),
+        ("macro", True),
+        ("worker", False),
+    ]
     assert steps[1].last_action_error == "twice: the last step failed: command not found" and session.outcome["success"]
 
 
@@ -221,9 +256,12 @@ class Cache:
             del self.entries[key]
 
 
-VAC = SimpleNamespace(state_key=lambda kind, task_id, observation, url=None: f"{kind}:{task_id}:{observation}",
-                      action_worked=lambda kind, info, before, after: not info.get("error") and (
-                          info.get("success") if after is None else info.get("exit_code") == 0))
+VAC = SimpleNamespace(
+    state_key=lambda kind, task_id, observation, url=None: f"{kind}:{task_id}:{observation}",
+    action_worked=lambda kind, info, before, after: (
+        not info.get("error") and (info.get("success") if after is None else info.get("exit_code") == 0)
+    ),
+)
 
 
 def test_the_cache_is_asked_before_the_worker_and_learns_from_every_step(tmp_path):
@@ -235,12 +273,18 @@ def test_the_cache_is_asked_before_the_worker_and_learns_from_every_step(tmp_pat
     assert cache.entries["shell:t1:Task: count"] == (ls, 0) and (end.cache_hits, end.cache_misses) == (0, 2)
     worker = Replies(ANSWER)
     _, steps, end = play(tmp_path, HaloAgent(worker, "shell", "t1", cache=cache, vac=VAC), run="second")
-    assert [(s.action_source, s.cache_hit, s.cache_event) for s in steps] == [("cache", True, "hit"),
-                                                                              ("cache", True, "hit")]
+    assert [(s.action_source, s.cache_hit, s.cache_event) for s in steps] == [
+        ("cache", True, "hit"),
+        ("cache", True, "hit"),
+    ]
     assert steps[0].raw_output == ls and not worker.asked and (end.cache_hits, end.cache_misses) == (2, 0)
     # the cached command now fails (exit 1): counted as a failure each time, evicted at the second
     broken = TextShell({"ls": ("ls: cannot open", 1)}, max_rounds=2)
     for run in ("third", "fourth"):
-        play(tmp_path, HaloAgent(Replies(ANSWER), "shell", "t1", cache=cache, vac=VAC), broken if run == "third"
-             else TextShell({"ls": ("ls: cannot open", 1)}, max_rounds=2), run=run)
+        play(
+            tmp_path,
+            HaloAgent(Replies(ANSWER), "shell", "t1", cache=cache, vac=VAC),
+            broken if run == "third" else TextShell({"ls": ("ls: cannot open", 1)}, max_rounds=2),
+            run=run,
+        )
     assert [t[0] for t in cache.told].count("failed") == 2 and "shell:t1:Task: count" not in cache.entries

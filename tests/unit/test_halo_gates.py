@@ -1,4 +1,5 @@
 """The manager's gates, the recovery triggers and actions, and the manager's reply parsing and outage path."""
+
 import pytest
 
 from loraloop.agents import gates, recovery
@@ -13,8 +14,16 @@ SHELL = env_kind("shell").canonical_action
 
 
 def step(i, command="ls", error=None, obs="o", nxt=None, progress=None, url=None):
-    return Step(step_idx=i, raw_output=BASH.format(command), last_action_error=error, obs_hash=obs, observation=obs,
-                next_observation=nxt if nxt is not None else obs + "'", progress_score=progress, url=url)
+    return Step(
+        step_idx=i,
+        raw_output=BASH.format(command),
+        last_action_error=error,
+        obs_hash=obs,
+        observation=obs,
+        next_observation=nxt if nxt is not None else obs + "'",
+        progress_score=progress,
+        url=url,
+    )
 
 
 def test_repeated_error_fires_on_the_same_error_twice_only():
@@ -51,8 +60,15 @@ def test_high_stakes_pages_and_destructive_commands():
     assert gates.high_stakes_page("http://h/mail/email/3/delete")
     assert not gates.high_stakes_page("http://h/shop/product/p2") and not gates.high_stakes_page(None)
     assert not gates.high_stakes_page("http://h/shop/search?q=checkout")  # the path, not the query
-    for command in ("rm -rf /tmp/x", "rm -r d", "rm --recursive d", "kill 12", "pkill -9 nginx",
-                    "chmod -R 777 /srv", "find . | xargs rm -fr"):
+    for command in (
+        "rm -rf /tmp/x",
+        "rm -r d",
+        "rm --recursive d",
+        "kill 12",
+        "pkill -9 nginx",
+        "chmod -R 777 /srv",
+        "find . | xargs rm -fr",
+    ):
         assert gates.destructive(command), command
     for command in ("rm file.txt", "ls -R", "chmod 644 f", "echo skill", "grep -r kill_switch ."):
         assert not gates.destructive(command), command
@@ -85,13 +101,18 @@ def test_recovery_triggers_and_actions_in_the_env_syntax():
 
 
 def test_manager_reply_parsing():
-    assert parse_decision("Reason: the file is there.\nThink: x\nAct: answer(3)") == \
-        ("the file is there.", "Think: x\nAct: answer(3)")
+    assert parse_decision("Reason: the file is there.\nThink: x\nAct: answer(3)") == (
+        "the file is there.",
+        "Think: x\nAct: answer(3)",
+    )
     assert parse_decision("**Reason**: go back\nAction: go_back()") == ("go back", "Action: go_back()")
     assert parse_decision("Action: click('3')") == (None, "Action: click('3')")
     assert parse_decision("Reason: nothing to add") == ("nothing to add", None)
-    messages = briefing([{"role": "system", "content": "s"}, {"role": "user", "content": "Task: t"}], "high_stakes",
-                        proposal="Act: bash\n```bash\nrm -rf /\n```")
+    messages = briefing(
+        [{"role": "system", "content": "s"}, {"role": "user", "content": "Task: t"}],
+        "high_stakes",
+        proposal="Act: bash\n```bash\nrm -rf /\n```",
+    )
     assert len(messages) == 2 and messages[1]["content"].startswith("Task: t\n\nYou are the manager")
     assert "rm -rf /" in messages[1]["content"] and "cannot be undone" in messages[1]["content"]
 

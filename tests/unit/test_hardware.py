@@ -1,4 +1,5 @@
 """The dtype vLLM and training load models in: chosen from real /proc/cpuinfo texts, LORALOOP_DTYPE overrides."""
+
 import subprocess
 import sys
 from pathlib import Path
@@ -12,8 +13,11 @@ from loraloop.settings import Settings
 CPUINFO = Path("tests/fixtures/cpuinfo")
 # Real /proc/cpuinfo texts: this CI machine (AVX2 only), an AMD EPYC Genoa (AVX512-BF16), an Intel
 # Xeon with AMX (Emerald Rapids, model 207; AVX512-BF16 and AMX-BF16).
-SAMPLES = {"amd-epyc-avx2.txt": "float32", "amd-epyc-genoa-avx512bf16.txt": "bfloat16",
-           "intel-xeon-amx.txt": "bfloat16"}
+SAMPLES = {
+    "amd-epyc-avx2.txt": "float32",
+    "amd-epyc-genoa-avx512bf16.txt": "bfloat16",
+    "intel-xeon-amx.txt": "bfloat16",
+}
 
 
 @pytest.mark.parametrize("sample,dtype", SAMPLES.items())
@@ -64,4 +68,5 @@ def test_the_file_runs_alone_as_the_vllm_cpu_image_runs_it():
     assert forced.stdout.strip() == "bfloat16"
     bad = subprocess.run([sys.executable, "-I", path, "fp16"], capture_output=True, text=True)
     assert bad.returncode == 1 and bad.stderr.strip() == (
-        "error: LORALOOP_DTYPE must be one of auto, float32, bfloat16, got 'fp16'")
+        "error: LORALOOP_DTYPE must be one of auto, float32, bfloat16, got 'fp16'"
+    )

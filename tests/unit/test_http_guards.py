@@ -1,5 +1,6 @@
 """The request guards both APIs share, the job book's resubmission rules and the Task Server's memory states,
 without a broker: what hostile input gets, and what stays behind."""
+
 import math
 import time
 
@@ -49,8 +50,9 @@ def test_validation_errors_never_echo_the_input():
     reply = post(guarded_app(), b'{"name": NaN}')  # FastAPI's own handler echoes NaN and fails with a 500
     assert reply.status_code == 422 and "NaN" not in reply.text
     typed = post(guarded_app(), b'{"name": 12}')
-    assert typed.json()["detail"] == [{"type": "string_type", "loc": ["body", "name"],
-                                       "msg": "Input should be a valid string"}]
+    assert typed.json()["detail"] == [
+        {"type": "string_type", "loc": ["body", "name"], "msg": "Input should be a valid string"}
+    ]
 
 
 def test_bodies_over_the_cap_get_413_declared_or_streamed():
@@ -58,8 +60,9 @@ def test_bodies_over_the_cap_get_413_declared_or_streamed():
     assert post(client, b'{"name": "' + b"x" * 3000 + b'"}').status_code == 413
     chunks = iter([b'{"name": "', b"x" * 1500, b"x" * 1500, b'"}'])  # no Content-Length: counted as it comes
     assert client.post("/echo", content=chunks, headers={"Content-Type": "application/json"}).status_code == 413
-    assert client.post("/echo", content=iter([b'{"name": ', b'"ok"}']),
-                       headers={"Content-Type": "application/json"}).json() == {"name": "ok"}
+    assert client.post(
+        "/echo", content=iter([b'{"name": ', b'"ok"}']), headers={"Content-Type": "application/json"}
+    ).json() == {"name": "ok"}
 
 
 def test_printable_values():

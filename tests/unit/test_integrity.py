@@ -1,4 +1,5 @@
 """`loraloop store verify` on a file store: every episode planned, stored once, whole."""
+
 import json
 import os
 import shutil

@@ -1,4 +1,5 @@
 """The rollout service's contracts without a broker: job requests, credentials kept out of URLs, the API's schema."""
+
 import pytest
 
 from loraloop.service.book import without_credentials
@@ -26,8 +27,14 @@ def test_openapi_declares_a_model_for_every_response():
 
     spec = TestClient(create_app(Settings(broker_url="redis://127.0.0.1:9/0"))).get("/openapi.json").json()
     routes = {(method.upper(), path) for path, ops in spec["paths"].items() for method in ops}
-    assert routes == {("POST", "/api/jobs"), ("GET", "/api/jobs"), ("GET", "/api/jobs/{run_id}"),
-                      ("POST", "/api/jobs/{run_id}/cancel"), ("GET", "/api/health"), ("GET", "/metrics")}
+    assert routes == {
+        ("POST", "/api/jobs"),
+        ("GET", "/api/jobs"),
+        ("GET", "/api/jobs/{run_id}"),
+        ("POST", "/api/jobs/{run_id}/cancel"),
+        ("GET", "/api/health"),
+        ("GET", "/metrics"),
+    }
     for path, ops in spec["paths"].items():
         for method, op in ops.items():
             where = f"{method.upper()} {path}"
@@ -39,8 +46,20 @@ def test_openapi_declares_a_model_for_every_response():
             assert errors, f"{where} documents no error response"
             for code in errors:
                 assert op["responses"][code]["content"]["application/json"]["schema"] == {
-                    "$ref": "#/components/schemas/ErrorMessage"}, (where, code)
+                    "$ref": "#/components/schemas/ErrorMessage"
+                }, (where, code)
     status = spec["components"]["schemas"]["JobStatus"]["properties"]
-    assert {"state", "total", "done", "solved", "failed", "skipped", "success_rate", "episodes_per_min",
-            "recent_errors", "request", "store_url"} <= set(status)
+    assert {
+        "state",
+        "total",
+        "done",
+        "solved",
+        "failed",
+        "skipped",
+        "success_rate",
+        "episodes_per_min",
+        "recent_errors",
+        "request",
+        "store_url",
+    } <= set(status)
     assert spec["paths"]["/api/jobs"]["post"]["security"] and "HTTPBearer" in spec["components"]["securitySchemes"]

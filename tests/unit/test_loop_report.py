@@ -1,6 +1,7 @@
 """`loraloop report`: success by loop iteration and by training algorithm, over a store laid out as `loraloop train
 rl` and `make loop` leave it (adapter versions with their training metrics, an RL run's iteration and evaluation
 runs, a loop run with teacher, base and adapter episodes), written through the store's own API."""
+
 import csv
 import json
 
@@ -23,8 +24,18 @@ def played(store, mode, run, split, model, solved, tasks, attempts=1, policy="op
     for n in range(tasks * attempts):
         task, attempt = f"{split}-coin-{n % tasks:05d}", n // tasks
         rec = EpisodeRecorder(store, mode, run, task, attempt)
-        rec.add(EpisodeStart(task_id=task, mode=mode, run_id=run, attempt_idx=attempt, split=split, policy=policy,
-                             worker_model=model, category="coin"))
+        rec.add(
+            EpisodeStart(
+                task_id=task,
+                mode=mode,
+                run_id=run,
+                attempt_idx=attempt,
+                split=split,
+                policy=policy,
+                worker_model=model,
+                category="coin",
+            )
+        )
         rec.add(Step(step_idx=0, raw_output="Act: answer(root)", model=model))
         rec.add(EpisodeEnd(success=n < solved, reward=float(n < solved), total_steps=1))
         rec.flush()
@@ -65,26 +76,30 @@ def store(tmp_path):
 
 def test_each_version_by_iteration_with_what_trained_it(store):
     measured, notes = measure(store, select_runs(store, ["rl1-*", LOOP_RUN]))
-    assert [(m.series, m.version.iteration, m.version.trained_by, m.run_id, m.row.solved, m.row.episodes)
-            for m in measured] == [
+    assert [
+        (m.series, m.version.iteration, m.version.trained_by, m.run_id, m.row.solved, m.row.episodes) for m in measured
+    ] == [
         ("rl_test · test", 1, "bc", "rl1-eval-v1", 1, 4),
         ("rl_test · test", 3, "rl (RL iteration 2)", "rl1-eval-v3", 3, 4),
         ("rl_test · train", 1, "bc", "rl1-it0000", 3, 8),
         ("rl_test · train", 2, "rl (RL iteration 1)", "rl1-it0001", 5, 8),
         ("smollm_bc · test", 1, "bc", LOOP_RUN, 2, 2),
-        ("smollm_zero · test", 0, "base model", LOOP_RUN, 0, 2)]
-    assert notes == ["left out: 3 episodes of `teacher` (a scripted policy, no model)",
-                     "left out: 1 corrupt episodes (shown as corrupt in the viewer)"]
+        ("smollm_zero · test", 0, "base model", LOOP_RUN, 0, 2),
+    ]
+    assert notes == [
+        "left out: 3 episodes of `teacher` (a scripted policy, no model)",
+        "left out: 1 corrupt episodes (shown as corrupt in the viewer)",
+    ]
 
 
 def test_report_files_link_each_version_to_its_episodes(store, tmp_path):
-    md, _ = write_iteration_report(store, select_runs(store, ["rl1-*", LOOP_RUN]), tmp_path / "out", "across",
-                                   VIEWER)
+    md, _ = write_iteration_report(store, select_runs(store, ["rl1-*", LOOP_RUN]), tmp_path / "out", "across", VIEWER)
     text = md.read_text()
     episodes = f"{VIEWER}/ui/runs/rl_test/rl1-eval-v3"
-    assert (f"| 3 | rl1-v3 | rl (RL iteration 2) | [`rl_test` / `rl1-eval-v3`]({episodes}?model=rl1-v3) | test "
-            f"| 4 | [4]({episodes}?model=rl1-v3) | 75.0% ([3]({episodes}?outcome=solved&model=rl1-v3)/4; 30%–95%) |"
-            ) in text
+    assert (
+        f"| 3 | rl1-v3 | rl (RL iteration 2) | [`rl_test` / `rl1-eval-v3`]({episodes}?model=rl1-v3) | test "
+        f"| 4 | [4]({episodes}?model=rl1-v3) | 75.0% ([3]({episodes}?outcome=solved&model=rl1-v3)/4; 30%–95%) |"
+    ) in text
     # by algorithm, versions pooled: rl on train is v2 only (5/8); bc on test is rl1-v1 and smollm_bc-v1 (3/6)
     assert "| rl | train | 1 | 8 | 62.5% (5/8; 31%–86%) |" in text
     assert "| bc | test | 2 | 6 | 50.0% (3/6; 19%–81%) |" in text
@@ -92,7 +107,9 @@ def test_report_files_link_each_version_to_its_episodes(store, tmp_path):
     with (tmp_path / "out" / "report.csv").open() as handle:
         table = list(csv.DictReader(handle))
     assert [(r["iteration"], r["algorithm"], r["run_id"], r["solved"]) for r in table][:2] == [
-        ("1", "bc", "rl1-eval-v1", "1"), ("3", "rl", "rl1-eval-v3", "3")]
+        ("1", "bc", "rl1-eval-v1", "1"),
+        ("3", "rl", "rl1-eval-v3", "3"),
+    ]
     for chart in ("success_by_iteration.png", "success_by_algorithm.png"):
         assert (tmp_path / "out" / chart).stat().st_size > 5000
 
@@ -101,8 +118,9 @@ def test_bad_runs(store, tmp_path):
     with pytest.raises(ConfigError, match=r"--runs 'rl2-\*': no run of that id in file://.* \(newest runs there: "):
         select_runs(store, ["rl1-*", "rl2-*"])
     with pytest.raises(ConfigError, match="hold no episode sampled by a model .*3 episodes of `teacher`"):
-        write_iteration_report(store, [r for r in select_runs(store, [LOOP_RUN]) if r.mode == "teacher"],
-                               tmp_path / "out", "teacher only")
+        write_iteration_report(
+            store, [r for r in select_runs(store, [LOOP_RUN]) if r.mode == "teacher"], tmp_path / "out", "teacher only"
+        )
 
 
 def test_the_command(store, tmp_path):

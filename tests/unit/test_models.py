@@ -1,5 +1,6 @@
 """`loraloop models prepare` converts the packaged GGUF once: a folder prepared from the same file is left
 alone, however the path to that file was spelled (a virtualenv reached through a link, as worktrees share one)."""
+
 import json
 
 from loraloop.models.prepare import MARKER, gguf_path, prepare

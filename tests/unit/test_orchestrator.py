@@ -1,6 +1,7 @@
 """The loop's plan and its report over seeds, without a model: a plan that cannot run is refused naming the
 value, and the report over seeds gives each experiment's success per seed, mean and sd, with its chart.
 The loop itself runs end to end in tests/integration/stack/test_loop.py."""
+
 from __future__ import annotations
 
 import subprocess
@@ -14,10 +15,17 @@ from loraloop.orchestrator import DEMO_FAMILIES, LoopPlan, demo_plan
 from loraloop.task_registry import load_registry
 
 
-@pytest.mark.parametrize("change, named", [({"seeds": ()}, "seeds is empty"), ({"epochs": 0}, "epochs=0"),
-                                           ({"lr": -1.0}, "lr=-1.0"), ({"eval_rollouts": 0}, "eval_rollouts"),
-                                           ({"batch_size": 0}, "batch_size must be positive, got 0"),
-                                           ({"max_tokens": -5}, "max_tokens must be positive, got -5")])
+@pytest.mark.parametrize(
+    "change, named",
+    [
+        ({"seeds": ()}, "seeds is empty"),
+        ({"epochs": 0}, "epochs=0"),
+        ({"lr": -1.0}, "lr=-1.0"),
+        ({"eval_rollouts": 0}, "eval_rollouts"),
+        ({"batch_size": 0}, "batch_size must be positive, got 0"),
+        ({"max_tokens": -5}, "max_tokens must be positive, got -5"),
+    ],
+)
 def test_a_plan_that_cannot_run_is_refused_naming_the_value(change, named):
     with pytest.raises(ConfigError, match=named):
         LoopPlan(**change)
@@ -32,15 +40,20 @@ def test_demo_and_loop_plans_share_the_experiments():
     registry = load_registry(plan.registry)
     train, test = registry.select(plan.train_subset), registry.select(plan.test_subset)
     assert {t.split for t in train} == {"train"} and {t.split for t in test} == {"test"}
-    families = {name for name in DEMO_FAMILIES if all(registry.select(f"{split}+family:{name}")
-                                                      for split in ("train", "test"))}
+    families = {
+        name for name in DEMO_FAMILIES if all(registry.select(f"{split}+family:{name}") for split in ("train", "test"))
+    }
     assert len(families) == len(DEMO_FAMILIES) >= 3
     assert {t.description for t in train}.isdisjoint({t.description for t in test})
 
 
 def test_loop_with_no_seed_is_one_clear_line(tmp_path):
-    proc = subprocess.run([sys.executable, "-m", "loraloop.cli", "loop", "--seeds", ",", "--out", str(tmp_path)],
-                          capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-m", "loraloop.cli", "loop", "--seeds", ",", "--out", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 1 and "seeds is empty" in proc.stdout + proc.stderr
     assert "Traceback" not in proc.stderr and not any(tmp_path.iterdir())
 

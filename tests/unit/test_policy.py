@@ -3,6 +3,7 @@
 A vLLM that answers 503 on demand cannot be had for real, so a FAKE server (stdlib http.server on
 loopback) stands in for those failures; every other test talks to the real vLLM CPU server.
 """
+
 import json
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -12,10 +13,14 @@ import pytest
 from loraloop.agents.policy import OpenAIPolicy
 from loraloop.errors import ServiceUnavailable
 
-COMPLETION = {"id": "x", "object": "chat.completion", "created": 0, "model": "served-name",
-              "choices": [{"index": 0, "finish_reason": "stop",
-                           "message": {"role": "assistant", "content": "Act: finish"}}],
-              "usage": {"prompt_tokens": 1, "completion_tokens": 3, "total_tokens": 4}}
+COMPLETION = {
+    "id": "x",
+    "object": "chat.completion",
+    "created": 0,
+    "model": "served-name",
+    "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": "Act: finish"}}],
+    "usage": {"prompt_tokens": 1, "completion_tokens": 3, "total_tokens": 4},
+}
 
 
 def flaky_server(failures: int):

@@ -1,4 +1,5 @@
 """Progress scores along the teacher's real episodes on the bundled sites, a generic site, and kinds without a score."""
+
 import json
 from dataclasses import replace
 from pathlib import Path
@@ -19,14 +20,17 @@ def scores(task, episode: dict) -> list[float]:
     return [tracker.update(s["observation"], None, s["info"].get("action"), s["info"]) for s in episode["steps"]]
 
 
-@pytest.mark.parametrize("name, expected", [
-    ("shop-2", [0.0, 0.2, 0.4, 0.4, 0.6, 0.8, 0.8, 1.0, 1.0]),  # search, product, cart, checkout, order placed
-    ("shop-5", [0.333, 0.667, 1.0, 1.0]),  # orders, the order, cancelled
-    ("mail-9", [0.25, 0.5, 0.75, 1.0, 1.0]),  # the email, composing, wrote, sent
-    ("mail-4", [0.5, 1.0, 1.0]),  # the email, archived
-    ("mail-2", [0.5, 1.0, 1.0]),  # the email, starred (the same page, changed)
-    ("mail-19", [0.0, 0.5, 1.0, 1.0]),  # searched, opened
-])
+@pytest.mark.parametrize(
+    "name, expected",
+    [
+        ("shop-2", [0.0, 0.2, 0.4, 0.4, 0.6, 0.8, 0.8, 1.0, 1.0]),  # search, product, cart, checkout, order placed
+        ("shop-5", [0.333, 0.667, 1.0, 1.0]),  # orders, the order, cancelled
+        ("mail-9", [0.25, 0.5, 0.75, 1.0, 1.0]),  # the email, composing, wrote, sent
+        ("mail-4", [0.5, 1.0, 1.0]),  # the email, archived
+        ("mail-2", [0.5, 1.0, 1.0]),  # the email, starred (the same page, changed)
+        ("mail-19", [0.0, 0.5, 1.0, 1.0]),  # searched, opened
+    ],
+)
 def test_teacher_solutions_climb_the_site_milestones(name, expected):
     episode = json.loads((PAGES / f"{name}.json").read_text())
     assert scores(TASKS[name], episode) == expected

@@ -1,4 +1,5 @@
 """AgentBench text protocol: parsing, observation strings and truncation."""
+
 from loraloop.agents.prompts import build_messages
 from loraloop.envs.shell.protocol import EMPTY_OUTPUT, TRUNCATION_NOTE, format_output, parse_action
 
@@ -65,7 +66,14 @@ def test_openai_tool_calls_become_the_action_text():
 
     from loraloop.agents.policy import action_text
 
-    message = ChatCompletionMessage.model_validate({"role": "assistant", "content": None, "tool_calls": [
-        {"id": "c1", "type": "function", "function": {"name": "bash_action", "arguments": '{"script": "pwd"}'}}]})
+    message = ChatCompletionMessage.model_validate(
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {"id": "c1", "type": "function", "function": {"name": "bash_action", "arguments": '{"script": "pwd"}'}}
+            ],
+        }
+    )
     assert action_text(message) == '{"name": "bash_action", "arguments": {"script": "pwd"}}'
     assert action_text(ChatCompletionMessage(role="assistant", content="Act: finish")) == "Act: finish"

@@ -1,4 +1,5 @@
 """REAL tasks: the format's validator, the agisdk snapshot and REAL's evaluators (a judge: tests/integration/envs)."""
+
 from __future__ import annotations
 
 import json
@@ -14,19 +15,25 @@ from loraloop.tasks.web.format import parse_web_task
 from tests.helpers import REAL_TASK as GOOD
 
 
-@pytest.mark.parametrize("change, message", [
-    ({"goal": ""}, "field 'goal' must be a non-empty string"),
-    ({"website": {"id": "shop"}}, "field 'website' must be an object with 'id' and 'url'"),
-    ({"website": {"id": "shop", "url": "ftp://x"}}, "field 'website.url' must be an http"),
-    ({"evals": []}, "field 'evals' must be a non-empty list"),
-    ({"evals": [{"type": "regex"}]}, "field 'evals[0].type' must be one of"),
-    ({"evals": [{"type": "jmespath", "query": "a.[", "expected_value": 1}]}, "evals[0].query' is not valid jmespath"),
-    ({"evals": [{"type": "jmespath", "query": "a"}]}, "evals[0].expected_value' is required"),
-    ({"evals": [{"script": "eval_missing.py"}]}, "names script 'eval_missing.py', not found"),
-    ({"possible": "yes"}, "field 'possible' must be true or false"),
-    ({"solution": [{"do": "teleport"}]}, "field 'solution[0].do' must be one of"),
-    ({"solution": [{"do": "click", "role": "button", "name": "Go"}]}, "must end with send_msg_to_user"),
-])
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        ({"goal": ""}, "field 'goal' must be a non-empty string"),
+        ({"website": {"id": "shop"}}, "field 'website' must be an object with 'id' and 'url'"),
+        ({"website": {"id": "shop", "url": "ftp://x"}}, "field 'website.url' must be an http"),
+        ({"evals": []}, "field 'evals' must be a non-empty list"),
+        ({"evals": [{"type": "regex"}]}, "field 'evals[0].type' must be one of"),
+        (
+            {"evals": [{"type": "jmespath", "query": "a.[", "expected_value": 1}]},
+            "evals[0].query' is not valid jmespath",
+        ),
+        ({"evals": [{"type": "jmespath", "query": "a"}]}, "evals[0].expected_value' is required"),
+        ({"evals": [{"script": "eval_missing.py"}]}, "names script 'eval_missing.py', not found"),
+        ({"possible": "yes"}, "field 'possible' must be true or false"),
+        ({"solution": [{"do": "teleport"}]}, "field 'solution[0].do' must be one of"),
+        ({"solution": [{"do": "click", "role": "button", "name": "Go"}]}, "must end with send_msg_to_user"),
+    ],
+)
 def test_malformed_tasks_name_file_task_and_field(tmp_path, change, message):
     with pytest.raises(
         TaskFormatError, match=message.replace("[", r"\[").replace(".", r"\.").replace("(", r"\(")
@@ -46,8 +53,24 @@ def test_bundled_registry_subsets():
 
 def test_snapshot_from_agisdk_is_complete_and_self_contained(tmp_path):
     out = tmp_path / "real_v2_task_registry.json"
-    proc = subprocess.run([sys.executable, "-m", "loraloop.cli", "tasks", "snapshot", "--source", "real",
-                           "--version", "v2", "--out", str(out)], capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "loraloop.cli",
+            "tasks",
+            "snapshot",
+            "--source",
+            "real",
+            "--version",
+            "v2",
+            "--out",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 0, proc.stderr
     assert "121 tasks of real v2" in proc.stdout
     doc = json.loads(out.read_text())
@@ -55,8 +78,22 @@ def test_snapshot_from_agisdk_is_complete_and_self_contained(tmp_path):
     registry = load_registry(out)
     assert registry.get("v2.gomail-1").evals[0].script == "eval_gomail_1.py"
     assert len(registry.select("shopping")) == sum(t["website"]["id"] == "omnizon" for t in doc["tasks"])
-    bad = subprocess.run([sys.executable, "-m", "loraloop.cli", "tasks", "snapshot", "--version", "v9",
-                          "--out", str(tmp_path / "x.json")], capture_output=True, text=True, timeout=120)
+    bad = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "loraloop.cli",
+            "tasks",
+            "snapshot",
+            "--version",
+            "v9",
+            "--out",
+            str(tmp_path / "x.json"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert bad.returncode != 0 and "no task version 'v9'" in bad.stderr + bad.stdout
 
 

@@ -1,4 +1,5 @@
 """RL batching and loss on typed episodes built in memory: advantages, packing, what is skipped, the clipped loss."""
+
 import math
 
 import pytest
@@ -13,10 +14,16 @@ from loraloop.train.rl_trainer import clipped_loss, collate
 def episode(task, reward, turns, version=None, status="completed", source="worker"):
     """An episode of `task` whose model turns are (prompt ids, completion ids) pairs."""
     adapter = Adapter(name="rl", version=f"v{version}") if version else None
-    steps = [Step(step_idx=i, action_source=source, prompt_token_ids=p, completion_token_ids=c,
-                  logprobs=[-0.5] * len(c)) for i, (p, c) in enumerate(turns)]
-    return Episode(f"trajectories/m/r/{task}__attempt_{len(turns)}.jsonl", EpisodeStart(task_id=task, adapter=adapter),
-                   steps, EpisodeEnd(success=reward > 0, reward=reward, status=status))
+    steps = [
+        Step(step_idx=i, action_source=source, prompt_token_ids=p, completion_token_ids=c, logprobs=[-0.5] * len(c))
+        for i, (p, c) in enumerate(turns)
+    ]
+    return Episode(
+        f"trajectories/m/r/{task}__attempt_{len(turns)}.jsonl",
+        EpisodeStart(task_id=task, adapter=adapter),
+        steps,
+        EpisodeEnd(success=reward > 0, reward=reward, status=status),
+    )
 
 
 def test_advantages_are_group_relative_and_none_when_rewards_tie():
@@ -39,8 +46,10 @@ def test_batch_counts_what_it_cannot_train_on():
     episodes = [
         episode("a", 1.0, [([1, 2], [3, 4]), ([1, 2, 3, 4, 5], [6])], version=2),
         episode("a", 0.0, [([1, 2], [7])], version=2),
-        episode("b", 1.0, [([1], [2])], version=2), episode("b", 1.0, [([1], [2])], version=2),  # tie
-        episode("c", 1.0, [([1], [2])], version=1), episode("c", 0.0, [([1], [2])], version=1),  # stale
+        episode("b", 1.0, [([1], [2])], version=2),
+        episode("b", 1.0, [([1], [2])], version=2),  # tie
+        episode("c", 1.0, [([1], [2])], version=1),
+        episode("c", 0.0, [([1], [2])], version=1),  # stale
         episode("d", 0.0, [([1], [2])], version=2, status="env_error"),
         episode("e", 0.0, [(None, [2])], version=2),
     ]
@@ -56,20 +65,26 @@ def test_batch_counts_what_it_cannot_train_on():
 
 def test_clipped_loss_pushes_up_tokens_with_positive_advantage_and_clips_far_ratios():
     logprobs = torch.tensor([[-1.0, -1.0]], requires_grad=True)
-    loss, stats = clipped_loss(logprobs, torch.tensor([[-1.0, -1.0]]), torch.tensor([2.0]),
-                               torch.tensor([[1.0, 0.0]]), clip_eps=0.2)
+    loss, stats = clipped_loss(
+        logprobs, torch.tensor([[-1.0, -1.0]]), torch.tensor([2.0]), torch.tensor([[1.0, 0.0]]), clip_eps=0.2
+    )
     loss.backward()
     assert loss.item() == pytest.approx(-2.0) and stats["ratio_mean"] == pytest.approx(1.0)
     assert logprobs.grad[0, 0] < 0 and logprobs.grad[0, 1] == 0  # masked token gets no gradient
-    _, stats = clipped_loss(torch.tensor([[0.0]]), torch.tensor([[-1.0]]), torch.tensor([1.0]),
-                            torch.tensor([[1.0]]), clip_eps=0.2)
+    _, stats = clipped_loss(
+        torch.tensor([[0.0]]), torch.tensor([[-1.0]]), torch.tensor([1.0]), torch.tensor([[1.0]]), clip_eps=0.2
+    )
     assert stats["clip_fraction"] == 1.0
 
 
 def test_collate_pads_right_and_masks_padding():
-    batch = collate([{"input_ids": [5, 6, 7], "completion_mask": [0, 1, 1], "old_logprobs": [0, -1, -2],
-                      "advantage": 1.0}, {"input_ids": [5], "completion_mask": [0], "old_logprobs": [0],
-                                          "advantage": -1.0}], pad_id=0)
+    batch = collate(
+        [
+            {"input_ids": [5, 6, 7], "completion_mask": [0, 1, 1], "old_logprobs": [0, -1, -2], "advantage": 1.0},
+            {"input_ids": [5], "completion_mask": [0], "old_logprobs": [0], "advantage": -1.0},
+        ],
+        pad_id=0,
+    )
     assert batch["input_ids"].tolist() == [[5, 6, 7], [5, 0, 0]]
     assert batch["attention_mask"].tolist() == [[1, 1, 1], [1, 0, 0]]
     assert batch["completion_mask"].tolist() == [[0, 1, 1], [0, 0, 0]]

@@ -1,4 +1,5 @@
 """`train rl` refuses, before loading a model or playing an episode, what cannot give a useful run."""
+
 import pytest
 
 from loraloop.errors import LoraloopError
@@ -8,19 +9,23 @@ from loraloop.train.config import RLConfig
 
 
 def cfg(**overrides):
-    return RLConfig(**{"base_model": "unused", "dataset_path": "tests/fixtures/rl_coin", "output_dir": "unused",
-                       **overrides})
+    return RLConfig(
+        **{"base_model": "unused", "dataset_path": "tests/fixtures/rl_coin", "output_dir": "unused", **overrides}
+    )
 
 
-@pytest.mark.parametrize("overrides, message", [
-    ({"rollouts_per_task": 1}, r"--rollouts_per_task 1: .* at least 2 per task"),
-    ({"lora_r": 64}, r"--lora_r 64 exceeds vLLM's --max-lora-rank 16"),
-    ({"experiment": "teacher"}, r"--experiment teacher: RL needs a model policy"),
-    ({"experiment": "nope"}, r"unknown experiment 'nope'"),
-    ({"subset": "family:nothing"}, r"subset 'family:nothing' matches no task \(known: coin, family:coin"),
-    ({"init_adapter": "tests/fixtures"}, r"tests/fixtures is not a PEFT adapter folder"),
-    ({"iterations": 0}, r"--iterations must be at least 1"),
-])
+@pytest.mark.parametrize(
+    "overrides, message",
+    [
+        ({"rollouts_per_task": 1}, r"--rollouts_per_task 1: .* at least 2 per task"),
+        ({"lora_r": 64}, r"--lora_r 64 exceeds vLLM's --max-lora-rank 16"),
+        ({"experiment": "teacher"}, r"--experiment teacher: RL needs a model policy"),
+        ({"experiment": "nope"}, r"unknown experiment 'nope'"),
+        ({"subset": "family:nothing"}, r"subset 'family:nothing' matches no task \(known: coin, family:coin"),
+        ({"init_adapter": "tests/fixtures"}, r"tests/fixtures is not a PEFT adapter folder"),
+        ({"iterations": 0}, r"--iterations must be at least 1"),
+    ],
+)
 def test_bad_rl_config_is_refused_naming_the_flag(overrides, message):
     with pytest.raises(LoraloopError, match=message):
         check_config(cfg(**overrides), Settings(max_lora_rank=16))

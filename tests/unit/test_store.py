@@ -1,4 +1,5 @@
 """Trajectory store on file://: whole-object writes, layout, malformed records, adapter versions."""
+
 import json
 import time
 
@@ -13,8 +14,10 @@ from tests.helpers import record_episode
 
 
 def test_layout_matches_the_seed():
-    assert episode_key("qwen_pure_zero", "r1", "v2.gomail-1", 2) == \
-        "trajectories/qwen_pure_zero/r1/v2.gomail-1__attempt_2.jsonl"
+    assert (
+        episode_key("qwen_pure_zero", "r1", "v2.gomail-1", 2)
+        == "trajectories/qwen_pure_zero/r1/v2.gomail-1__attempt_2.jsonl"
+    )
     assert episode_key("m", "r", "a/../b", 0) == "trajectories/m/r/a_.._b__attempt_0.jsonl"
 
 
@@ -31,25 +34,62 @@ def test_file_store_roundtrip_and_escape(tmp_path):
 
 def test_typed_records_name_the_field_at_fault_and_read_untyped_episodes(tmp_path):
     store = FileStore(tmp_path)
-    store.put_bytes("trajectories/m/r/t__attempt_0.jsonl",
-                    b'{"type": "episode_start", "task_id": "t"}\n{"type": "step", "step_idx": "first"}\n'
-                    b'{"type": "episode_end"}\n')
-    store.put_bytes("trajectories/m/r/t__attempt_1.jsonl",
-                    b'{"type": "episode_start", "task_id": "t"}\n{"type": "footnote"}\n{"type": "episode_end"}\n')
+    store.put_bytes(
+        "trajectories/m/r/t__attempt_0.jsonl",
+        b'{"type": "episode_start", "task_id": "t"}\n{"type": "step", "step_idx": "first"}\n{"type": "episode_end"}\n',
+    )
+    store.put_bytes(
+        "trajectories/m/r/t__attempt_1.jsonl",
+        b'{"type": "episode_start", "task_id": "t"}\n{"type": "footnote"}\n{"type": "episode_end"}\n',
+    )
     # An episode as loraloop wrote them before typed records: no schema_version, fields of its time.
-    old = [{"type": "episode_start", "timestamp": 1.0, "task_id": "t", "run_id": "r", "mode": "m", "attempt_idx": 2,
-            "seed": 7, "worker_model": "x", "system_prompt": "s", "examples": [], "first_observation": "Task: t",
-            "use_manager": False},
-           {"type": "step", "timestamp": 2.0, "step_idx": 0, "observation": "Task: t", "raw_output": "Act: finish",
-            "action": "finish", "model": None, "reward": 1.0, "done": True, "model_latency_ms": 3.5},
-           {"type": "episode_end", "timestamp": 3.0, "success": True, "reward": 1.0, "status": "completed",
-            "total_steps": 1, "wall_time_sec": 0.1, "error_count": 0, "error": None}]
+    old = [
+        {
+            "type": "episode_start",
+            "timestamp": 1.0,
+            "task_id": "t",
+            "run_id": "r",
+            "mode": "m",
+            "attempt_idx": 2,
+            "seed": 7,
+            "worker_model": "x",
+            "system_prompt": "s",
+            "examples": [],
+            "first_observation": "Task: t",
+            "use_manager": False,
+        },
+        {
+            "type": "step",
+            "timestamp": 2.0,
+            "step_idx": 0,
+            "observation": "Task: t",
+            "raw_output": "Act: finish",
+            "action": "finish",
+            "model": None,
+            "reward": 1.0,
+            "done": True,
+            "model_latency_ms": 3.5,
+        },
+        {
+            "type": "episode_end",
+            "timestamp": 3.0,
+            "success": True,
+            "reward": 1.0,
+            "status": "completed",
+            "total_steps": 1,
+            "wall_time_sec": 0.1,
+            "error_count": 0,
+            "error": None,
+        },
+    ]
     store.put_bytes("trajectories/m/r/t__attempt_2.jsonl", "".join(json.dumps(r) + "\n" for r in old).encode())
     errors = []
     [episode] = iter_episodes(store, "trajectories", errors)
-    assert errors == ["trajectories/m/r/t__attempt_0.jsonl:2: field 'step_idx': Input should be a valid integer, "
-                      "unable to parse string as an integer",
-                      "trajectories/m/r/t__attempt_1.jsonl:2: unknown record type 'footnote'"]
+    assert errors == [
+        "trajectories/m/r/t__attempt_0.jsonl:2: field 'step_idx': Input should be a valid integer, "
+        "unable to parse string as an integer",
+        "trajectories/m/r/t__attempt_1.jsonl:2: unknown record type 'footnote'",
+    ]
     assert episode.start.schema_version == 1 and episode.start.seed == 7 and episode.start.prompt_style == "chat"
     assert episode.start.use_manager is False  # a field the types do not name is kept
     assert episode.steps[0].done and not episode.steps[0].terminated and episode.end.success
@@ -70,8 +110,10 @@ def test_malformed_episode_is_named_and_skipped(tmp_path):
     errors = []
     episodes = list(iter_episodes(store, "trajectories", errors))
     assert len(episodes) == 1
-    assert errors == ["trajectories/mode/run1/bad__attempt_0.jsonl:2: not JSON (Invalid JSON: key must be a string "
-                      "at line 1 column 2)"]
+    assert errors == [
+        "trajectories/mode/run1/bad__attempt_0.jsonl:2: not JSON (Invalid JSON: key must be a string "
+        "at line 1 column 2)"
+    ]
     with pytest.raises(MalformedTrajectory):
         list(iter_episodes(store, "trajectories"))
 

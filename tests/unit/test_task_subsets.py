@@ -1,4 +1,5 @@
 """--subset terms with `,`-separated alternatives: the demo trains on several task families at once."""
+
 import pytest
 
 from loraloop.errors import TaskFormatError
@@ -13,7 +14,8 @@ def test_alternatives_select_the_union_of_families_within_a_split():
     chosen = registry.select(subset)
     per_family = {name: registry.select(f"test+family:{name}") for name in FAMILIES}
     assert all(per_family.values()) and [t.index for t in chosen] == [
-        t.index for t in registry.tasks if any(t in tasks for tasks in per_family.values())]
+        t.index for t in registry.tasks if any(t in tasks for tasks in per_family.values())
+    ]
     assert {t.split for t in chosen} == {"test"}
 
 

@@ -1,4 +1,5 @@
 """Task format validation and registries."""
+
 import json
 
 import pytest
@@ -22,27 +23,51 @@ def test_bundled_registry_has_train_and_test_with_examples():
 
 
 def test_agentbench_forms_parse():
-    task = parse_shell_task({"description": "d", "create": {"local": "default", "init": "echo hi"},
-                             "evaluation": {"match": {"regex": "^a+$", "strip": False}},
-                             "example": "echo a"}, file="f.json", number=0, index="x-00000")
+    task = parse_shell_task(
+        {
+            "description": "d",
+            "create": {"local": "default", "init": "echo hi"},
+            "evaluation": {"match": {"regex": "^a+$", "strip": False}},
+            "example": "echo a",
+        },
+        file="f.json",
+        number=0,
+        index="x-00000",
+    )
     assert isinstance(task.evaluation, MatchEval) and task.evaluation.regex == "^a+$"
     assert task.init[0].code == "echo hi" and task.example.code == "echo a"
-    task = parse_shell_task({"description": "d", "evaluation": {
-        "check": [None, {"language": "python", "file": "check/integer-match.py"}], "example": {"code": "nproc"}}},
-        file="f.json", number=1, index="x-00001")
+    task = parse_shell_task(
+        {
+            "description": "d",
+            "evaluation": {
+                "check": [None, {"language": "python", "file": "check/integer-match.py"}],
+                "example": {"code": "nproc"},
+            },
+        },
+        file="f.json",
+        number=1,
+        index="x-00001",
+    )
     assert isinstance(task.evaluation, CheckEval) and task.evaluation.checks[0] is None and task.uses_answer
 
 
-@pytest.mark.parametrize("raw, field", [
-    ({"evaluation": {"match": "1"}}, "description"),
-    ({"description": "d"}, "evaluation"),
-    ({"description": "d", "evaluation": {"check": [None, {"language": "perl", "file": "c.pl"}],
-                                          "example": "x"}}, "evaluation.check[1].language"),
-    ({"description": "d", "evaluation": {"check": [None]}}, "evaluation.example"),
-    ({"description": "d", "create": {"init": {"code": "a", "file": "b"}}, "evaluation": {"match": "1"}},
-     "create.init"),
-    ({"description": "d", "labels": "x", "evaluation": {"match": "1"}}, "labels"),
-])
+@pytest.mark.parametrize(
+    "raw, field",
+    [
+        ({"evaluation": {"match": "1"}}, "description"),
+        ({"description": "d"}, "evaluation"),
+        (
+            {"description": "d", "evaluation": {"check": [None, {"language": "perl", "file": "c.pl"}], "example": "x"}},
+            "evaluation.check[1].language",
+        ),
+        ({"description": "d", "evaluation": {"check": [None]}}, "evaluation.example"),
+        (
+            {"description": "d", "create": {"init": {"code": "a", "file": "b"}}, "evaluation": {"match": "1"}},
+            "create.init",
+        ),
+        ({"description": "d", "labels": "x", "evaluation": {"match": "1"}}, "labels"),
+    ],
+)
 def test_malformed_task_names_file_task_and_field(raw, field):
     with pytest.raises(TaskFormatError) as err:
         parse_shell_task(raw, file="bad.json", number=3, index="i")
@@ -50,9 +75,14 @@ def test_malformed_task_names_file_task_and_field(raw, field):
 
 
 def test_registry_index_naming_and_subsets(tmp_path):
-    (tmp_path / "dev.json").write_text(json.dumps([{"description": "a", "evaluation": {"match": "1"}},
-                                                   {"description": "b", "evaluation": {"match": "2"},
-                                                    "labels": ["x"]}]))
+    (tmp_path / "dev.json").write_text(
+        json.dumps(
+            [
+                {"description": "a", "evaluation": {"match": "1"}},
+                {"description": "b", "evaluation": {"match": "2"}, "labels": ["x"]},
+            ]
+        )
+    )
     registry = load_registry(tmp_path / "dev.json")
     assert [t.index for t in registry.tasks] == ["dev-00000", "dev-00001"]
     assert [t.index for t in registry.select("x")] == ["dev-00001"]
@@ -77,14 +107,20 @@ def test_validate_a_folder_of_registries_checks_each(tmp_path):
     import sys
 
     def validate(path):
-        return subprocess.run([sys.executable, "-m", "loraloop.cli", "tasks", "validate", str(path)],
-                              capture_output=True, text=True, timeout=120, env={**os.environ, "COLUMNS": "2000"})
+        return subprocess.run(
+            [sys.executable, "-m", "loraloop.cli", "tasks", "validate", str(path)],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env={**os.environ, "COLUMNS": "2000"},
+        )
 
     proc = validate("configs/tasks")
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.splitlines()
-    assert len(lines) == 3 and lines[0] == ("configs/tasks/agentbench-os/registry.yaml: 1000 valid tasks "
-                                            "(train: 900, heldout: 100)")
+    assert len(lines) == 3 and lines[0] == (
+        "configs/tasks/agentbench-os/registry.yaml: 1000 valid tasks (train: 900, heldout: 100)"
+    )
     assert lines[1].startswith("configs/tasks/os/registry.yaml: ")
     assert lines[2].startswith("configs/tasks/web/registry.yaml: ") and "valid tasks (train: " in lines[2]
     copy = tmp_path / "tasks"

@@ -1,4 +1,5 @@
 """Training refuses bad datasets before loading a model, naming file, line and field; bad flags are named."""
+
 import json
 
 import pytest

@@ -1,4 +1,5 @@
 """The Verified Action Cache's rules on real pages of the bundled sites: keys, what worked, reuse and eviction."""
+
 import json
 from pathlib import Path
 
@@ -39,8 +40,12 @@ def test_web_keys_follow_the_page_not_its_focus_errors_or_host():
     moved = HOME.replace("http://localhost:8090", "http://sites:8090")
     errored = HOME.replace("# Accessibility tree", "# Error from the last action\nno element\n\n# Accessibility tree")
     focused = HOME.replace("[11] searchbox 'Search'", "[11] searchbox 'Search', focused")
-    assert state_key("web", "shop-2", moved) == state_key("web", "shop-2", errored) == \
-        state_key("web", "shop-2", focused) == key
+    assert (
+        state_key("web", "shop-2", moved)
+        == state_key("web", "shop-2", errored)
+        == state_key("web", "shop-2", focused)
+        == key
+    )
     assert state_key("web", "shop-1", HOME) != key  # another goal on the same page is another state
     assert state_key("web", "shop-2", HOME, url="http://localhost:8090/shop/cart") != key
 
@@ -80,11 +85,13 @@ def test_lookup_hit_miss_stale_and_repeat():
     add = "Think: add it.\nAction: click('39')"
     assert cache.lookup(key, kind="web", observation=PRODUCT, recent_actions=[]) == CacheLookup(None, "miss")
     cache.verified(key, add)
-    assert cache.lookup(key, kind="web", observation=PRODUCT, recent_actions=["Action: click('12')"]) == \
-        CacheLookup(add, "hit")
+    assert cache.lookup(key, kind="web", observation=PRODUCT, recent_actions=["Action: click('12')"]) == CacheLookup(
+        add, "hit"
+    )
     # the same action as the last one taken, however it was written: skipped
-    assert cache.lookup(key, kind="web", observation=PRODUCT, recent_actions=['click("39")']) == \
-        CacheLookup(None, "repeat")
+    assert cache.lookup(key, kind="web", observation=PRODUCT, recent_actions=['click("39")']) == CacheLookup(
+        None, "repeat"
+    )
     # the page lost the element the entry clicks (here: the page the caller holds is another one): skipped, and
     # the entry is kept for when it comes back
     assert cache.lookup(key, kind="web", observation=HOME, recent_actions=[]) == CacheLookup(None, "stale")

@@ -1,4 +1,5 @@
 """BrowserGym's action strings as the web environment parses them: every form, and errors that name the fault."""
+
 import pytest
 
 from loraloop.envs.web.actions import ActionError, parse_action
@@ -11,10 +12,13 @@ def test_parse_action_forms_and_errors():
     assert parse_action("noop()").args == {"wait_ms": 1000}
     assert parse_action("click(12)").args["bid"] == "12"
     assert parse_action("select_option('3', ['a', 'b'])").text() == "select_option('3', ['a', 'b'])"
-    for text, message in [("Action: frobnicate(1)", "unknown action 'frobnicate'"),
-                          ("click()", "needs argument 'bid'"),
-                          ("click('1', colour='red')", "no parameter 'colour'"),
-                          ("fill('1', open('/etc/passwd').read())", "must be literals"),
-                          ("", "empty output"), ("I am thinking.", "no action found")]:
+    for text, message in [
+        ("Action: frobnicate(1)", "unknown action 'frobnicate'"),
+        ("click()", "needs argument 'bid'"),
+        ("click('1', colour='red')", "no parameter 'colour'"),
+        ("fill('1', open('/etc/passwd').read())", "must be literals"),
+        ("", "empty output"),
+        ("I am thinking.", "no action found"),
+    ]:
         with pytest.raises(ActionError, match=message.replace("(", r"\(")):
             parse_action(text)

@@ -1,5 +1,6 @@
 """The bundled web task set (configs/tasks/web) is complete: ids, sites, infeasible tasks, eval scripts,
 and a solution and a wrong path ending in a final action for every task."""
+
 import json
 
 from tests.helpers import ROOT

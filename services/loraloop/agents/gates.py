@@ -3,6 +3,7 @@
 Every check reads the episode's Step records (store/records.py) since the last intervention (a manager's
 decision or a recovery action), so one situation fires once and the next firing needs fresh evidence.
 """
+
 from __future__ import annotations
 
 import re
@@ -30,8 +31,11 @@ def action_of(step: Step, canonical: Canonical) -> str:
 
 def repeated_error(steps: list[Step]) -> bool:
     """The last two steps failed with the same error."""
-    return len(steps) >= 2 and bool(steps[-1].last_action_error) and \
-        steps[-1].last_action_error == steps[-2].last_action_error
+    return (
+        len(steps) >= 2
+        and bool(steps[-1].last_action_error)
+        and steps[-1].last_action_error == steps[-2].last_action_error
+    )
 
 
 def error_streak(steps: list[Step], n: int) -> bool:
@@ -45,7 +49,7 @@ def looping(steps: list[Step], canonical: Canonical, window: int = LOOP_WINDOW) 
     if len(steps) < 2:
         return False
     last = steps[-1]
-    earlier = steps[-window - 1:-1]
+    earlier = steps[-window - 1 : -1]
     action = action_of(last, canonical)
     same_state = any(action_of(s, canonical) == action and s.obs_hash == last.obs_hash for s in earlier)
     return same_state or (len(steps) >= 3 and len({action_of(s, canonical) for s in steps[-3:]}) == 1)

@@ -18,6 +18,7 @@ Gates and triggers read the steps since the last intervention (a manager's decis
 situation is handled once; a trigger that both recovery and the manager know is handled by recovery first,
 and the manager is asked on the next step.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -48,6 +49,7 @@ class Session(Protocol):
     def act(self, text: str, *, source: str, **fields: Any) -> StepResult: ...
 
     def note(self, text: str, error: str, *, source: str, **fields: Any) -> None: ...
+
 
 RECENT_ACTIONS = 5  # actions the cache compares a cached one with (it must not repeat the last)
 
@@ -81,8 +83,18 @@ class HaloAgent:
     in so that each rule has one home.
     """
 
-    def __init__(self, worker: Policy, kind: str, task_id: str, *, manager: Manager | None = None,
-                 cache: Any = None, vac: Any = None, macros: Any = None, tuning: Tuning | None = None) -> None:
+    def __init__(
+        self,
+        worker: Policy,
+        kind: str,
+        task_id: str,
+        *,
+        manager: Manager | None = None,
+        cache: Any = None,
+        vac: Any = None,
+        macros: Any = None,
+        tuning: Tuning | None = None,
+    ) -> None:
         self.worker, self.kind, self.task_id = worker, kind, task_id
         self.manager, self.cache, self.vac, self.macros = manager, cache, vac, macros
         self.tuning = tuning or Tuning()
@@ -114,7 +126,7 @@ class HaloAgent:
 
     def recent(self, session: Session) -> list:
         """The steps since the last intervention: what gates and triggers judge."""
-        return self.steps(session)[self.mark:]
+        return self.steps(session)[self.mark :]
 
     def choose(self, session: Session) -> Choice:
         """The next action and who chose it, in the orchestrator's order (see the module)."""
@@ -140,14 +152,22 @@ class HaloAgent:
                 return choice
         fields = dict(asked)
         if self.cache is not None:
-            lookup = self.cache.lookup(self.key, kind=self.kind, observation=session.observation,
-                                       recent_actions=[s.raw_output for s in self.steps(session)[-RECENT_ACTIONS:]])
+            lookup = self.cache.lookup(
+                self.key,
+                kind=self.kind,
+                observation=session.observation,
+                recent_actions=[s.raw_output for s in self.steps(session)[-RECENT_ACTIONS:]],
+            )
             fields["cache_event"] = lookup.event
             if lookup.action is not None:
                 return Choice(lookup.action, "cache", {**fields, "cache_hit": True})
         reply = self.worker.act(session.prompt())
-        if self.manager is not None and not asked and self.kind == "shell" and \
-                gates.destructive(self.canonical(reply.text) or ""):
+        if (
+            self.manager is not None
+            and not asked
+            and self.kind == "shell"
+            and gates.destructive(self.canonical(reply.text) or "")
+        ):
             decision, asked = self.ask(session, "high_stakes", proposal=reply.text)
             fields.update(asked)
             if decision is not None and self.usable(decision.action):
@@ -223,8 +243,9 @@ class HaloAgent:
         if macro is None:
             return Choice(text, source, fields)
         self.macro = macro
-        return self.macro_step(session, fields) or Choice(text, source, {**fields, "macro": macro.call},
-                                                          error=f"{macro.name}: nothing to do on this page")
+        return self.macro_step(session, fields) or Choice(
+            text, source, {**fields, "macro": macro.call}, error=f"{macro.name}: nothing to do on this page"
+        )
 
     def state_key(self, session: Session) -> str:
         """The cache's key for the state the next action is taken in."""

@@ -4,6 +4,7 @@ It is slow (no batching, no paged attention: one reply at a time on the CPU), bu
 (agents/prompts.py, through EpisodeSession.prompt) and returns the same Reply fields as OpenAIPolicy: the
 prompt's and the completion's token ids, and each sampled token's logprob from generate's scores.
 """
+
 from __future__ import annotations
 
 import threading
@@ -34,8 +35,15 @@ def load(model: str) -> tuple[Any, Any, threading.Lock]:
 class LocalPolicy:
     """A worker answering with `model` (a folder or hub name) through transformers' generate."""
 
-    def __init__(self, model: str, *, temperature: float = 0.0, max_tokens: int = 192, seed: int | None = None,
-                 stop: list[str] | None = None) -> None:
+    def __init__(
+        self,
+        model: str,
+        *,
+        temperature: float = 0.0,
+        max_tokens: int = 192,
+        seed: int | None = None,
+        stop: list[str] | None = None,
+    ) -> None:
         self.model, self.temperature, self.max_tokens, self.seed, self.stop = model, temperature, max_tokens, seed, stop
         self.name = Path(model).name
 
@@ -51,22 +59,38 @@ class LocalPolicy:
 
         tokenizer, weights, lock = load(self.model)
         started = time.perf_counter()
-        prompt = tokenizer.apply_chat_template(messages, add_generation_prompt=True, return_tensors="pt",
-                                               return_dict=True)
+        prompt = tokenizer.apply_chat_template(
+            messages, add_generation_prompt=True, return_tensors="pt", return_dict=True
+        )
         sampled = self.temperature > 0
         options = {"do_sample": True, "temperature": self.temperature} if sampled else {"do_sample": False}
         with lock, torch.no_grad():
             if self.seed is not None:
                 torch.manual_seed(self.seed)
-            out = weights.generate(**prompt, max_new_tokens=self.max_tokens, output_scores=True,
-                                   return_dict_in_generate=True, stop_strings=self.stop or None,
-                                   tokenizer=tokenizer, pad_token_id=tokenizer.eos_token_id, **options)
+            out = weights.generate(
+                **prompt,
+                max_new_tokens=self.max_tokens,
+                output_scores=True,
+                return_dict_in_generate=True,
+                stop_strings=self.stop or None,
+                tokenizer=tokenizer,
+                pad_token_id=tokenizer.eos_token_id,
+                **options,
+            )
             scores = weights.compute_transition_scores(out.sequences, out.scores, normalize_logits=True)[0]
         width = prompt["input_ids"].shape[1]
         completion = out.sequences[0, width:].tolist()
         text = tokenizer.decode(completion, skip_special_tokens=True)
         for stop in self.stop or []:
             text = text.split(stop, 1)[0]
-        return Reply(text, "worker", self.name, (time.perf_counter() - started) * 1000, len(completion),
-                     prompt_token_ids=prompt["input_ids"][0].tolist(), completion_token_ids=completion,
-                     logprobs=[round(float(x), 6) for x in scores[:len(completion)]], sampling=self.sampling)
+        return Reply(
+            text,
+            "worker",
+            self.name,
+            (time.perf_counter() - started) * 1000,
+            len(completion),
+            prompt_token_ids=prompt["input_ids"][0].tolist(),
+            completion_token_ids=completion,
+            logprobs=[round(float(x), 6) for x in scores[: len(completion)]],
+            sampling=self.sampling,
+        )

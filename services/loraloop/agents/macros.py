@@ -15,6 +15,7 @@ A call with a missing or bad argument, or a macro that cannot go on (no search b
 step failed), raises MacroError naming the argument or the element; the orchestrator shows it to the
 agent as an error observation.
 """
+
 from __future__ import annotations
 
 import ast
@@ -37,8 +38,10 @@ class MacroError(LoraloopError):
 
 
 # ---- reading a web page ---------------------------------------------------------------------------------------
-_LINE = re.compile(r"^(?P<depth>\t*)\[(?P<bid>[^\]]+)\] (?P<role>\S+) "
-                   r"(?P<name>'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\")(?P<props>.*)$")
+_LINE = re.compile(
+    r"^(?P<depth>\t*)\[(?P<bid>[^\]]+)\] (?P<role>\S+) "
+    r"(?P<name>'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\")(?P<props>.*)$"
+)
 _PAGE_ERROR = re.compile(r"^# Error from the last action\n(.+?)(?:\n\n# |\Z)", re.M | re.S)
 _CHECKED = re.compile(r"\bchecked(?:='true'|='mixed'|,|$)")
 # Landmarks whose links are the site's chrome, not a result (header, menus, side bars, footer, forms).
@@ -70,8 +73,15 @@ def elements(observation: str) -> list[Element]:
         depth = len(match["depth"])
         while stack and stack[-1][0] >= depth:
             stack.pop()
-        found.append(Element(match["bid"], match["role"], " ".join(ast.literal_eval(match["name"]).split()),
-                             tuple(role for _, role in stack), bool(_CHECKED.search(match["props"]))))
+        found.append(
+            Element(
+                match["bid"],
+                match["role"],
+                " ".join(ast.literal_eval(match["name"]).split()),
+                tuple(role for _, role in stack),
+                bool(_CHECKED.search(match["props"])),
+            )
+        )
         stack.append((depth, match["role"]))
     return found
 
@@ -124,21 +134,36 @@ def _click(macro: str, page: str, element: Element | None, missing: str, think: 
 # ---- web macros ------------------------------------------------------------------------------------------------
 def search_and_open(page: str, query: str) -> Steps:
     """Type the query into the page's search box, submit it, open the first result."""
-    box = _find(page, {"searchbox"}, lambda name: True) or _find(page, {"textbox", "combobox"},
-                                                                 lambda name: "search" in name)
+    box = _find(page, {"searchbox"}, lambda name: True) or _find(
+        page, {"textbox", "combobox"}, lambda name: "search" in name
+    )
     if box is None:
         raise MacroError(f"search_and_open: no search box on the page{_where(page)}")
     page = yield _web(f"I search for {query!r}.", f"fill({box.bid!r}, {query!r})")
     _check_page("search_and_open", page)
     button = _find(page, {"button"}, lambda name: name == "search" or name.startswith("search"))
-    page = yield (_web("I submit the search.", f"click({button.bid!r})") if button is not None
-                  else _web("I submit the search.", f"press({box.bid!r}, 'Enter')"))
+    page = yield (
+        _web("I submit the search.", f"click({button.bid!r})")
+        if button is not None
+        else _web("I submit the search.", f"press({box.bid!r}, 'Enter')")
+    )
     _check_page("search_and_open", page)
     inside_main = any("main" in e.ancestors for e in elements(page))
-    result = next((e for e in elements(page) if e.role == "link" and not _CHROME.intersection(e.ancestors)
-                   and (not inside_main or "main" in e.ancestors)), None)
-    yield from _click("search_and_open", page, result, f"the search for {query!r} has no result to open",
-                      f"I open the first result, {result.name if result else ''!r}.")
+    result = next(
+        (
+            e
+            for e in elements(page)
+            if e.role == "link" and not _CHROME.intersection(e.ancestors) and (not inside_main or "main" in e.ancestors)
+        ),
+        None,
+    )
+    yield from _click(
+        "search_and_open",
+        page,
+        result,
+        f"the search for {query!r} has no result to open",
+        f"I open the first result, {result.name if result else ''!r}.",
+    )
 
 
 def _switched_on(value: Any) -> bool:
@@ -172,8 +197,13 @@ def fill_form(page: str, fields: dict, submit: str | None = None) -> Steps:
         page = yield _field_action(element, label, value)
         _check_page("fill_form", page)
     if submit is not None:
-        yield from _click("fill_form", page, _named(page, {"button", "link"}, submit),
-                          f"no button {submit!r} to submit the form", f"I submit the form with {submit!r}.")
+        yield from _click(
+            "fill_form",
+            page,
+            _named(page, {"button", "link"}, submit),
+            f"no button {submit!r} to submit the form",
+            f"I submit the form with {submit!r}.",
+        )
 
 
 _ADD = re.compile(r"^add to (cart|basket|bag)")
@@ -190,10 +220,20 @@ def add_to_cart_and_checkout(page: str, quantity: int | None = None, shipping: s
         verb = "fill" if box.role in ("spinbutton", "textbox") else "select_option"
         page = yield _web(f"I set the quantity to {quantity}.", f"{verb}({box.bid!r}, {str(quantity)!r})")
         _check_page("add_to_cart_and_checkout", page)
-    page = yield from _click("add_to_cart_and_checkout", page, _find(page, {"button"}, _ADD.search),
-                             "no 'Add to cart' button (open a product first)", "I add the product to the cart.")
-    page = yield from _click("add_to_cart_and_checkout", page, _find(page, {"link", "button"}, _CHECKOUT.search),
-                             "no checkout link or button", "I proceed to checkout.")
+    page = yield from _click(
+        "add_to_cart_and_checkout",
+        page,
+        _find(page, {"button"}, _ADD.search),
+        "no 'Add to cart' button (open a product first)",
+        "I add the product to the cart.",
+    )
+    page = yield from _click(
+        "add_to_cart_and_checkout",
+        page,
+        _find(page, {"link", "button"}, _CHECKOUT.search),
+        "no checkout link or button",
+        "I proceed to checkout.",
+    )
     if shipping is not None:
         speed = _named(page, {"radio"}, shipping) or _named(page, _CHOICES, "shipping")
         if speed is None:
@@ -201,8 +241,13 @@ def add_to_cart_and_checkout(page: str, quantity: int | None = None, shipping: s
         if not _already(speed, True):
             page = yield _field_action(speed, shipping, True if speed.role == "radio" else shipping)
             _check_page("add_to_cart_and_checkout", page)
-    yield from _click("add_to_cart_and_checkout", page, _find(page, {"button"}, _PLACE.search),
-                      "no 'Place order' button", "I place the order.")
+    yield from _click(
+        "add_to_cart_and_checkout",
+        page,
+        _find(page, {"button"}, _PLACE.search),
+        "no 'Place order' button",
+        "I place the order.",
+    )
 
 
 # ---- shell macros ----------------------------------------------------------------------------------------------
@@ -260,8 +305,7 @@ def _check_fill_form(args: dict) -> None:
     for label, value in fields.items():
         _text(f"fill_form: a label in 'fields' ({label!r})", label)
         if not isinstance(value, (str, int, float, bool)):
-            raise MacroError(f"fill_form: the value of field {label!r} must be a string, number or bool, "
-                             f"got {value!r}")
+            raise MacroError(f"fill_form: the value of field {label!r} must be a string, number or bool, got {value!r}")
     _text("fill_form: argument 'submit'", args["submit"], optional=True)
 
 
@@ -276,6 +320,7 @@ def _check_texts(name: str, *params: str) -> Callable[[dict], None]:
     def check(args: dict) -> None:
         for param in params:
             _text(f"{name}: argument {param!r}", args[param])
+
     return check
 
 
@@ -291,24 +336,40 @@ class MacroSpec:
 
 MACROS: dict[str, dict[str, MacroSpec]] = {
     "web": {
-        "search_and_open": MacroSpec((("query", REQUIRED),), _check_texts("search_and_open", "query"),
-                                     search_and_open, "search_and_open(query)  search the site, open the first result"),
-        "fill_form": MacroSpec((("fields", REQUIRED), ("submit", None)), _check_fill_form, fill_form,
-                               "fill_form(fields, submit=None)  fill fields by label, e.g. "
-                               "fill_form({'To': 'ann@example.com', 'Subject': 'Hi'}, submit='Send')"),
+        "search_and_open": MacroSpec(
+            (("query", REQUIRED),),
+            _check_texts("search_and_open", "query"),
+            search_and_open,
+            "search_and_open(query)  search the site, open the first result",
+        ),
+        "fill_form": MacroSpec(
+            (("fields", REQUIRED), ("submit", None)),
+            _check_fill_form,
+            fill_form,
+            "fill_form(fields, submit=None)  fill fields by label, e.g. "
+            "fill_form({'To': 'ann@example.com', 'Subject': 'Hi'}, submit='Send')",
+        ),
         "add_to_cart_and_checkout": MacroSpec(
-            (("quantity", None), ("shipping", None)), _check_checkout, add_to_cart_and_checkout,
+            (("quantity", None), ("shipping", None)),
+            _check_checkout,
+            add_to_cart_and_checkout,
             "add_to_cart_and_checkout(quantity=None, shipping=None)  on a product page: add it to the cart, "
-            "check out and place the order"),
+            "check out and place the order",
+        ),
     },
     "shell": {
-        "inspect_then_answer": MacroSpec((("path", REQUIRED),), _check_texts("inspect_then_answer", "path"),
-                                         inspect_then_answer,
-                                         "inspect_then_answer(path)  show a file or folder, answer with what it holds"),
-        "find_and_count": MacroSpec((("directory", REQUIRED), ("pattern", REQUIRED)),
-                                    _check_texts("find_and_count", "directory", "pattern"), find_and_count,
-                                    "find_and_count(directory, pattern)  count the files named like pattern "
-                                    "(e.g. '*.log'), answer the count"),
+        "inspect_then_answer": MacroSpec(
+            (("path", REQUIRED),),
+            _check_texts("inspect_then_answer", "path"),
+            inspect_then_answer,
+            "inspect_then_answer(path)  show a file or folder, answer with what it holds",
+        ),
+        "find_and_count": MacroSpec(
+            (("directory", REQUIRED), ("pattern", REQUIRED)),
+            _check_texts("find_and_count", "directory", "pattern"),
+            find_and_count,
+            "find_and_count(directory, pattern)  count the files named like pattern (e.g. '*.log'), answer the count",
+        ),
     },
 }
 
@@ -346,7 +407,7 @@ def _calls(text: str, names: Iterator[str]) -> Iterator[tuple[str, str]]:
     """(name, the text from the name on) for each place a macro's name is called in `text`."""
     pattern = re.compile(r"\b(" + "|".join(sorted(names, key=len, reverse=True)) + r")\s*\(")
     for match in pattern.finditer(text or ""):
-        yield match.group(1), text[match.start():]
+        yield match.group(1), text[match.start() :]
 
 
 def parse_macro(text: str, kind: str) -> Macro | None:
@@ -361,8 +422,10 @@ def parse_macro(text: str, kind: str) -> Macro | None:
     for name, snippet in _calls(text, iter(catalogue)):
         found = leading_call(snippet)
         if found is None or found[0].func.id != name:
-            raise MacroError(f"{name}: cannot read the call {snippet.splitlines()[0][:120]!r} "
-                             f"(write it as {catalogue[name].usage.split('  ')[0]} with literal arguments)")
+            raise MacroError(
+                f"{name}: cannot read the call {snippet.splitlines()[0][:120]!r} "
+                f"(write it as {catalogue[name].usage.split('  ')[0]} with literal arguments)"
+            )
         call, source = found
         spec = catalogue[name]
         args = bind_arguments(name, call, spec.params, MacroError)
@@ -378,4 +441,4 @@ def macro_help(kind: str) -> str:
         return ""
     where = "on the Act line instead of bash" if kind == "shell" else "instead of an action"
     lines = "\n".join(spec.usage for spec in catalogue.values())
-    return (f"\n\nMacros (several steps in one reply; write one {where}, with literal arguments):\n{lines}")
+    return f"\n\nMacros (several steps in one reply; write one {where}, with literal arguments):\n{lines}"

@@ -5,6 +5,7 @@ fires (agents/gates.py). It sees the worker's own prompt (agents/prompts.py) wit
 is asked and, for a destructive command, what the worker proposed. It replies with a `Reason:` line and the
 action, written as the worker writes actions; both are recorded on the step.
 """
+
 from __future__ import annotations
 
 import re
@@ -20,9 +21,11 @@ WHY = {
     "error_streak": "The agent's last actions all failed.",
     "high_stakes": "The next action cannot be undone (a checkout, a sent message, a deletion, a destructive command).",
 }
-NOTE = ("You are the manager supervising this agent. {why}{proposal}\n"
-        "Decide the agent's next action. Reply with one line `Reason: <why this action>` and then the action, "
-        "written exactly in the format the agent must use.")
+NOTE = (
+    "You are the manager supervising this agent. {why}{proposal}\n"
+    "Decide the agent's next action. Reply with one line `Reason: <why this action>` and then the action, "
+    "written exactly in the format the agent must use."
+)
 _REASON = re.compile(r"^\s*\**reason\**\s*:\s*(.+?)\s*$", re.I | re.M)
 # A manager that does not answer costs the episode nothing but this: no long retry storm on a dead URL.
 MANAGER_RETRIES = 1
@@ -41,7 +44,7 @@ def parse_decision(text: str) -> tuple[str | None, str | None]:
     """(reason, action) from a manager's reply: the `Reason:` line, and the rest as the action (None if empty)."""
     found = _REASON.search(text)
     reason = found.group(1) if found else None
-    action = (text[:found.start()] + text[found.end():]).strip() if found else text.strip()
+    action = (text[: found.start()] + text[found.end() :]).strip() if found else text.strip()
     return reason, action or None
 
 

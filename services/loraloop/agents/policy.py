@@ -1,4 +1,5 @@
 """Policies: turn chat messages into the agent's next reply."""
+
 from __future__ import annotations
 
 import threading
@@ -30,10 +31,22 @@ class OpenAIPolicy:
     adapter version `model` serves (None for a base model), copied into every reply.
     """
 
-    def __init__(self, *, model: str, base_url: str, api_key: str = "EMPTY", temperature: float = 0.0,
-                 max_tokens: int = 192, seed: int | None = None, timeout: float = 120.0, retries: int = 4,
-                 max_in_flight: int = 32, tools: list[dict] | None = None,
-                 stop: list[str] | None = None, adapter: Adapter | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        model: str,
+        base_url: str,
+        api_key: str = "EMPTY",
+        temperature: float = 0.0,
+        max_tokens: int = 192,
+        seed: int | None = None,
+        timeout: float = 120.0,
+        retries: int = 4,
+        max_in_flight: int = 32,
+        tools: list[dict] | None = None,
+        stop: list[str] | None = None,
+        adapter: Adapter | None = None,
+    ) -> None:
         from openai import OpenAI
 
         self.model = model
@@ -58,7 +71,11 @@ class OpenAIPolicy:
             with self.slots:
                 extra = {"tools": self.tools} if self.tools else {}
                 response = self.client.chat.completions.create(
-                    model=self.model, messages=messages, **self.sampling, **extra, logprobs=True,
+                    model=self.model,
+                    messages=messages,
+                    **self.sampling,
+                    **extra,
+                    logprobs=True,
                     extra_body={"return_token_ids": True},
                 )
         except openai.OpenAIError as exc:
@@ -69,16 +86,21 @@ class OpenAIPolicy:
         usage = response.usage.completion_tokens if response.usage else 0
         choice = response.choices[0]
         content = choice.logprobs.content if choice.logprobs else None
-        return Reply(action_text(choice.message), "worker", response.model, (time.perf_counter() - started) * 1000,
-                     usage, prompt_token_ids=getattr(response, "prompt_token_ids", None),
-                     completion_token_ids=getattr(choice, "token_ids", None),
-                     logprobs=None if content is None else [token.logprob for token in content],
-                     sampling=self.sampling, adapter=self.adapter)
+        return Reply(
+            action_text(choice.message),
+            "worker",
+            response.model,
+            (time.perf_counter() - started) * 1000,
+            usage,
+            prompt_token_ids=getattr(response, "prompt_token_ids", None),
+            completion_token_ids=getattr(choice, "token_ids", None),
+            logprobs=None if content is None else [token.logprob for token in content],
+            sampling=self.sampling,
+            adapter=self.adapter,
+        )
 
     @property
     def sampling(self) -> dict[str, Any]:
         """The sampling parameters every request sends (the stop strings only with the text protocol)."""
         sent = {"temperature": self.temperature, "max_tokens": self.max_tokens, "seed": self.seed}
         return {**sent, "stop": self.stop} if self.stop and not self.tools else sent
-
-

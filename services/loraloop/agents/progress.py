@@ -18,6 +18,7 @@ score on its end record, whoever played it.
   observations show only in pieces, and a command that ran says nothing of how close the answer is. Their
   exports rank by return.
 """
+
 from __future__ import annotations
 
 import re
@@ -80,33 +81,60 @@ def _order_page(visit: Visit) -> bool:
 
 
 SHOP = (
-    Milestone("found products", lambda v: v.path.startswith(("/shop/search", "/shop/category/")),
-              lambda goal: not _ORDER_REF(goal)),
-    Milestone("opened a product", lambda v: v.path.startswith("/shop/product/"),
-              lambda goal: _PURCHASE(goal) or not _ORDER_REF(goal)),
-    Milestone("added to the cart", lambda v: v.cart is not None and v.cart > (v.first_cart or 0),
-              lambda goal: _PURCHASE(goal) or _goal(r"\bcart\b")(goal)),
+    Milestone(
+        "found products",
+        lambda v: v.path.startswith(("/shop/search", "/shop/category/")),
+        lambda goal: not _ORDER_REF(goal),
+    ),
+    Milestone(
+        "opened a product",
+        lambda v: v.path.startswith("/shop/product/"),
+        lambda goal: _PURCHASE(goal) or not _ORDER_REF(goal),
+    ),
+    Milestone(
+        "added to the cart",
+        lambda v: v.cart is not None and v.cart > (v.first_cart or 0),
+        lambda goal: _PURCHASE(goal) or _goal(r"\bcart\b")(goal),
+    ),
     Milestone("reached the checkout", lambda v: v.path == "/shop/checkout", _PURCHASE),
-    Milestone("placed the order", lambda v: bool(_ORDER_PAGE.match(v.path)) and v.previous == "/shop/checkout",
-              _PURCHASE),
+    Milestone(
+        "placed the order", lambda v: bool(_ORDER_PAGE.match(v.path)) and v.previous == "/shop/checkout", _PURCHASE
+    ),
     Milestone("opened the orders", lambda v: v.path == "/shop/orders", _ORDER_REF),
     Milestone("opened the order", _order_page, _ORDER_REF),
-    Milestone("cancelled the order", lambda v: _order_page(v) and "StaticText 'Cancelled'" in v.observation,
-              _goal(r"\bcancel\b")),
+    Milestone(
+        "cancelled the order",
+        lambda v: _order_page(v) and "StaticText 'Cancelled'" in v.observation,
+        _goal(r"\bcancel\b"),
+    ),
 )
 _COMPOSE = _goal(r"^(reply|forward|send|email)\b|\bemail it\b")
 MAIL = (
     Milestone("searched", lambda v: v.path == "/mail/search", _goal(r"\bsearch\b")),
-    Milestone("opened an email", lambda v: v.path.startswith("/mail/email/"),
-              lambda goal: not _goal(r"^send an email\b")(goal)),
-    Milestone("changed an email",
-              lambda v: v.query.get("notice", [""])[0] in ("archived", "deleted", "restored", "unread")
-              or (v.path == v.previous and v.path.startswith("/mail/email/") and v.action.startswith("click(")
-                  and v.changed),  # starred, labelled: the same email's page, changed
-              _goal(r"\b(star|unstar|archive|trash|delete|restore|move|label|as unread)\b")),
+    Milestone(
+        "opened an email",
+        lambda v: v.path.startswith("/mail/email/"),
+        lambda goal: not _goal(r"^send an email\b")(goal),
+    ),
+    Milestone(
+        "changed an email",
+        lambda v: (
+            v.query.get("notice", [""])[0] in ("archived", "deleted", "restored", "unread")
+            or (
+                v.path == v.previous
+                and v.path.startswith("/mail/email/")
+                and v.action.startswith("click(")
+                and v.changed
+            )
+        ),  # starred, labelled: the same email's page, changed
+        _goal(r"\b(star|unstar|archive|trash|delete|restore|move|label|as unread)\b"),
+    ),
     Milestone("composing", lambda v: v.path == "/mail/compose", _COMPOSE),
-    Milestone("wrote the message", lambda v: v.previous == "/mail/compose" and v.action.startswith("fill(")
-              and not v.error, _COMPOSE),
+    Milestone(
+        "wrote the message",
+        lambda v: v.previous == "/mail/compose" and v.action.startswith("fill(") and not v.error,
+        _COMPOSE,
+    ),
     Milestone("sent", lambda v: v.query.get("notice", [""])[0] == "sent", _COMPOSE),
 )
 SITES = {"shopzon": SHOP, "quickmail": MAIL}
@@ -160,13 +188,24 @@ class ProgressTracker:
         where = urlsplit(url or page_url(observation) or "")
         query = parse_qs(where.query)
         structure = page_structure(observation)
-        visit = Visit(where.path, query, self.path, action or "", observation, bool(info.get("error")), self.goal,
-                      _cart(observation), self.first_cart, structure != self.structure)
+        visit = Visit(
+            where.path,
+            query,
+            self.path,
+            action or "",
+            observation,
+            bool(info.get("error")),
+            self.goal,
+            _cart(observation),
+            self.first_cart,
+            structure != self.structure,
+        )
         self.path, self.structure = where.path, structure
         if self.milestones is not None:
             self.reached.update(m.name for m in self.milestones if m.name not in self.reached and m.reached(visit))
-            self.score = max(self.score or 0.0, round(len(self.reached) / len(self.milestones), 3)
-                             if self.milestones else 0.0)
+            self.score = max(
+                self.score or 0.0, round(len(self.reached) / len(self.milestones), 3) if self.milestones else 0.0
+            )
             return self.score
         self.pages.add(page_type(where.path, query))
         if visit.action.startswith(_EDITS) and not visit.error:

@@ -1,4 +1,5 @@
 """Chat messages for a turn, shared by the live policy and the dataset export so both see the same prompt."""
+
 from __future__ import annotations
 
 from functools import cache
@@ -8,8 +9,13 @@ from loraloop.envs.base import Message, PromptBuilder
 CHAT = "chat"  # system, examples, task, then every (reply, observation) turn that fits
 
 
-def build_messages(instructions: str, examples: list[Message], first_observation: str,
-                   turns: list[tuple[str, str]], char_budget: int = 4000) -> list[Message]:
+def build_messages(
+    instructions: str,
+    examples: list[Message],
+    first_observation: str,
+    turns: list[tuple[str, str]],
+    char_budget: int = 4000,
+) -> list[Message]:
     """System + one-shot examples + task, then (assistant, user) turns, oldest dropped past the budget.
 
     `turns` holds (model_output, next_observation) pairs. The system prompt, the examples and the
@@ -28,8 +34,14 @@ def build_messages(instructions: str, examples: list[Message], first_observation
     return head + tail
 
 
-def build_prompt(style: str, instructions: str, examples: list[Message], first_observation: str,
-                 turns: list[tuple[str, str]], char_budget: int = 4000) -> list[Message]:
+def build_prompt(
+    style: str,
+    instructions: str,
+    examples: list[Message],
+    first_observation: str,
+    turns: list[tuple[str, str]],
+    char_budget: int = 4000,
+) -> list[Message]:
     """The prompt for a prompt style: `chat` (the whole dialogue) or the layout of the kind that names the style.
 
     The live policy and the dataset exports both call this, with the style the episode recorded,

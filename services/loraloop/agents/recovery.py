@@ -6,6 +6,7 @@ orchestrator take the kind's recovery action instead of asking the worker:
 - shell: return to the home folder (the cwd reset) and show the last error, so the next reply sees it.
 The action is written in the env's own syntax and recorded as a step (`action_source: recovery`).
 """
+
 from __future__ import annotations
 
 import shlex

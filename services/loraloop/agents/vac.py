@@ -17,6 +17,7 @@ Kept in memory for one process (the embedded default), or in Redis when a broker
 worker shares it: one hash per state under `<namespace>:vac:`, a TTL, and the verify/fail updates as
 Lua scripts, so two workers never lose each other's counts.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -89,8 +90,9 @@ def action_worked(kind: str, info: dict, observation_before: str, observation_af
     if observation_after is None:
         return bool(info.get("success"))
     if kind == "web":
-        return (page_url(observation_before) != page_url(observation_after)
-                or page_structure(observation_before) != page_structure(observation_after))
+        return page_url(observation_before) != page_url(observation_after) or page_structure(
+            observation_before
+        ) != page_structure(observation_after)
     if kind == "shell":
         return info.get("exit_code") == 0
     return True
@@ -207,8 +209,9 @@ class RedisActionCache:
         try:
             return fn(*args, **kwargs)
         except redis.RedisError as exc:
-            raise ServiceUnavailable(f"action cache: {what} failed at {without_credentials(self.url)} "
-                                     f"({type(exc).__name__})") from exc
+            raise ServiceUnavailable(
+                f"action cache: {what} failed at {without_credentials(self.url)} ({type(exc).__name__})"
+            ) from exc
 
     def lookup(self, key: str, *, kind: str, observation: str, recent_actions: list[str]) -> CacheLookup:
         """The cached action for `key`, if it may be taken now (see the module's rules)."""

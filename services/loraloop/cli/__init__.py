@@ -3,6 +3,7 @@
 One module per command group; each only parses flags and calls the stage packages (tasks, rollout,
 service, datasets, train, serve, evaluate). Known failures print one line and exit 1.
 """
+
 from __future__ import annotations
 
 import sys
@@ -13,8 +14,12 @@ from loraloop.cli import adapters, jobs, loop, models, report, rollout, serve, s
 from loraloop.cli.common import console
 from loraloop.errors import LoraloopError
 
-app = typer.Typer(help="Serve, roll out, store, export, train LoRA, publish, evaluate.",
-                  no_args_is_help=True, pretty_exceptions_enable=False, add_completion=False)
+app = typer.Typer(
+    help="Serve, roll out, store, export, train LoRA, publish, evaluate.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    add_completion=False,
+)
 app.add_typer(models.app, name="models")
 app.add_typer(tasks.app, name="tasks")
 app.command("rollout")(rollout.rollout)

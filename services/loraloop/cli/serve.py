@@ -2,6 +2,7 @@
 
 The old top-level names `serve-api` and `rollout-api` stay one release as hidden aliases that say so.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -13,14 +14,16 @@ from loraloop.cli.common import REGISTRY, console
 from loraloop.errors import LoraloopError
 from loraloop.settings import get_settings
 
-app = typer.Typer(help="Serve: the local vLLM, the bundled task sites, the Task Server API, the rollout API, the "
-                       "recording gateway.",
-                  no_args_is_help=True)
+app = typer.Typer(
+    help="Serve: the local vLLM, the bundled task sites, the Task Server API, the rollout API, the recording gateway.",
+    no_args_is_help=True,
+)
 
 
 @app.command("vllm")
-def serve_vllm(action: str = typer.Argument("start", help="start | stop"),
-               port: int | None = typer.Option(None, "--port")) -> None:
+def serve_vllm(
+    action: str = typer.Argument("start", help="start | stop"), port: int | None = typer.Option(None, "--port")
+) -> None:
     """Start (LoRA on, runtime loading on) or stop the local vLLM CPU server."""
     from loraloop.serve import vllm_server
 
@@ -39,20 +42,25 @@ def serve_sites(host: str = typer.Option("127.0.0.1", "--host"), port: int = typ
     try:
         from loraloop_sites import serve
     except ImportError as exc:
-        raise LoraloopError(f"serve sites: cannot import the task sites ({exc}): "
-                            "pip install -e services/loraloop_sites (make setup does)") from exc
+        raise LoraloopError(
+            f"serve sites: cannot import the task sites ({exc}): "
+            "pip install -e services/loraloop_sites (make setup does)"
+        ) from exc
 
     serve(host, port)
 
 
 @app.command("task-server")
-def task_server(task: str = typer.Option("os-dev", "--task", help="task name reported by /api/health"),
-                task_registry: Path = REGISTRY,
-                host: str = typer.Option("127.0.0.1", "--host"), port: int = typer.Option(5000, "--port"),
-                idle_timeout: float = typer.Option(300.0, "--idle_timeout", help="seconds before an idle episode ends"),
-                run_id: str | None = typer.Option(None, "--run_id", "--run-id",
-                                                     help="trajectory folder (default: today's date, UTC)"),
-                ) -> None:
+def task_server(
+    task: str = typer.Option("os-dev", "--task", help="task name reported by /api/health"),
+    task_registry: Path = REGISTRY,
+    host: str = typer.Option("127.0.0.1", "--host"),
+    port: int = typer.Option(5000, "--port"),
+    idle_timeout: float = typer.Option(300.0, "--idle_timeout", help="seconds before an idle episode ends"),
+    run_id: str | None = typer.Option(
+        None, "--run_id", "--run-id", help="trajectory folder (default: today's date, UTC)"
+    ),
+) -> None:
     """Serve a registry through the Task Server API (AReaL's TaskServerWorkflow).
 
     With LORALOOP_BROKER_URL set, episodes live in Redis: run several replicas behind a load
@@ -71,8 +79,9 @@ def task_server(task: str = typer.Option("os-dev", "--task", help="task name rep
 
 
 @app.command("rollout-api")
-def rollout_api(host: str = typer.Option("127.0.0.1", "--host"),
-                port: int = typer.Option(defaults.ROLLOUT_API_PORT, "--port")) -> None:
+def rollout_api(
+    host: str = typer.Option("127.0.0.1", "--host"), port: int = typer.Option(defaults.ROLLOUT_API_PORT, "--port")
+) -> None:
     """Serve the rollout API (jobs, health, /metrics, OpenAPI at /docs) over LORALOOP_BROKER_URL."""
     import uvicorn
 
@@ -86,8 +95,9 @@ def rollout_api(host: str = typer.Option("127.0.0.1", "--host"),
 
 
 @app.command("gateway")
-def gateway(host: str = typer.Option("127.0.0.1", "--host"),
-            port: int = typer.Option(defaults.GATEWAY_PORT, "--port")) -> None:
+def gateway(
+    host: str = typer.Option("127.0.0.1", "--host"), port: int = typer.Option(defaults.GATEWAY_PORT, "--port")
+) -> None:
     """Serve the recording OpenAI-compatible gateway: an outside agent's calls to vLLM become episodes.
 
     Sessions start with LORALOOP_GATEWAY_ADMIN_KEY (POST /rl/start_session); with LORALOOP_BROKER_URL set
@@ -100,12 +110,17 @@ def gateway(host: str = typer.Option("127.0.0.1", "--host"),
 
     api = create_app(get_settings())
     require_free_port(host, port)
-    console.print(f"gateway: http://{host}:{port}/v1 (OpenAI-compatible) -> {get_settings().vllm_url}; "
-                  "sessions: /rl/start_session")
+    console.print(
+        f"gateway: http://{host}:{port}/v1 (OpenAI-compatible) -> {get_settings().vllm_url}; "
+        "sessions: /rl/start_session"
+    )
     uvicorn.run(api, host=host, port=port, log_level="warning")
 
 
 def renamed(old: str, new: str) -> dict:
     """Command options for a hidden alias kept one release: Click says on stderr what to type instead."""
-    return {"name": old, "hidden": True,
-            "deprecated": f"Use `loraloop {new}`; `loraloop {old}` goes in the next release."}
+    return {
+        "name": old,
+        "hidden": True,
+        "deprecated": f"Use `loraloop {new}`; `loraloop {old}` goes in the next release.",
+    }

@@ -1,4 +1,5 @@
 """`loraloop export` and `loraloop train`: datasets from the store, LoRA adapters from datasets."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -13,10 +14,12 @@ def export(
     input: str = typer.Option("trajectories", "--input", "--input_dir", help="prefix in the store"),
     output_dir: Path = typer.Option(Path("volumes/datasets"), "--output_dir", "--output-dir"),
     format: str = typer.Option("bc", "--format", help="bc | dpo | grpo | all"),
-    pairing_strategy: str = typer.Option("default", "--pairing_strategy", "--pairing-strategy",
-                                         help="default | progress_ranked"),
-    top_percent: float = typer.Option(0.2, "--top_percent", "--top-percent",
-                                      help="progress_ranked: BC keeps the top ceil(n*P) episodes of a task"),
+    pairing_strategy: str = typer.Option(
+        "default", "--pairing_strategy", "--pairing-strategy", help="default | progress_ranked"
+    ),
+    top_percent: float = typer.Option(
+        0.2, "--top_percent", "--top-percent", help="progress_ranked: BC keeps the top ceil(n*P) episodes of a task"
+    ),
     store: str | None = typer.Option(None, "--store", help="store URL (default LORALOOP_STORE_URL)"),
 ) -> None:
     """Export stored trajectories as TRL datasets (bc.jsonl, dpo.jsonl, grpo.jsonl) with a manifest."""
@@ -26,11 +29,20 @@ def export(
 
     settings = get_settings()
     formats = list(BUILDERS) if format == "all" else [f.strip() for f in format.split(",")]
-    manifest = do_export(open_store(store, settings), input.strip("/"), output_dir, formats,
-                         char_budget=settings.prompt_char_budget, pairing=pairing_strategy, top_percent=top_percent)
+    manifest = do_export(
+        open_store(store, settings),
+        input.strip("/"),
+        output_dir,
+        formats,
+        char_budget=settings.prompt_char_budget,
+        pairing=pairing_strategy,
+        top_percent=top_percent,
+    )
     rows = ", ".join(f"{f}.jsonl: {n} rows" for f, n in manifest["rows"].items())
-    console.print(f"{rows} from {manifest['episodes']} episodes ({manifest['successful_episodes']} successful) "
-                  f"of {manifest['tasks']} tasks -> {output_dir}")
+    console.print(
+        f"{rows} from {manifest['episodes']} episodes ({manifest['successful_episodes']} successful) "
+        f"of {manifest['tasks']} tasks -> {output_dir}"
+    )
     for problem in manifest["malformed"][:5]:
         console.print(f"  [yellow]skipped[/] {problem}")
 
@@ -96,21 +108,53 @@ def train(
     """
     from loraloop.training import run_training
 
-    overrides = dict(lora_r=lora_r, lora_alpha=lora_alpha, lr=lr, epochs=epochs, batch_size=batch_size,
-                     gradient_accumulation_steps=gradient_accumulation_steps, max_length=max_length, seed=seed,
-                     beta=beta, num_generations=num_generations, max_completion_length=max_completion_length,
-                     save_steps=save_steps, subset=subset, iterations=iterations,
-                     tasks_per_iteration=tasks_per_iteration, rollouts_per_task=rollouts_per_task,
-                     temperature=temperature, max_staleness=max_staleness, adapter_name=adapter_name,
-                     experiment=experiment, eval_subset=eval_subset, eval_every=eval_every, eval_tasks=eval_tasks,
-                     init_adapter=init_adapter, clip_eps=clip_eps, concurrency=concurrency, from_run=from_run)
-    output, metrics = run_training(algorithm, get_settings(), overrides=overrides, dataset_path=dataset_path,
-                                   output_dir=output_dir, base_model=base_model, resume=resume,
-                                   load_in_4bit=load_in_4bit)
+    overrides = dict(
+        lora_r=lora_r,
+        lora_alpha=lora_alpha,
+        lr=lr,
+        epochs=epochs,
+        batch_size=batch_size,
+        gradient_accumulation_steps=gradient_accumulation_steps,
+        max_length=max_length,
+        seed=seed,
+        beta=beta,
+        num_generations=num_generations,
+        max_completion_length=max_completion_length,
+        save_steps=save_steps,
+        subset=subset,
+        iterations=iterations,
+        tasks_per_iteration=tasks_per_iteration,
+        rollouts_per_task=rollouts_per_task,
+        temperature=temperature,
+        max_staleness=max_staleness,
+        adapter_name=adapter_name,
+        experiment=experiment,
+        eval_subset=eval_subset,
+        eval_every=eval_every,
+        eval_tasks=eval_tasks,
+        init_adapter=init_adapter,
+        clip_eps=clip_eps,
+        concurrency=concurrency,
+        from_run=from_run,
+    )
+    output, metrics = run_training(
+        algorithm,
+        get_settings(),
+        overrides=overrides,
+        dataset_path=dataset_path,
+        output_dir=output_dir,
+        base_model=base_model,
+        resume=resume,
+        load_in_4bit=load_in_4bit,
+    )
     if algorithm == "rl":
         typer.echo(Path(metrics["report"]).read_text())
-        console.print(f"rl: serving {metrics['adapter']}; report {metrics['report']}, curve {metrics['curve']}, "
-                      f"TensorBoard logs in {output / 'tensorboard'}")
+        console.print(
+            f"rl: serving {metrics['adapter']}; report {metrics['report']}, curve {metrics['curve']}, "
+            f"TensorBoard logs in {output / 'tensorboard'}"
+        )
         return
-    console.print(f"{algorithm} adapter saved to {output}: loss {metrics['first_loss']} -> {metrics['final_loss']}, "
-                  f"{metrics['tokens_per_s']} tokens/s ({metrics['backend']})")
+    console.print(
+        f"{algorithm} adapter saved to {output}: loss {metrics['first_loss']} -> {metrics['final_loss']}, "
+        f"{metrics['tokens_per_s']} tokens/s ({metrics['backend']})"
+    )

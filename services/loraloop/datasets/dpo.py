@@ -9,6 +9,7 @@ aligns every successful episode with every failed one; `progress_ranked` only th
 episode (datasets/states.rank: progress, steps, recovery actions) with the worst, when the best made
 more progress or got a higher return, whether or not it succeeded.
 """
+
 from __future__ import annotations
 
 from collections import defaultdict
@@ -26,8 +27,9 @@ def _distinct(states: list[State]) -> list[State]:
     return list(found.values())
 
 
-def dpo_rows(task_id: str, episodes: list[Episode], states_of: dict[str, list[State]], *, pairing: str,
-             top_percent: float) -> Iterator[dict]:
+def dpo_rows(
+    task_id: str, episodes: list[Episode], states_of: dict[str, list[State]], *, pairing: str, top_percent: float
+) -> Iterator[dict]:
     """The preference pairs of one task."""
     site = episodes[0].start.category
     if pairing == "progress_ranked":
@@ -53,8 +55,13 @@ def dpo_rows(task_id: str, episodes: list[Episode], states_of: dict[str, list[St
         for good in winners:
             for bad in losers:
                 if good.canonical != bad.canonical:
-                    pairs.setdefault((good.canonical or good.action, bad.canonical or bad.action),
-                                     (good, bad, source))
+                    pairs.setdefault((good.canonical or good.action, bad.canonical or bad.action), (good, bad, source))
         for good, bad, kind in pairs.values():
-            yield {"prompt": good.prompt, "chosen": assistant(good.action), "rejected": assistant(bad.action),
-                   "task_id": task_id, "site_id": site, "state_key": f"{kind}_{good.key}_{good.step_idx}"}
+            yield {
+                "prompt": good.prompt,
+                "chosen": assistant(good.action),
+                "rejected": assistant(bad.action),
+                "task_id": task_id,
+                "site_id": site,
+                "state_key": f"{kind}_{good.key}_{good.step_idx}",
+            }

@@ -4,6 +4,7 @@ Reads any store (file:// or s3://) one task at a time, writes each file whole (t
 rename), skips and counts malformed episodes with their key and line, and records the source runs,
 counts and a digest per file in manifest.json.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -23,8 +24,16 @@ BUILDERS = {"bc": bc_rows, "dpo": dpo_rows, "grpo": grpo_rows}
 PAIRINGS = ("default", "progress_ranked")
 
 
-def export(store: Store, prefix: str, output_dir: Path, formats: list[str], *, char_budget: int = 4000,
-           pairing: str = "default", top_percent: float = 0.2) -> dict:
+def export(
+    store: Store,
+    prefix: str,
+    output_dir: Path,
+    formats: list[str],
+    *,
+    char_budget: int = 4000,
+    pairing: str = "default",
+    top_percent: float = 0.2,
+) -> dict:
     """Write one dataset per format from the episodes under `prefix`; return the manifest."""
     unknown = [f for f in formats if f not in BUILDERS]
     if unknown:
@@ -63,8 +72,16 @@ def export(store: Store, prefix: str, output_dir: Path, formats: list[str], *, c
         handle.close()
     for fmt in formats:
         (output_dir / f"{fmt}.jsonl.part").replace(output_dir / f"{fmt}.jsonl")
-    manifest = {"formats": formats, "source": f"{store.url}/{prefix}", "runs": sorted(runs), **counts,
-                "rows": rows, "pairing_strategy": pairing, "top_percent": top_percent, "malformed": malformed,
-                "files": {f"{f}.jsonl": digests[f].hexdigest() for f in formats}}
+    manifest = {
+        "formats": formats,
+        "source": f"{store.url}/{prefix}",
+        "runs": sorted(runs),
+        **counts,
+        "rows": rows,
+        "pairing_strategy": pairing,
+        "top_percent": top_percent,
+        "malformed": malformed,
+        "files": {f"{f}.jsonl": digests[f].hexdigest() for f in formats},
+    }
     (output_dir / "manifest.json").write_text(json.dumps(manifest, indent=2))
     return manifest

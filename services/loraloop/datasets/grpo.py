@@ -4,6 +4,7 @@ A sampled completion is rewarded with the best return among the episodes that to
 action in the same state, -1 when it does not parse as an action, 0 when no episode tried it
 (the HALO seed's rule); `action_reward` is that reward function.
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterator
@@ -16,8 +17,9 @@ UNPARSEABLE = -1.0
 UNSEEN = 0.0
 
 
-def grpo_rows(task_id: str, episodes: list[Episode], states_of: dict[str, list[State]], *, pairing: str,
-              top_percent: float) -> Iterator[dict]:
+def grpo_rows(
+    task_id: str, episodes: list[Episode], states_of: dict[str, list[State]], *, pairing: str, top_percent: float
+) -> Iterator[dict]:
     """One row per distinct state of the task: the prompt and {canonical action: best return}."""
     prompts: dict[str, list[dict]] = {}
     returns: dict[str, dict[str, float]] = {}
@@ -31,8 +33,14 @@ def grpo_rows(task_id: str, episodes: list[Episode], states_of: dict[str, list[S
             best = returns.setdefault(state.key, {})
             best[state.canonical] = max(best.get(state.canonical, result), result)
     for key, prompt in prompts.items():
-        yield {"prompt": prompt, "action_returns": returns[key], "task_id": task_id, "state_key": key,
-               "site_id": episodes[0].start.category, "env": episodes[0].start.env}
+        yield {
+            "prompt": prompt,
+            "action_returns": returns[key],
+            "task_id": task_id,
+            "state_key": key,
+            "site_id": episodes[0].start.category,
+            "env": episodes[0].start.env,
+        }
 
 
 def action_reward(completion: str, action_returns: dict[str, float], env: str = DEFAULT_KIND) -> float:

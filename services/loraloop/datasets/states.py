@@ -5,6 +5,7 @@ examples, task, history within the character budget), rebuilt with the same func
 dataset row trains on what the agent saw. Episodes are read one task at a time, which keeps
 memory bounded by the largest task rather than the whole store.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -41,8 +42,14 @@ class State:
         if sent is not None:
             return sent
         start = self._episode.start
-        return build_prompt(start.prompt_style, start.system_prompt, start.examples, start.first_observation,
-                            self._turns[: self.step_idx], self._char_budget)
+        return build_prompt(
+            start.prompt_style,
+            start.system_prompt,
+            start.examples,
+            start.first_observation,
+            self._turns[: self.step_idx],
+            self._char_budget,
+        )
 
 
 def states(episode: Episode, char_budget: int) -> list[State]:
@@ -62,8 +69,19 @@ def states(episode: Episode, char_budget: int) -> list[State]:
         action = step.raw_output
         # an outside agent's action (the gateway's) has no kind here to parse it: its text is the action
         canonical = action.strip() if step.messages is not None else canonical_action(action, start.env)
-        out.append(State(f"{start.task_id}:{history.hexdigest()[:16]}", action, i, bool(step.last_action_error),
-                         step.action_source, canonical, episode, turns, char_budget))
+        out.append(
+            State(
+                f"{start.task_id}:{history.hexdigest()[:16]}",
+                action,
+                i,
+                bool(step.last_action_error),
+                step.action_source,
+                canonical,
+                episode,
+                turns,
+                char_budget,
+            )
+        )
         if i + 1 < len(episode.steps):
             observation = episode.steps[i + 1].observation
             turns.append((action, observation))
@@ -113,8 +131,15 @@ def rank(episodes: list[Episode]) -> list[Episode]:
     unsolved one that reached the same milestones. Where the task's episodes carry no progress (shell, tau2,
     older episodes), highest return, then fewest steps, then fewest errors."""
     progress = by_progress(episodes)
-    return sorted(episodes, key=lambda e: (tuple(-m for m in merit(e, progress)), len(e.steps),
-                                           recovery_actions(e) if progress else e.end.error_count, e.key))
+    return sorted(
+        episodes,
+        key=lambda e: (
+            tuple(-m for m in merit(e, progress)),
+            len(e.steps),
+            recovery_actions(e) if progress else e.end.error_count,
+            e.key,
+        ),
+    )
 
 
 @lru_cache(maxsize=65536)

@@ -5,6 +5,7 @@ holding `KIND`, an `EnvKind`), put its task format in `tasks/<kind>/`, and add t
 `KIND_MODULES` below. The rollout worker, the Task Server, the exports, preflight and the
 trainers then run it without a change: they ask the kind, never which kind it is.
 """
+
 from __future__ import annotations
 
 import importlib

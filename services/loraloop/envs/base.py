@@ -15,6 +15,7 @@ how its actions are made canonical for the exports, and how its prompts are laid
 registered in `loraloop.envs`; nothing outside `envs/<kind>/` and `tasks/<kind>/` asks which kind
 a task is.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable

@@ -6,6 +6,7 @@ What `loraloop train rl` and `make loop` store is enough: every episode names th
 algorithm that trained it (`training_metrics.algorithm`; an RL version also its iteration). A version's place
 in the loop is its number k (each turn of `make loop` and each RL iteration publishes one version); a base
 model's is 0. Each row links to the viewer's page of the episodes that measured it."""
+
 from __future__ import annotations
 
 from collections import Counter, defaultdict
@@ -101,11 +102,15 @@ def measure(store: Store, chosen: Iterable[RunEntry]) -> tuple[list[Measured], l
         for (model, split), entries in groups.items():
             if model not in versions:
                 versions[model] = version_of(store, model)
-            measured.append(Measured(run.mode, run.run_id, split, versions[model],
-                                     summary_row(run.mode, entries, run.run_id), entries))
+            measured.append(
+                Measured(
+                    run.mode, run.run_id, split, versions[model], summary_row(run.mode, entries, run.run_id), entries
+                )
+            )
     measured.sort(key=lambda m: (m.series, -1 if m.version.iteration is None else m.version.iteration, m.run_id))
-    notes = [f"left out: {n} episodes of `{mode}` (a scripted policy, no model)"
-             for mode, n in sorted(scripted.items())]
+    notes = [
+        f"left out: {n} episodes of `{mode}` (a scripted policy, no model)" for mode, n in sorted(scripted.items())
+    ]
     if corrupt:
         notes.append(f"left out: {corrupt} corrupt episodes (shown as corrupt in the viewer)")
     return measured, notes
@@ -133,8 +138,10 @@ def by_algorithm(measured: list[Measured]) -> list[tuple[str, str, int, Row]]:
     groups: dict[tuple[str, str], list[Measured]] = defaultdict(list)
     for m in measured:
         groups[(m.version.algorithm, m.split or "all")].append(m)
-    return [(algorithm, split, len({m.row.model for m in group}), pooled(f"{algorithm} · {split}", group))
-            for (algorithm, split), group in sorted(groups.items())]
+    return [
+        (algorithm, split, len({m.row.model for m in group}), pooled(f"{algorithm} · {split}", group))
+        for (algorithm, split), group in sorted(groups.items())
+    ]
 
 
 def iteration_table(measured: list[Measured], viewer_url: str) -> str:
@@ -142,14 +149,18 @@ def iteration_table(measured: list[Measured], viewer_url: str) -> str:
     in the viewer), the split, and the figures, their counts linked to the episodes behind them."""
     lines = ["| Iteration | Model | Trained by | Run | Split " + FIGURES[0], "|---:|---|---|---|---|" + FIGURES[1]]
     for m in measured:
+
         def link(outcome: str, m: Measured = m) -> str:
             return episodes_url(viewer_url, m.mode, m.run_id, outcome, m.row.model)
 
         run = f"`{m.mode}` / `{m.run_id}`"
         iteration = "?" if m.version.iteration is None else m.version.iteration
-        lines.append(f"| {iteration} | {m.row.model} | {m.version.trained_by} | "
-                     + (f"[{run}]({link('')})" if viewer_url else run) + f" | {m.split or 'all'} |"
-                     + figure_cells(m.row, link if viewer_url else None))
+        lines.append(
+            f"| {iteration} | {m.row.model} | {m.version.trained_by} | "
+            + (f"[{run}]({link('')})" if viewer_url else run)
+            + f" | {m.split or 'all'} |"
+            + figure_cells(m.row, link if viewer_url else None)
+        )
     return "\n".join(lines) + "\n"
 
 
@@ -158,33 +169,54 @@ def algorithm_table(groups: list[tuple[str, str, int, Row]]) -> str:
     lines = ["| Algorithm | Split | Versions | Episodes | Success rate (95% CI) |", "|---|---|---:|---:|---:|"]
     for algorithm, split, versions, r in groups:
         low, high = r.interval
-        lines.append(f"| {algorithm} | {split} | {versions} | {r.episodes} | {r.success_rate:.1%} "
-                     f"({r.solved}/{r.episodes}; {low:.0%}–{high:.0%}) |")
+        lines.append(
+            f"| {algorithm} | {split} | {versions} | {r.episodes} | {r.success_rate:.1%} "
+            f"({r.solved}/{r.episodes}; {low:.0%}–{high:.0%}) |"
+        )
     return "\n".join(lines) + "\n"
 
 
-def write_iteration_report(store: Store, chosen: Iterable[RunEntry], out_dir: Path, title: str,
-                           viewer_url: str = "") -> tuple[Path, list[Measured]]:
+def write_iteration_report(
+    store: Store, chosen: Iterable[RunEntry], out_dir: Path, title: str, viewer_url: str = ""
+) -> tuple[Path, list[Measured]]:
     """report.md (by iteration, then by algorithm), report.csv (a line per measurement) and the charts
     success_by_iteration.png and success_by_algorithm.png under out_dir; returns the Markdown path and the
     measurements. Fails when the runs hold no episode of a model (scripted policies' only)."""
     measured, notes = measure(store, chosen)
     if not measured:
-        raise ConfigError(f"{title}: the runs hold no episode sampled by a model" + (f" ({'; '.join(notes)})"
-                                                                                       if notes else ""))
+        raise ConfigError(
+            f"{title}: the runs hold no episode sampled by a model" + (f" ({'; '.join(notes)})" if notes else "")
+        )
     out_dir.mkdir(parents=True, exist_ok=True)
     algorithms = by_algorithm(measured)
     md = out_dir / "report.md"
-    md.write_text(f"# {title}\n\nIteration: the adapter version's number (each loop turn and RL iteration "
-                  "publishes one), 0 for a base model.\n\n## By loop iteration\n\n"
-                  f"{iteration_table(measured, viewer_url)}\n![success by iteration](success_by_iteration.png)\n\n"
-                  f"## By training algorithm (its versions pooled)\n\n{algorithm_table(algorithms)}\n"
-                  "![success by algorithm](success_by_algorithm.png)\n"
-                  + "".join(f"\n- {note}" for note in notes) + ("\n" if notes else ""))
-    write_csv([m.row for m in measured], out_dir / "report.csv",
-              [{"iteration": m.version.iteration, "trained_by": m.version.trained_by, "algorithm": m.version.algorithm,
-                "run_id": m.run_id, "split": m.split} for m in measured])
+    md.write_text(
+        f"# {title}\n\nIteration: the adapter version's number (each loop turn and RL iteration "
+        "publishes one), 0 for a base model.\n\n## By loop iteration\n\n"
+        f"{iteration_table(measured, viewer_url)}\n![success by iteration](success_by_iteration.png)\n\n"
+        f"## By training algorithm (its versions pooled)\n\n{algorithm_table(algorithms)}\n"
+        "![success by algorithm](success_by_algorithm.png)\n"
+        + "".join(f"\n- {note}" for note in notes)
+        + ("\n" if notes else "")
+    )
+    write_csv(
+        [m.row for m in measured],
+        out_dir / "report.csv",
+        [
+            {
+                "iteration": m.version.iteration,
+                "trained_by": m.version.trained_by,
+                "algorithm": m.version.algorithm,
+                "run_id": m.run_id,
+                "split": m.split,
+            }
+            for m in measured
+        ],
+    )
     iteration_chart(by_iteration(measured), out_dir / "success_by_iteration.png", "Success by loop iteration")
-    success_chart([r for *_, r in algorithms], out_dir / "success_by_algorithm.png",
-                  "Success by training algorithm (its versions pooled)")
+    success_chart(
+        [r for *_, r in algorithms],
+        out_dir / "success_by_algorithm.png",
+        "Success by training algorithm (its versions pooled)",
+    )
     return md, measured

@@ -1,5 +1,6 @@
 """Summarise stored episodes per experiment: a Markdown table with intervals, pass@k and pass^k, a paired
 comparison, a CSV and charts; and results over training seeds."""
+
 from __future__ import annotations
 
 import csv
@@ -68,14 +69,25 @@ def summary_row(label: str, entries: list[EpisodeEntry], run_id: str = "") -> Ro
         family[0] += e.success
         family[1] += 1
     k = min((len(v) for v in by_task.values()), default=1)
-    row = Row(label, episodes[0].model or "" if episodes else "", len(episodes), sum(e.success for e in episodes),
-              statistics.median(steps) if steps else 0.0, sum(1 for e in episodes if e.error),
-              mean_reward=statistics.fmean(e.reward for e in episodes) if episodes else 0.0,
-              tasks=len(by_task), k=k, run_id=run_id, corrupt=len(entries) - len(episodes),
-              outcomes={(e.task_id, e.attempt): e.success for e in episodes},
-              families={f: (v[0], v[1]) for f, v in sorted(families.items())}, steps=steps,
-              manager_calls=sum(e.manager_calls for e in episodes), cache_hits=sum(e.cache_hits for e in episodes),
-              cache_misses=sum(e.cache_misses for e in episodes))
+    row = Row(
+        label,
+        episodes[0].model or "" if episodes else "",
+        len(episodes),
+        sum(e.success for e in episodes),
+        statistics.median(steps) if steps else 0.0,
+        sum(1 for e in episodes if e.error),
+        mean_reward=statistics.fmean(e.reward for e in episodes) if episodes else 0.0,
+        tasks=len(by_task),
+        k=k,
+        run_id=run_id,
+        corrupt=len(entries) - len(episodes),
+        outcomes={(e.task_id, e.attempt): e.success for e in episodes},
+        families={f: (v[0], v[1]) for f, v in sorted(families.items())},
+        steps=steps,
+        manager_calls=sum(e.manager_calls for e in episodes),
+        cache_hits=sum(e.cache_hits for e in episodes),
+        cache_misses=sum(e.cache_misses for e in episodes),
+    )
     if k > 1:
         row.pass_at_k = statistics.fmean(pass_at_k(len(v), sum(v), k) for v in by_task.values())
         row.pass_hat_k = statistics.fmean(pass_hat_k(len(v), sum(v), k) for v in by_task.values())
@@ -92,8 +104,10 @@ def _rate(value: float | None) -> str:
     return "–" if value is None else f"{value:.1%}"
 
 
-FIGURES = ("| Tasks | Episodes | Success rate (95% CI) | pass@k | pass^k | Median steps | Mean reward "
-           "| Env/service errors |", "---:|" * 8)  # the header and alignment of `figure_cells`
+FIGURES = (
+    "| Tasks | Episodes | Success rate (95% CI) | pass@k | pass^k | Median steps | Mean reward | Env/service errors |",
+    "---:|" * 8,
+)  # the header and alignment of `figure_cells`
 
 
 def viewer_address(settings: Settings) -> str:
@@ -114,15 +128,18 @@ def figure_cells(r: Row, link: Callable[[str], str] | None = None) -> str:
     (k attempts per task), median steps, mean reward, and errors of the environment or service counted
     apart; corrupt episodes, left out of these, beside the episode count. With `link` (an outcome, '' for all,
     to a viewer URL) the episode, solved, error and corrupt counts link to the episodes behind them."""
+
     def count(n: int, outcome: str) -> str:
         return f"[{n}]({link(outcome)})" if link and n else str(n)
 
     low, high = r.interval
     k = f" (k={r.k})" if r.k > 1 else ""
     corrupt = f" (+{count(r.corrupt, 'corrupt')} corrupt)" if r.corrupt else ""
-    return (f" {r.tasks} | {count(r.episodes, '')}{corrupt} | {r.success_rate:.1%} ({count(r.solved, 'solved')}/"
-            f"{r.episodes}; {low:.0%}–{high:.0%}) | {_rate(r.pass_at_k)}{k} | {_rate(r.pass_hat_k)}{k} | "
-            f"{r.median_steps:g} | {r.mean_reward:.3f} | {count(r.errors, 'error')} |")
+    return (
+        f" {r.tasks} | {count(r.episodes, '')}{corrupt} | {r.success_rate:.1%} ({count(r.solved, 'solved')}/"
+        f"{r.episodes}; {low:.0%}–{high:.0%}) | {_rate(r.pass_at_k)}{k} | {_rate(r.pass_hat_k)}{k} | "
+        f"{r.median_steps:g} | {r.mean_reward:.3f} | {count(r.errors, 'error')} |"
+    )
 
 
 def markdown_table(rows: list[Row], viewer_url: str = "") -> str:
@@ -141,8 +158,11 @@ def paired_table(rows: list[Row]) -> str:
     if len(rows) < 2:
         return ""
     first = rows[0]
-    lines = [f"| `{first.experiment}` vs | Pairs | Only `{first.experiment}` solved | Only the other solved "
-             "| McNemar p | At 5% |", "|---|---:|---:|---:|---:|---|"]
+    lines = [
+        f"| `{first.experiment}` vs | Pairs | Only `{first.experiment}` solved | Only the other solved "
+        "| McNemar p | At 5% |",
+        "|---|---:|---:|---:|---:|---|",
+    ]
     for other in rows[1:]:
         pairs = sorted(set(first.outcomes) & set(other.outcomes))
         only_first = sum(first.outcomes[p] and not other.outcomes[p] for p in pairs)
@@ -165,19 +185,40 @@ def orchestrator_table(rows: list[Row]) -> str:
     cache (plain workers), so reports of those stay as they were."""
     if not any(r.manager_calls or r.cache_hits or r.cache_misses for r in rows):
         return ""
-    lines = ["| Experiment | Episodes | Manager calls | per episode | Cache hits | per episode | Cache hit rate |",
-             "|---|---:|---:|---:|---:|---:|---:|"]
+    lines = [
+        "| Experiment | Episodes | Manager calls | per episode | Cache hits | per episode | Cache hit rate |",
+        "|---|---:|---:|---:|---:|---:|---:|",
+    ]
     for r in rows:
         lookups = r.cache_hits + r.cache_misses
-        lines.append(f"| `{r.experiment}` | {r.episodes} | {r.manager_calls} | {_per(r.manager_calls, r.episodes)} | "
-                     f"{r.cache_hits} | {_per(r.cache_hits, r.episodes)} | "
-                     f"{_rate(r.cache_hits / lookups if lookups else None)} |")
+        lines.append(
+            f"| `{r.experiment}` | {r.episodes} | {r.manager_calls} | {_per(r.manager_calls, r.episodes)} | "
+            f"{r.cache_hits} | {_per(r.cache_hits, r.episodes)} | "
+            f"{_rate(r.cache_hits / lookups if lookups else None)} |"
+        )
     return "\n".join(lines) + "\n"
 
 
-CSV_COLUMNS = ("experiment", "model", "tasks", "episodes", "solved", "success_rate", "ci_low", "ci_high", "k",
-               "pass_at_k", "pass_hat_k", "median_steps", "mean_reward", "errors", "corrupt", "manager_calls",
-               "cache_hits", "cache_misses")
+CSV_COLUMNS = (
+    "experiment",
+    "model",
+    "tasks",
+    "episodes",
+    "solved",
+    "success_rate",
+    "ci_low",
+    "ci_high",
+    "k",
+    "pass_at_k",
+    "pass_hat_k",
+    "median_steps",
+    "mean_reward",
+    "errors",
+    "corrupt",
+    "manager_calls",
+    "cache_hits",
+    "cache_misses",
+)
 
 
 def write_csv(rows: list[Row], path: Path, leading: Sequence[dict] = ()) -> None:
@@ -188,21 +229,32 @@ def write_csv(rows: list[Row], path: Path, leading: Sequence[dict] = ()) -> None
         writer = csv.writer(handle)
         writer.writerow(first + list(CSV_COLUMNS))
         for n, r in enumerate(rows):
-            values = {**{c: getattr(r, c, None) for c in CSV_COLUMNS}, "success_rate": r.success_rate,
-                      "ci_low": r.interval[0], "ci_high": r.interval[1]}
-            writer.writerow([leading[n][c] if leading else None for c in first]
-                            + ["" if values[c] is None else values[c] for c in CSV_COLUMNS])
+            values = {
+                **{c: getattr(r, c, None) for c in CSV_COLUMNS},
+                "success_rate": r.success_rate,
+                "ci_low": r.interval[0],
+                "ci_high": r.interval[1],
+            }
+            writer.writerow(
+                [leading[n][c] if leading else None for c in first]
+                + ["" if values[c] is None else values[c] for c in CSV_COLUMNS]
+            )
 
 
 def viewer_links(viewer_url: str, mode: str, run_id: str) -> str:
     """Links to a run's episodes in the trajectory viewer: all, solved, failed, errors."""
-    return ", ".join([f"[episodes]({episodes_url(viewer_url, mode, run_id)})"]
-                     + [f"[{label}]({episodes_url(viewer_url, mode, run_id, outcome)})" for label, outcome in
-                        (("solved", "solved"), ("failed", "failed"), ("errors", "error"))])
+    return ", ".join(
+        [f"[episodes]({episodes_url(viewer_url, mode, run_id)})"]
+        + [
+            f"[{label}]({episodes_url(viewer_url, mode, run_id, outcome)})"
+            for label, outcome in (("solved", "solved"), ("failed", "failed"), ("errors", "error"))
+        ]
+    )
 
 
-def write_report(store: Store, runs: list[tuple[str, str]], out_dir: Path, title: str,
-                 viewer_url: str = "") -> tuple[Path, list[Row]]:
+def write_report(
+    store: Store, runs: list[tuple[str, str]], out_dir: Path, title: str, viewer_url: str = ""
+) -> tuple[Path, list[Row]]:
     """Write report.md, report.csv and the charts (success.png with intervals, success_by_family.png,
     steps.png) under out_dir; return the Markdown path and the rows. With `viewer_url` (the rollout API),
     the table's counts and each run link to their episodes in the trajectory viewer."""
@@ -211,12 +263,16 @@ def write_report(store: Store, runs: list[tuple[str, str]], out_dir: Path, title
     md = out_dir / "report.md"
     paired = paired_table(rows)
     orchestrated = orchestrator_table(rows)
-    md.write_text(f"# {title}\n\n{markdown_table(rows, viewer_url)}\n"
-                  + (f"## Paired comparison (same tasks and attempts)\n\n{paired}\n" if paired else "")
-                  + (f"## HALO orchestrator (manager, cache)\n\n{orchestrated}\n" if orchestrated else "")
-                  + "![success rate](success.png) ![success by family](success_by_family.png) ![steps](steps.png)\n\n"
-                  + "".join(f"- `{m}`: run `{r}`" + (f": {viewer_links(viewer_url, m, r)}" if viewer_url else "") + "\n"
-                            for m, r in runs))
+    md.write_text(
+        f"# {title}\n\n{markdown_table(rows, viewer_url)}\n"
+        + (f"## Paired comparison (same tasks and attempts)\n\n{paired}\n" if paired else "")
+        + (f"## HALO orchestrator (manager, cache)\n\n{orchestrated}\n" if orchestrated else "")
+        + "![success rate](success.png) ![success by family](success_by_family.png) ![steps](steps.png)\n\n"
+        + "".join(
+            f"- `{m}`: run `{r}`" + (f": {viewer_links(viewer_url, m, r)}" if viewer_url else "") + "\n"
+            for m, r in runs
+        )
+    )
     write_csv(rows, out_dir / "report.csv")
     success_chart(rows, out_dir / "success.png", title)
     family_chart(rows, out_dir / "success_by_family.png", "Success by task family")
@@ -229,15 +285,23 @@ def mean_sd(values: list[float]) -> tuple[float, float]:
     return statistics.mean(values), statistics.stdev(values) if len(values) > 1 else 0.0
 
 
-def write_learning_report(rates: dict[str, list[float]], episodes: dict[str, int], seeds: list[int], out_dir: Path,
-                          title: str, notes: str) -> Path:
+def write_learning_report(
+    rates: dict[str, list[float]], episodes: dict[str, int], seeds: list[int], out_dir: Path, title: str, notes: str
+) -> Path:
     """report.md (per experiment: success per seed, mean, sd, episodes) and learning.png under out_dir."""
     spread = {name: mean_sd(values) for name, values in rates.items()}
-    lines = [f"# {title}", "", "| Model | " + " | ".join(f"seed {s}" for s in seeds) + " | mean | sd | episodes |",
-             "|---|" + "---:|" * (len(seeds) + 3)]
-    lines += [f"| `{name}` | " + " | ".join(f"{v:.1%}" for v in values)
-              + f" | {spread[name][0]:.1%} | {spread[name][1]:.1%} | {episodes[name]} |"
-              for name, values in rates.items()]
+    lines = [
+        f"# {title}",
+        "",
+        "| Model | " + " | ".join(f"seed {s}" for s in seeds) + " | mean | sd | episodes |",
+        "|---|" + "---:|" * (len(seeds) + 3),
+    ]
+    lines += [
+        f"| `{name}` | "
+        + " | ".join(f"{v:.1%}" for v in values)
+        + f" | {spread[name][0]:.1%} | {spread[name][1]:.1%} | {episodes[name]} |"
+        for name, values in rates.items()
+    ]
     lines += ["", notes, "", "![success](learning.png)"]
     report = out_dir / "report.md"
     report.write_text("\n".join(lines) + "\n")

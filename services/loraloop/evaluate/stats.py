@@ -1,5 +1,6 @@
 """The statistics an evaluation reports: intervals for a success rate, pass@k and pass^k over repeated
 attempts, and a paired test of two modes on the same tasks. Pure functions on counts, no sampling."""
+
 from __future__ import annotations
 
 import math
@@ -51,5 +52,5 @@ def mcnemar(only_a: int, only_b: int) -> float:
     discordant = only_a + only_b
     if discordant == 0:
         return 1.0
-    tail = sum(math.comb(discordant, i) for i in range(min(only_a, only_b) + 1)) / 2 ** discordant
+    tail = sum(math.comb(discordant, i) for i in range(min(only_a, only_b) + 1)) / 2**discordant
     return min(1.0, 2 * tail)

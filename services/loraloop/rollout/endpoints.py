@@ -1,4 +1,5 @@
 """Where a model is served: an experiment's own OpenAI-compatible URL and key, or the stack's vLLM."""
+
 from __future__ import annotations
 
 import os
@@ -23,8 +24,10 @@ def endpoint(url: str | None, api_key_env: str | None, settings: Settings) -> tu
     if api_key_env:
         key = os.environ.get(api_key_env, "")
         if not key:
-            raise ConfigError(f"{api_key_env} is not set: the experiment's server at {server_url(url, settings)} "
-                              f"needs its API key in that environment variable")
+            raise ConfigError(
+                f"{api_key_env} is not set: the experiment's server at {server_url(url, settings)} "
+                f"needs its API key in that environment variable"
+            )
     else:
         key = settings.vllm_api_key
     return server_url(url, settings), key

@@ -1,4 +1,5 @@
 """Run one episode end to end for the rollout worker: env, policy, session; stored whatever happens."""
+
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -24,8 +25,12 @@ from loraloop.task_registry import Registry, Task, load_registry
 
 # The episode's status for each failure that is not the agent's (the first class that matches; ModelTimeout is a
 # ServiceUnavailable, so it comes first).
-FAILURES = ((EnvironmentFailure, "env_error"), (ModelTimeout, "model_timeout"), (ServiceUnavailable, "service_error"),
-            (ModelRequestError, "model_error"))
+FAILURES = (
+    (EnvironmentFailure, "env_error"),
+    (ModelTimeout, "model_timeout"),
+    (ServiceUnavailable, "service_error"),
+    (ModelRequestError, "model_error"),
+)
 SERVER_FAILURES = ("service_error", "model_timeout")  # the model server's fault: worth playing the episode again
 
 
@@ -44,18 +49,33 @@ def make_policy(spec: EpisodeSpec, task: Task, settings: Settings, env: Env) -> 
     if spec.policy == "local":
         from loraloop.agents.local import LocalPolicy  # transformers and torch: only where asked for
 
-        return LocalPolicy(spec.model or str(settings.model_dir), temperature=spec.temperature,
-                           max_tokens=settings.max_tokens, seed=spec.seed, stop=env.stop)
+        return LocalPolicy(
+            spec.model or str(settings.model_dir),
+            temperature=spec.temperature,
+            max_tokens=settings.max_tokens,
+            seed=spec.seed,
+            stop=env.stop,
+        )
     base_url, api_key = endpoint(spec.model_url, spec.api_key_env, settings)
-    return OpenAIPolicy(model=spec.model or settings.base_model_name, base_url=base_url,
-                        api_key=api_key, temperature=spec.temperature,
-                        max_tokens=settings.max_tokens, seed=spec.seed, timeout=settings.request_timeout_s,
-                        retries=settings.model_retries, max_in_flight=settings.model_concurrency,
-                        tools=kind.tools(spec.protocol, task), stop=env.stop, adapter=spec_adapter(spec))
+    return OpenAIPolicy(
+        model=spec.model or settings.base_model_name,
+        base_url=base_url,
+        api_key=api_key,
+        temperature=spec.temperature,
+        max_tokens=settings.max_tokens,
+        seed=spec.seed,
+        timeout=settings.request_timeout_s,
+        retries=settings.model_retries,
+        max_in_flight=settings.model_concurrency,
+        tools=kind.tools(spec.protocol, task),
+        stop=env.stop,
+        adapter=spec_adapter(spec),
+    )
 
 
-def make_agent(spec: EpisodeSpec, task: Task, settings: Settings, session: EpisodeSession,
-               worker: Policy) -> HaloAgent | None:
+def make_agent(
+    spec: EpisodeSpec, task: Task, settings: Settings, session: EpisodeSession, worker: Policy
+) -> HaloAgent | None:
     """The HALO orchestrator over `worker` for a spec with a manager, the cache, macros or recovery; None for a
     worker alone. With macros on, their usage joins the env's instructions (the system prompt the episode
     records) before the episode starts, and the history's share of the prompt shrinks by as much, so that
@@ -78,11 +98,13 @@ def make_agent(spec: EpisodeSpec, task: Task, settings: Settings, session: Episo
         usage = macros_module.macro_help(task.env)
         env.instructions += usage
         session.char_budget -= len(usage)
-    tuning = Tuning(warm_start_steps=spec.manager["warm_start_steps"] if spec.manager else 0,
-                    error_streak=spec.manager["error_streak"] if spec.manager else 3,
-                    recovery_patience=spec.recovery_patience, use_recovery=spec.use_recovery)
-    return HaloAgent(worker, task.env, task.index, manager=manager, cache=cache, vac=vac, macros=macros,
-                     tuning=tuning)
+    tuning = Tuning(
+        warm_start_steps=spec.manager["warm_start_steps"] if spec.manager else 0,
+        error_streak=spec.manager["error_streak"] if spec.manager else 3,
+        recovery_patience=spec.recovery_patience,
+        use_recovery=spec.use_recovery,
+    )
+    return HaloAgent(worker, task.env, task.index, manager=manager, cache=cache, vac=vac, macros=macros, tuning=tuning)
 
 
 def make_manager(spec: EpisodeSpec, task: Task, settings: Settings, env: Env) -> Manager:
@@ -90,10 +112,19 @@ def make_manager(spec: EpisodeSpec, task: Task, settings: Settings, env: Env) ->
     worker's stop strings and tools, and few retries (a manager that does not answer costs little)."""
     config = spec.manager or {}  # called only for a spec with a manager
     base_url, api_key = endpoint(config["url"], config["api_key_env"], settings)
-    policy = OpenAIPolicy(model=config["model"], base_url=base_url, api_key=api_key, temperature=0.0,
-                          max_tokens=settings.max_tokens, seed=spec.seed, timeout=settings.request_timeout_s,
-                          retries=MANAGER_RETRIES, max_in_flight=settings.model_concurrency,
-                          tools=env_kind(task.env).tools(spec.protocol, task), stop=env.stop)
+    policy = OpenAIPolicy(
+        model=config["model"],
+        base_url=base_url,
+        api_key=api_key,
+        temperature=0.0,
+        max_tokens=settings.max_tokens,
+        seed=spec.seed,
+        timeout=settings.request_timeout_s,
+        retries=MANAGER_RETRIES,
+        max_in_flight=settings.model_concurrency,
+        tools=env_kind(task.env).tools(spec.protocol, task),
+        stop=env.stop,
+    )
     return Manager(policy, config["model"], base_url)
 
 
@@ -110,9 +141,14 @@ def halo_provenance(spec: EpisodeSpec, settings: Settings) -> dict[str, Any]:
     """What episode_start records of the orchestrator: which parts are on, the manager's model and URL (never
     a key)."""
     manager = spec.manager or {}
-    return {"use_manager": bool(manager), "manager_model": manager.get("model"),
-            "manager_url": server_url(manager.get("url"), settings) if manager else None,
-            "use_cache": spec.use_cache, "use_macros": spec.use_macros, "use_recovery": spec.use_recovery}
+    return {
+        "use_manager": bool(manager),
+        "manager_model": manager.get("model"),
+        "manager_url": server_url(manager.get("url"), settings) if manager else None,
+        "use_cache": spec.use_cache,
+        "use_macros": spec.use_macros,
+        "use_recovery": spec.use_recovery,
+    }
 
 
 def spec_adapter(spec: EpisodeSpec) -> Adapter | None:
@@ -125,12 +161,20 @@ def stored_summary(store, key: str) -> dict | None:
     if not store.exists(key):
         return None
     end = parse_episode(key, store.get_bytes(key)).end
-    return {"key": key, "steps": end.total_steps, "skipped": True,
-            **end.model_dump(include={"success", "reward", "status", "answer", "error"})}
+    return {
+        "key": key,
+        "steps": end.total_steps,
+        "skipped": True,
+        **end.model_dump(include={"success", "reward", "status", "answer", "error"}),
+    }
 
 
-def run_episode(spec: EpisodeSpec, settings: Settings | None = None,
-                should_stop: Callable[[], bool] | None = None, last_try: bool = True) -> dict:
+def run_episode(
+    spec: EpisodeSpec,
+    settings: Settings | None = None,
+    should_stop: Callable[[], bool] | None = None,
+    last_try: bool = True,
+) -> dict:
     """Play one episode and store its trajectory; return a summary (success, steps, error, latencies).
 
     An episode whose key is already stored is not played again (a redelivered or resubmitted
@@ -146,15 +190,29 @@ def run_episode(spec: EpisodeSpec, settings: Settings | None = None,
     if done_before is not None:
         log.info("already stored, skipped")
         return {**done_before, "task_id": spec.task_id, "attempt": spec.attempt}
-    env = env_kind(task.env).make_env(task, settings, EnvOptions(max_steps=spec.max_steps, protocol=spec.protocol,
-                                                                 screenshots=spec.screenshots))
+    env = env_kind(task.env).make_env(
+        task, settings, EnvOptions(max_steps=spec.max_steps, protocol=spec.protocol, screenshots=spec.screenshots)
+    )
     session = EpisodeSession(
-        store, env, task, mode=spec.mode, run_id=spec.run_id, attempt=spec.attempt, seed=spec.seed,
-        char_budget=settings.prompt_char_budget, task_seed=spec.task_seed, task_registry=spec.task_registry,
-        policy=spec.policy, worker_model=spec.model or settings.base_model_name,
-        worker_temperature=spec.temperature, max_steps=spec.max_steps, protocol=spec.protocol,
+        store,
+        env,
+        task,
+        mode=spec.mode,
+        run_id=spec.run_id,
+        attempt=spec.attempt,
+        seed=spec.seed,
+        char_budget=settings.prompt_char_budget,
+        task_seed=spec.task_seed,
+        task_registry=spec.task_registry,
+        policy=spec.policy,
+        worker_model=spec.model or settings.base_model_name,
+        worker_temperature=spec.temperature,
+        max_steps=spec.max_steps,
+        protocol=spec.protocol,
         model_url=server_url(spec.model_url, settings) if spec.policy == "openai" else None,
-        adapter=spec_adapter(spec), **halo_provenance(spec, settings))
+        adapter=spec_adapter(spec),
+        **halo_provenance(spec, settings),
+    )
     status = error = reason = None
     step_ms: list[float | None] = []  # every step record has its elapsed_ms; the type allows None for old ones
     model_ms: list[float] = []
@@ -171,8 +229,14 @@ def run_episode(spec: EpisodeSpec, settings: Settings | None = None,
                 agent.step(session)
             else:
                 reply = policy.act(session.prompt())
-                session.act(reply.text, source=reply.source, model=reply.model, latency_ms=reply.latency_ms,
-                            completion_tokens=reply.completion_tokens, **reply.sample())
+                session.act(
+                    reply.text,
+                    source=reply.source,
+                    model=reply.model,
+                    latency_ms=reply.latency_ms,
+                    completion_tokens=reply.completion_tokens,
+                    **reply.sample(),
+                )
             step = session.recorder.records[-1]
             if isinstance(step, Step):  # what each act() or note() just recorded
                 log.info("step", fields={"step": step.step_idx, "action": step.action})
@@ -196,5 +260,12 @@ def run_episode(spec: EpisodeSpec, settings: Settings | None = None,
     stored = session.finish(status, error, reason)
     if not stored:
         log.warning("a copy of this episode was stored first; this one is dropped")
-    return {**session.summary(), "error": error, "reason": reason, "duplicate": not stored, "step_ms": step_ms,
-            "model_ms": model_ms, "store_wait_s": round(store.waited_s, 1)}
+    return {
+        **session.summary(),
+        "error": error,
+        "reason": reason,
+        "duplicate": not stored,
+        "step_ms": step_ms,
+        "model_ms": model_ms,
+        "store_wait_s": round(store.waited_s, 1),
+    }

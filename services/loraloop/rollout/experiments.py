@@ -8,6 +8,7 @@ fails naming its path (`experiments.smol_hierarchy.manager.url: ...`).
 The short form of experiments written before workers had their own block (`policy: openai`, `model: X`)
 still reads: it is the worker `{backend: policy, model: X}`.
 """
+
 from __future__ import annotations
 
 from pathlib import Path

@@ -6,6 +6,7 @@ is lost somewhere between the rollout spec and the model server and sampling col
 The episodes run through the normal rollout code and are read back from the store, so the check
 covers what training would read.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -36,8 +37,16 @@ class Comparison:
         return self.first_difference is not None
 
 
-def plan_pair(registry: Registry, registry_path: str, experiment: Experiment, *, task_id: str, run_id: str,
-              task_seed: int, temperatures: tuple[float, float]) -> list[EpisodeSpec]:
+def plan_pair(
+    registry: Registry,
+    registry_path: str,
+    experiment: Experiment,
+    *,
+    task_id: str,
+    run_id: str,
+    task_seed: int,
+    temperatures: tuple[float, float],
+) -> list[EpisodeSpec]:
     """One episode of `task_id` per temperature, each in its own run `<run_id>-a` / `<run_id>-b`.
 
     The task is planned alone, so both episodes get the same per-rollout seed (task_seed, task
@@ -46,10 +55,22 @@ def plan_pair(registry: Registry, registry_path: str, experiment: Experiment, *,
     other. An unknown task id fails here with the registry's error, before any server is contacted.
     """
     single = Registry(registry.name, registry.env, [registry.get(task_id)])
-    return [spec for suffix, temperature in zip("ab", temperatures)
-            for spec in plan_rollout(single, registry_path, experiment, run_id=f"{run_id}-{suffix}", subset=None,
-                                     sample_size=None, rollouts_per_task=1, seed=0, task_seed=task_seed,
-                                     temperature=temperature)]
+    return [
+        spec
+        for suffix, temperature in zip("ab", temperatures)
+        for spec in plan_rollout(
+            single,
+            registry_path,
+            experiment,
+            run_id=f"{run_id}-{suffix}",
+            subset=None,
+            sample_size=None,
+            rollouts_per_task=1,
+            seed=0,
+            task_seed=task_seed,
+            temperature=temperature,
+        )
+    ]
 
 
 def read_pair(specs: list[EpisodeSpec], settings: Settings) -> list[Episode]:
@@ -96,7 +117,7 @@ def _preview(text: str | None) -> str:
     if text is None:
         return "[dim](episode ended)[/]"
     flat = " ".join(text.split())
-    return flat if len(flat) <= PREVIEW_CHARS else flat[:PREVIEW_CHARS - 1] + "…"
+    return flat if len(flat) <= PREVIEW_CHARS else flat[: PREVIEW_CHARS - 1] + "…"
 
 
 def comparison_table(episodes: list[Episode], comparison: Comparison) -> Table:

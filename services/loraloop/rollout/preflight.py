@@ -1,5 +1,6 @@
 """Checks before a rollout starts, so a missing server is one clear line, not N failed episodes; and the
 adapter version a job samples with, fixed once for all its episodes."""
+
 from __future__ import annotations
 
 from dataclasses import replace
@@ -14,8 +15,9 @@ from loraloop.store import adapters, open_store
 def served_models(vllm_url: str, api_key: str = "EMPTY", timeout: float = 10.0) -> list[dict]:
     """The /v1/models list of an OpenAI-compatible server (adapters carry `parent`)."""
     try:
-        response = httpx.get(f"{vllm_url.rstrip('/')}/models", timeout=timeout,
-                             headers={"Authorization": f"Bearer {api_key}"})
+        response = httpx.get(
+            f"{vllm_url.rstrip('/')}/models", timeout=timeout, headers={"Authorization": f"Bearer {api_key}"}
+        )
         response.raise_for_status()
     except httpx.HTTPError as exc:
         raise ServiceUnavailable(f"model server unreachable at {vllm_url} ({type(exc).__name__})") from exc
@@ -26,8 +28,11 @@ def require_model(vllm_url: str, model: str, api_key: str = "EMPTY") -> None:
     """Fail naming the URL when the server is down or does not serve `model`."""
     names = [m["id"] for m in served_models(vllm_url, api_key)]
     if model not in names:
-        hint = ("; an adapter version is served as <name>-vK: publish it again or run `loraloop adapters sync`"
-                if adapters.parse_served(model) else "")
+        hint = (
+            "; an adapter version is served as <name>-vK: publish it again or run `loraloop adapters sync`"
+            if adapters.parse_served(model)
+            else ""
+        )
         raise ServiceUnavailable(f"model {model!r} is not served at {vllm_url} (served: {', '.join(names)}){hint}")
 
 
@@ -56,8 +61,7 @@ def pin_adapters(specs: list, settings) -> list:
         name, version = found
         digest = adapters.read_metadata(store, name, version).get("weights_sha256")
         pinned[model] = (adapters.served_name(name, version), {"name": name, "version": version, "digest": digest})
-    return [replace(s, model=pinned[s.model][0], adapter=pinned[s.model][1]) if s.model in pinned else s
-            for s in specs]
+    return [replace(s, model=pinned[s.model][0], adapter=pinned[s.model][1]) if s.model in pinned else s for s in specs]
 
 
 def check_servers(specs: list, settings) -> list:
@@ -79,8 +83,13 @@ def check_servers(specs: list, settings) -> list:
     for name, tasks in by_kind.items():
         env_kind(name).preflight(tasks, settings)
     specs = pin_adapters(specs, settings)
-    for url, key_env, model in sorted({(s.model_url or "", s.api_key_env or "", s.model or settings.base_model_name)
-                                       for s in specs if s.policy == "openai"}):
+    for url, key_env, model in sorted(
+        {
+            (s.model_url or "", s.api_key_env or "", s.model or settings.base_model_name)
+            for s in specs
+            if s.policy == "openai"
+        }
+    ):
         base_url, key = endpoint(url or None, key_env or None, settings)
         require_model(base_url, model, key)
     for manager in {(s.manager["url"], s.manager["api_key_env"]) for s in specs if s.manager}:

@@ -3,6 +3,7 @@
 The Celery worker's task and the embedded default's threads both call `play`, with the job book they
 keep (Redis or memory), so an episode runs the same code wherever it runs.
 """
+
 from __future__ import annotations
 
 import time
@@ -41,14 +42,21 @@ def play(spec: EpisodeSpec, settings: Settings, book: Tally) -> dict:
     LORALOOP_EPISODE_RETRY_DELAY_S (doubling), up to LORALOOP_EPISODE_RETRIES times; the last try is stored
     as it ends, so the job goes on and counts the cause.
     """
+
     def stopped() -> bool:
         return book.cancelled(spec.run_id)
 
     tries = settings.episode_retries + 1
     for tried in range(tries):
         if stopped():
-            summary = {"task_id": spec.task_id, "attempt": spec.attempt, "success": False, "status": "cancelled",
-                       "error": None, "steps": 0}
+            summary = {
+                "task_id": spec.task_id,
+                "attempt": spec.attempt,
+                "success": False,
+                "status": "cancelled",
+                "error": None,
+                "steps": 0,
+            }
             break
         try:
             summary = run_episode(spec, settings, should_stop=stopped, last_try=tried == tries - 1)
@@ -58,9 +66,12 @@ def play(spec: EpisodeSpec, settings: Settings, book: Tally) -> dict:
             raise
         if not summary.get("retry"):
             break
-        delay = settings.episode_retry_delay_s * 2 ** tried
-        book.retried(spec.run_id, f"{spec.task_id}: {summary['error']}; played again in {delay:g} s "
-                                  f"(try {tried + 2} of {tries}, LORALOOP_EPISODE_RETRIES)")
+        delay = settings.episode_retry_delay_s * 2**tried
+        book.retried(
+            spec.run_id,
+            f"{spec.task_id}: {summary['error']}; played again in {delay:g} s "
+            f"(try {tried + 2} of {tries}, LORALOOP_EPISODE_RETRIES)",
+        )
         waited_until = time.monotonic() + delay
         while time.monotonic() < waited_until and not stopped():
             time.sleep(min(1.0, delay))
@@ -76,5 +87,6 @@ def index_run(spec: EpisodeSpec, settings: Settings) -> None:
     try:
         run_index(open_store(settings=settings), spec.mode, spec.run_id)
     except Exception as exc:  # noqa: BLE001 - the episodes are stored; only the shortcut to them is missing
-        get_logger("loraloop.rollout", run=spec.run_id).warning("index of run %s/%s not written: %s", spec.mode,
-                                                                 spec.run_id, exc)
+        get_logger("loraloop.rollout", run=spec.run_id).warning(
+            "index of run %s/%s not written: %s", spec.mode, spec.run_id, exc
+        )

@@ -1,4 +1,5 @@
 """Plan a rollout: which tasks, how many attempts, and each episode's seed."""
+
 from __future__ import annotations
 
 import secrets
@@ -59,23 +60,49 @@ def new_run_id() -> str:
     return time.strftime("%Y%m%d-%H%M%S", time.gmtime()) + "-" + secrets.token_hex(2)
 
 
-def plan_rollout(registry: Registry, registry_path: str, experiment: Experiment, *, run_id: str,
-                 subset: str | None, sample_size: int | None, rollouts_per_task: int, seed: int,
-                 task_seed: int, temperature: float | None, model: str | None = None) -> list[EpisodeSpec]:
+def plan_rollout(
+    registry: Registry,
+    registry_path: str,
+    experiment: Experiment,
+    *,
+    run_id: str,
+    subset: str | None,
+    sample_size: int | None,
+    rollouts_per_task: int,
+    seed: int,
+    task_seed: int,
+    temperature: float | None,
+    model: str | None = None,
+) -> list[EpisodeSpec]:
     """The episodes of a rollout, tasks in registry order, attempts 0..rollouts_per_task-1."""
     if rollouts_per_task < 1:
         raise ValueError(f"--rollouts_per_task must be at least 1, got {rollouts_per_task}")
     tasks = registry.select(subset, sample_size, seed)
     temp = experiment.temperature if temperature is None else temperature
     return [
-        EpisodeSpec(mode=experiment.name, run_id=run_id, task_registry=registry_path, task_id=task.index,
-                    task_index=i, attempt=k, seed=rollout_seed(task_seed, i, k), task_seed=task_seed,
-                    temperature=temp, policy=experiment.policy, model=model or experiment.model,
-                    max_steps=experiment.max_steps, protocol=experiment.protocol,
-                    screenshots=experiment.screenshots, model_url=experiment.worker.url,
-                    api_key_env=experiment.worker.api_key_env,
-                    manager=experiment.manager.model_dump() if experiment.manager else None,
-                    use_cache=experiment.vac, use_macros=experiment.macros, use_recovery=experiment.recovery,
-                    recovery_patience=experiment.recovery_patience)
-        for i, task in enumerate(tasks) for k in range(rollouts_per_task)
+        EpisodeSpec(
+            mode=experiment.name,
+            run_id=run_id,
+            task_registry=registry_path,
+            task_id=task.index,
+            task_index=i,
+            attempt=k,
+            seed=rollout_seed(task_seed, i, k),
+            task_seed=task_seed,
+            temperature=temp,
+            policy=experiment.policy,
+            model=model or experiment.model,
+            max_steps=experiment.max_steps,
+            protocol=experiment.protocol,
+            screenshots=experiment.screenshots,
+            model_url=experiment.worker.url,
+            api_key_env=experiment.worker.api_key_env,
+            manager=experiment.manager.model_dump() if experiment.manager else None,
+            use_cache=experiment.vac,
+            use_macros=experiment.macros,
+            use_recovery=experiment.recovery,
+            recovery_patience=experiment.recovery_patience,
+        )
+        for i, task in enumerate(tasks)
+        for k in range(rollouts_per_task)
     ]

@@ -9,6 +9,7 @@ the same fields, whoever produced it, and a session can be saved and resumed by 
 (`snapshot()`/`resume()`). Every step also gets the episode's progress score so far (agents/progress.py),
 and the end record its maximum and final score, for every driver and policy.
 """
+
 from __future__ import annotations
 
 import time
@@ -32,8 +33,19 @@ class EpisodeSession:
     worker_temperature, model_url, task_registry, protocol, max_steps, sampling, adapter…).
     """
 
-    def __init__(self, store: Store, env: Env | None, task: Task, *, mode: str, run_id: str, attempt: int,
-                 seed: int | None = None, char_budget: int = 4000, **provenance: Any) -> None:
+    def __init__(
+        self,
+        store: Store,
+        env: Env | None,
+        task: Task,
+        *,
+        mode: str,
+        run_id: str,
+        attempt: int,
+        seed: int | None = None,
+        char_budget: int = 4000,
+        **provenance: Any,
+    ) -> None:
         self.env, self.task = env, task
         self.prompt_style = env.prompt_style if env is not None else ""
         self.recorder = EpisodeRecorder(store, mode, run_id, task.index, attempt)
@@ -83,20 +95,40 @@ class EpisodeSession:
 
     def _record_start(self) -> EpisodeStart:
         task = self.task
-        return self.recorder.add(EpisodeStart(
-            **self._common(), task_id=task.index, mode=self.mode, attempt_idx=self.attempt, env=task.env,
-            system_prompt=self.live_env.instructions, examples=self.live_env.examples, split=task.split,
-            category=task.category, goal=task.description, **self.provenance))
+        return self.recorder.add(
+            EpisodeStart(
+                **self._common(),
+                task_id=task.index,
+                mode=self.mode,
+                attempt_idx=self.attempt,
+                env=task.env,
+                system_prompt=self.live_env.instructions,
+                examples=self.live_env.examples,
+                split=task.split,
+                category=task.category,
+                goal=task.description,
+                **self.provenance,
+            )
+        )
 
     def prompt(self, reserve: int = 0) -> list[dict[str, str]]:
         """The chat the policy sees now: the env's prompt style over the first observation and past turns;
         `reserve` characters of the budget are kept for what a caller adds (the manager's note)."""
         env = self.live_env
-        return build_prompt(self.prompt_style, env.instructions, env.examples, self.first or "",
-                            self.turns, self.char_budget - reserve)
+        return build_prompt(
+            self.prompt_style, env.instructions, env.examples, self.first or "", self.turns, self.char_budget - reserve
+        )
 
-    def act(self, text: str, *, source: str, model: str | None = None, latency_ms: float | None = None,
-            completion_tokens: int = 0, **sample: Any) -> StepResult:
+    def act(
+        self,
+        text: str,
+        *,
+        source: str,
+        model: str | None = None,
+        latency_ms: float | None = None,
+        completion_tokens: int = 0,
+        **sample: Any,
+    ) -> StepResult:
         """Take one step with the agent's reply and record it; `sample` fills the step's model fields
         (prompt_token_ids, completion_token_ids, logprobs, adapter, sampling)."""
         shown = getattr(self.env, "last_screenshot", None)  # the page the agent saw, where the env keeps one
@@ -106,26 +138,58 @@ class EpisodeSession:
         error = info.get("error")
         self.errors += bool(error)
         progress = self.progress.update(result.observation, None, info.get("action"), info)
-        self.recorder.add(Step(
-            **self._common(), step_idx=self.steps, observation=self.observation, obs_hash=obs_hash(self.observation),
-            obs_summary=self.observation[:OBS_SUMMARY_CHARS], raw_output=text, action=info.get("action_kind"),
-            action_text=info.get("action"), action_source=source, model=model, last_action_error=error,
-            reward=result.reward, terminated=result.terminated, truncated=result.truncated, done=result.done,
-            model_latency_ms=None if latency_ms is None else round(latency_ms, 1),
-            elapsed_ms=round((time.perf_counter() - started) * 1000, 1), completion_tokens=completion_tokens,
-            url=info.get("url"), screenshot=self._save_screenshot(shown), next_observation=result.observation,
-            events=info.get("events"), progress_score=progress, **sample))
+        self.recorder.add(
+            Step(
+                **self._common(),
+                step_idx=self.steps,
+                observation=self.observation,
+                obs_hash=obs_hash(self.observation),
+                obs_summary=self.observation[:OBS_SUMMARY_CHARS],
+                raw_output=text,
+                action=info.get("action_kind"),
+                action_text=info.get("action"),
+                action_source=source,
+                model=model,
+                last_action_error=error,
+                reward=result.reward,
+                terminated=result.terminated,
+                truncated=result.truncated,
+                done=result.done,
+                model_latency_ms=None if latency_ms is None else round(latency_ms, 1),
+                elapsed_ms=round((time.perf_counter() - started) * 1000, 1),
+                completion_tokens=completion_tokens,
+                url=info.get("url"),
+                screenshot=self._save_screenshot(shown),
+                next_observation=result.observation,
+                events=info.get("events"),
+                progress_score=progress,
+                **sample,
+            )
+        )
         if result.done:
             self.steps += 1
             self.done = True
-            self.outcome.update(success=bool(info.get("success")), reward=result.reward,
-                                status=info.get("status"), answer=info.get("answer"))
+            self.outcome.update(
+                success=bool(info.get("success")),
+                reward=result.reward,
+                status=info.get("status"),
+                answer=info.get("answer"),
+            )
         else:
             self._went_on(text, result.observation)
         return result
 
-    def note(self, text: str, error: str, *, source: str, model: str | None = None, latency_ms: float | None = None,
-             completion_tokens: int = 0, **fields: Any) -> None:
+    def note(
+        self,
+        text: str,
+        error: str,
+        *,
+        source: str,
+        model: str | None = None,
+        latency_ms: float | None = None,
+        completion_tokens: int = 0,
+        **fields: Any,
+    ) -> None:
         """Record a reply the environment never saw, because it could not become an action (a macro call with a
         missing argument): the error, over the unchanged observation, is the agent's next one and the episode goes
         on. It counts against the episode's max_steps, so replies that never reach the env cannot go on forever."""
@@ -133,12 +197,28 @@ class EpisodeSession:
         self.errors += 1
         limit: int = self.provenance.get("max_steps") or 0
         cut = bool(limit) and self.steps + 1 >= limit
-        self.recorder.add(Step(
-            **self._common(), step_idx=self.steps, observation=self.observation, obs_hash=obs_hash(self.observation),
-            obs_summary=self.observation[:OBS_SUMMARY_CHARS], raw_output=text, action="invalid", action_source=source,
-            model=model, last_action_error=error, truncated=cut, done=cut, next_observation=observation,
-            model_latency_ms=None if latency_ms is None else round(latency_ms, 1), elapsed_ms=0.0,
-            completion_tokens=completion_tokens, progress_score=self.progress.score, **fields))
+        self.recorder.add(
+            Step(
+                **self._common(),
+                step_idx=self.steps,
+                observation=self.observation,
+                obs_hash=obs_hash(self.observation),
+                obs_summary=self.observation[:OBS_SUMMARY_CHARS],
+                raw_output=text,
+                action="invalid",
+                action_source=source,
+                model=model,
+                last_action_error=error,
+                truncated=cut,
+                done=cut,
+                next_observation=observation,
+                model_latency_ms=None if latency_ms is None else round(latency_ms, 1),
+                elapsed_ms=0.0,
+                completion_tokens=completion_tokens,
+                progress_score=self.progress.score,
+                **fields,
+            )
+        )
         self._went_on(text, observation)
         if cut:
             self.done = True
@@ -169,8 +249,9 @@ class EpisodeSession:
             self.outcome["status"] = status
         if not self.recorder.records:  # it ended before it started (a task the policy cannot play)
             self._record_start()
-        scores = [r.progress_score for r in self.recorder.records
-                  if isinstance(r, Step) and r.progress_score is not None]
+        scores = [
+            r.progress_score for r in self.recorder.records if isinstance(r, Step) and r.progress_score is not None
+        ]
         self.recorder.add(
             EpisodeEnd(
                 **self._common(),
@@ -190,14 +271,21 @@ class EpisodeSession:
 
     def summary(self) -> dict[str, Any]:
         """What a driver reports of the episode: key, task, attempt, steps and the outcome."""
-        return {"key": self.key, "task_id": self.task.index, "attempt": self.attempt, "steps": self.steps,
-                **self.outcome}
+        return {
+            "key": self.key,
+            "task_id": self.task.index,
+            "attempt": self.attempt,
+            "steps": self.steps,
+            **self.outcome,
+        }
 
     def snapshot(self) -> dict[str, Any]:
         """A running session as plain JSON, for another process to `resume`: its records say everything
         (the env's own state lives in the env)."""
-        return {"char_budget": self.char_budget,
-                "records": [r.model_dump(mode="json", exclude_none=True) for r in self.recorder.records]}
+        return {
+            "char_budget": self.char_budget,
+            "records": [r.model_dump(mode="json", exclude_none=True) for r in self.recorder.records],
+        }
 
     @classmethod
     def resume(cls, store: Store, env: Env | None, task: Task, snapshot: dict[str, Any]) -> EpisodeSession:
@@ -207,8 +295,16 @@ class EpisodeSession:
         steps = [r for r in rest if isinstance(r, Step)]
         if not isinstance(start, EpisodeStart) or start.run_id is None or len(steps) != len(rest):
             raise ValueError("a session's snapshot is its episode_start record (with a run id), then its steps")
-        session = cls(store, env, task, mode=start.mode, run_id=start.run_id, attempt=start.attempt_idx,
-                      seed=start.seed, char_budget=snapshot["char_budget"])
+        session = cls(
+            store,
+            env,
+            task,
+            mode=start.mode,
+            run_id=start.run_id,
+            attempt=start.attempt_idx,
+            seed=start.seed,
+            char_budget=snapshot["char_budget"],
+        )
         session.recorder.records = [start, *steps]
         session.prompt_style, session.started = start.prompt_style, start.timestamp
         session.first, session.observation = start.first_observation, start.first_observation or ""
@@ -216,8 +312,7 @@ class EpisodeSession:
         session.progress.start(start.first_observation or "")
         for step in steps:
             session.errors += bool(step.last_action_error)
-            session.progress.update(step.next_observation, None, step.action_text,
-                                    {"error": step.last_action_error})
+            session.progress.update(step.next_observation, None, step.action_text, {"error": step.last_action_error})
             session._went_on(step.raw_output, step.next_observation)
         return session
 
@@ -227,9 +322,13 @@ def orchestrator_counts(records: list) -> dict[str, int]:
     cache hits, misses and entries skipped (stale or repeat), recovery actions."""
     steps = [r for r in records if r.type == "step"]
     events = [s.cache_event for s in steps]
-    return {"manager_calls": sum(s.manager_called for s in steps), "cache_hits": events.count("hit"),
-            "cache_misses": events.count("miss"), "cache_skipped": events.count("stale") + events.count("repeat"),
-            "recoveries": sum(bool(s.recovery) for s in steps)}
+    return {
+        "manager_calls": sum(s.manager_called for s in steps),
+        "cache_hits": events.count("hit"),
+        "cache_misses": events.count("miss"),
+        "cache_skipped": events.count("stale") + events.count("repeat"),
+        "recoveries": sum(bool(s.recovery) for s in steps),
+    }
 
 
 def steps_taken(snapshot: dict[str, Any]) -> int:

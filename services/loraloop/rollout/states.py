@@ -5,6 +5,7 @@ replica behind a load balancer; without it, one process keeps it in memory. Eith
 episode's state is plain JSON: its EpisodeSession snapshot (the records collected so far) and
 the handle another replica attaches to its environment with.
 """
+
 from __future__ import annotations
 
 import json
@@ -123,8 +124,10 @@ class MemoryEpisodeStates:
                 return False
             now = time.time()
             self._finished[episode_id] = now
-            while self._finished and (len(self._finished) > self._finished_kept
-                                      or now - next(iter(self._finished.values())) >= self._finished_ttl):
+            while self._finished and (
+                len(self._finished) > self._finished_kept
+                or now - next(iter(self._finished.values())) >= self._finished_ttl
+            ):
                 self._finished.popitem(last=False)
             return True
 
@@ -168,8 +171,14 @@ class RedisEpisodeStates:
     """Episodes in Redis: shared by every replica and kept across restarts, under loraloop:<service>:<namespace>
     (the Task Server's, or the gateway's sessions)."""
 
-    def __init__(self, url: str, namespace: str, lock_timeout_s: float, finished_ttl_s: float = FINISHED_TTL_S,
-                 service: str = "taskserver") -> None:
+    def __init__(
+        self,
+        url: str,
+        namespace: str,
+        lock_timeout_s: float,
+        finished_ttl_s: float = FINISHED_TTL_S,
+        service: str = "taskserver",
+    ) -> None:
         import redis
 
         self._redis = redis.Redis.from_url(url)
@@ -221,8 +230,9 @@ class RedisEpisodeStates:
     @contextmanager
     def lock(self, episode_id: str) -> Iterator[None]:
         """Serialise calls on one episode across replicas (the lock expires if its holder dies)."""
-        lock = self._redis.lock(self._key("lock", episode_id), timeout=self._lock_timeout,
-                                blocking_timeout=self._lock_timeout)
+        lock = self._redis.lock(
+            self._key("lock", episode_id), timeout=self._lock_timeout, blocking_timeout=self._lock_timeout
+        )
         if not lock.acquire():
             raise EnvironmentFailure(f"episode {episode_id} is busy in another call")
         try:

@@ -6,6 +6,7 @@ Each version is served under its own name, `<name>-vK` (store.adapters.served_na
 never meets other weights under a name it knew; `retire` unloads the old ones once no rollout
 uses them.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -23,8 +24,11 @@ from loraloop.store import adapters, open_store
 from loraloop.store.backends import Store
 
 VERIFY_PROMPTS = [
-    [{"role": "system", "content": INSTRUCTIONS}, *ONE_SHOT,
-     {"role": "user", "content": "Task: How many lines are in /etc/hostname? Answer with the number only."}],
+    [
+        {"role": "system", "content": INSTRUCTIONS},
+        *ONE_SHOT,
+        {"role": "user", "content": "Task: How many lines are in /etc/hostname? Answer with the number only."},
+    ],
     [{"role": "user", "content": "Write one shell command that prints the current directory."}],
 ]
 
@@ -35,8 +39,12 @@ class PublishVerificationError(LoraloopError):
 
 def _post(url: str, path: str, payload: dict, settings: Settings) -> httpx.Response:
     try:
-        return httpx.post(f"{url.rstrip('/')}{path}", json=payload, timeout=settings.request_timeout_s,
-                          headers={"Authorization": f"Bearer {settings.vllm_api_key}"})
+        return httpx.post(
+            f"{url.rstrip('/')}{path}",
+            json=payload,
+            timeout=settings.request_timeout_s,
+            headers={"Authorization": f"Bearer {settings.vllm_api_key}"},
+        )
     except httpx.HTTPError as exc:
         raise ServiceUnavailable(f"model server unreachable at {url} ({type(exc).__name__})") from exc
 
@@ -56,9 +64,11 @@ def load_adapter(settings: Settings, name: str, path: str) -> None:
         unload_adapter(settings, name)
     response = _post(_root(settings), "/v1/load_lora_adapter", {"lora_name": name, "lora_path": path}, settings)
     if response.status_code != 200:
-        hint = ("; start vLLM with VLLM_ALLOW_RUNTIME_LORA_UPDATING=True" if response.status_code == 404 else "")
-        raise ServiceUnavailable(f"vLLM at {settings.vllm_url} refused to load adapter {name!r} from {path}: "
-                                 f"HTTP {response.status_code} {response.text[:300]}{hint}")
+        hint = "; start vLLM with VLLM_ALLOW_RUNTIME_LORA_UPDATING=True" if response.status_code == 404 else ""
+        raise ServiceUnavailable(
+            f"vLLM at {settings.vllm_url} refused to load adapter {name!r} from {path}: "
+            f"HTTP {response.status_code} {response.text[:300]}{hint}"
+        )
 
 
 def unload_adapter(settings: Settings, served_name: str) -> bool:
@@ -68,9 +78,11 @@ def unload_adapter(settings: Settings, served_name: str) -> bool:
     if response.status_code == 404 and served_name not in listed(settings):
         return False  # not loaded (a 404 from a server without runtime updating still lists it: an error)
     if response.status_code != 200:
-        raise ServiceUnavailable(f"vLLM at {settings.vllm_url} refused to unload adapter {served_name!r}: "
-                                 f"HTTP {response.status_code} {response.text[:300]} (runtime unloading needs "
-                                 "VLLM_ALLOW_RUNTIME_LORA_UPDATING=True)")
+        raise ServiceUnavailable(
+            f"vLLM at {settings.vllm_url} refused to unload adapter {served_name!r}: "
+            f"HTTP {response.status_code} {response.text[:300]} (runtime unloading needs "
+            "VLLM_ALLOW_RUNTIME_LORA_UPDATING=True)"
+        )
     return True
 
 
@@ -80,13 +92,23 @@ VERIFY_TOKENS = 16  # a reply's first tokens: an adapter in effect moves their l
 
 def _complete(settings: Settings, model: str, messages: list[dict]) -> tuple[str, list[float]]:
     """The greedy reply of `model` and its tokens' logprobs (empty where the server gives none)."""
-    response = _post(settings.vllm_url, "/chat/completions", {
-        "model": model, "messages": messages, "temperature": 0.0, "max_tokens": VERIFY_TOKENS, "seed": 0,
-        "logprobs": True},
-        settings)
+    response = _post(
+        settings.vllm_url,
+        "/chat/completions",
+        {
+            "model": model,
+            "messages": messages,
+            "temperature": 0.0,
+            "max_tokens": VERIFY_TOKENS,
+            "seed": 0,
+            "logprobs": True,
+        },
+        settings,
+    )
     if response.status_code != 200:
-        raise PublishVerificationError(f"model {model!r} at {settings.vllm_url}: HTTP {response.status_code} "
-                                       f"{response.text[:300]}")
+        raise PublishVerificationError(
+            f"model {model!r} at {settings.vllm_url}: HTTP {response.status_code} {response.text[:300]}"
+        )
     choice = response.json()["choices"][0]
     content = (choice.get("logprobs") or {}).get("content") or []
     return choice["message"]["content"], [token["logprob"] for token in content]
@@ -100,8 +122,7 @@ def logprob_gap(base: tuple[str, list[float]], tuned: tuple[str, list[float]]) -
     return max(abs(a - b) for a, b in zip(base[1], tuned[1]))
 
 
-def verify_served(settings: Settings, name: str, prompts: list[list[dict]],
-                  expected: list[str] | None = None) -> dict:
+def verify_served(settings: Settings, name: str, prompts: list[list[dict]], expected: list[str] | None = None) -> dict:
     """Check /v1/models lists the adapter over the base and that it is in effect.
 
     Its greedy outputs must differ from the base's on at least one prompt, or, where they are the same
@@ -126,16 +147,25 @@ def verify_served(settings: Settings, name: str, prompts: list[list[dict]],
         raise PublishVerificationError(
             f"vLLM at {settings.vllm_url} serves {name!r} but its outputs equal the base model's on all "
             f"{len(prompts)} verification prompts, logprobs within {gap:.1e}: the adapter is not in effect "
-            "(or was trained to no change)")
+            "(or was trained to no change)"
+        )
     outputs = [reply[0] for reply in tuned]
     if expected is not None and outputs != expected:
         mismatched = sum(a != b for a, b in zip(outputs, expected))
         raise PublishVerificationError(
             f"vLLM at {settings.vllm_url} serves {name!r}, but {mismatched} of {len(prompts)} outputs differ from "
-            f"the ones recorded for this version: another version is in effect")
-    return {"parent": parent, "prompts": len(prompts), "compared": compared, "differing": differing,
-            "logprob_gap": gap, "outputs": outputs,
-            "prompt_set": prompts, "matches_recorded": expected is not None}
+            f"the ones recorded for this version: another version is in effect"
+        )
+    return {
+        "parent": parent,
+        "prompts": len(prompts),
+        "compared": compared,
+        "differing": differing,
+        "logprob_gap": gap,
+        "outputs": outputs,
+        "prompt_set": prompts,
+        "matches_recorded": expected is not None,
+    }
 
 
 def serve_on(settings: Settings, store: Store, name: str, version: str) -> dict:
@@ -146,8 +176,12 @@ def serve_on(settings: Settings, store: Store, name: str, version: str) -> dict:
     local = adapters.download(store, name, version, Path(settings.adapters_dir))
     served = adapters.served_name(name, version)
     load_adapter(settings, served, _seen_by_vllm(settings, name, version, local))
-    return {**metadata, "verification": verify_served(settings, served, recorded.get("prompt_set") or VERIFY_PROMPTS,
-                                                      recorded.get("outputs"))}
+    return {
+        **metadata,
+        "verification": verify_served(
+            settings, served, recorded.get("prompt_set") or VERIFY_PROMPTS, recorded.get("outputs")
+        ),
+    }
 
 
 def serve_version(settings: Settings, name: str, version: str) -> dict:
@@ -155,8 +189,9 @@ def serve_version(settings: Settings, name: str, version: str) -> dict:
     the one a bare `name` resolves to."""
     store = open_store(settings=settings)
     adapters.read_metadata(store, name, version)  # an unknown name or version fails here, naming the versions
-    served = [serve_on(settings.model_copy(update={"vllm_url": url}), store, name, version)
-              for url in vllm_urls(settings)]
+    served = [
+        serve_on(settings.model_copy(update={"vllm_url": url}), store, name, version) for url in vllm_urls(settings)
+    ]
     adapters.mark_served(store, name, version)
     return served[0]
 
@@ -205,8 +240,11 @@ def retire(settings: Settings, name: str, keep: int) -> list[str]:
 
 
 def _seen_by_vllm(settings: Settings, name: str, version: str, local: Path) -> str:
-    return (f"{settings.vllm_adapters_dir.rstrip('/')}/{name}/{version}" if settings.vllm_adapters_dir
-            else str(local.resolve()))
+    return (
+        f"{settings.vllm_adapters_dir.rstrip('/')}/{name}/{version}"
+        if settings.vllm_adapters_dir
+        else str(local.resolve())
+    )
 
 
 def _dataset_prompts(dataset_path: str | None, limit: int = 2) -> list[list[dict]]:
@@ -239,10 +277,15 @@ def publish(settings: Settings, adapter_dir: Path, name: str, *, load: bool = Tr
     metrics_file = adapter_dir / "training_metrics.json"
     metrics = json.loads(metrics_file.read_text()) if metrics_file.is_file() else {}
     weights = (adapter_dir / "adapter_model.safetensors").read_bytes()
-    metadata = {"base_model": adapter_config.get("base_model_name_or_path"), "lora_r": rank,
-                "dataset": metrics.get("dataset_path"), "dataset_digest": metrics.get("dataset_digest"),
-                "training_metrics": metrics, "weights_sha256": hashlib.sha256(weights).hexdigest(),
-                "published_at": time.time()}
+    metadata = {
+        "base_model": adapter_config.get("base_model_name_or_path"),
+        "lora_r": rank,
+        "dataset": metrics.get("dataset_path"),
+        "dataset_digest": metrics.get("dataset_digest"),
+        "training_metrics": metrics,
+        "weights_sha256": hashlib.sha256(weights).hexdigest(),
+        "published_at": time.time(),
+    }
     store = open_store(settings=settings)
     version = adapters.upload(store, name, adapter_dir, metadata)
     served = adapters.served_name(name, version)
@@ -254,8 +297,9 @@ def publish(settings: Settings, adapter_dir: Path, name: str, *, load: bool = Tr
         for url in vllm_urls(settings):  # every server: a replica still on the old adapter is caught too
             server = settings.model_copy(update={"vllm_url": url})
             load_adapter(server, served, _seen_by_vllm(server, name, version, local))
-            checks.append({"url": url, **verify_served(server, served, prompts,
-                                                       checks[0]["outputs"] if checks else None)})
+            checks.append(
+                {"url": url, **verify_served(server, served, prompts, checks[0]["outputs"] if checks else None)}
+            )
         metadata["verification"] = {**checks[0], "servers": [c["url"] for c in checks]}
         adapters.write_metadata(store, name, version, metadata)  # with the outputs a rollback must reproduce
         adapters.mark_served(store, name, version)

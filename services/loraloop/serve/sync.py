@@ -4,6 +4,7 @@ A vLLM that restarted has lost its runtime-loaded adapters; a pass puts them bac
 what was recorded when they were published, and leaves alone what is already served. The stack's
 `adapter-sync` service runs a pass every few seconds.
 """
+
 from __future__ import annotations
 
 import time
@@ -34,8 +35,7 @@ def sync(settings: Settings) -> list[str]:
     return loaded
 
 
-def keep_synced(settings: Settings, every: float | None, heartbeat: Path | None,
-                say: Callable[[str], None]) -> None:
+def keep_synced(settings: Settings, every: float | None, heartbeat: Path | None, say: Callable[[str], None]) -> None:
     """One pass (every=None; a failure raises), or a pass every `every` seconds until stopped.
 
     In the loop a failure (vLLM restarting, the store away) is said and the next pass tries again;

@@ -1,4 +1,5 @@
 """Start and stop a local vLLM OpenAI server (the CPU build in .venv-vllm) with LoRA hot-loading on."""
+
 from __future__ import annotations
 
 import os
@@ -49,8 +50,15 @@ def port_is_free(port: int) -> bool:
     return True
 
 
-def start(settings: Settings, *, model_dir: Path | None = None, served_name: str | None = None,
-          port: int | None = None, timeout: float = 300.0, extra_args: Sequence[str] = ()) -> str:
+def start(
+    settings: Settings,
+    *,
+    model_dir: Path | None = None,
+    served_name: str | None = None,
+    port: int | None = None,
+    timeout: float = 300.0,
+    extra_args: Sequence[str] = (),
+) -> str:
     """Start vLLM in the background (LoRA enabled, runtime loading on); return its /v1 URL when ready.
 
     It runs in LORALOOP_DTYPE, by default the CPU's choice (loraloop.hardware), which the log's first
@@ -66,21 +74,47 @@ def start(settings: Settings, *, model_dir: Path | None = None, served_name: str
     if not python.exists():
         raise ConfigError(f"vLLM interpreter {python} not found: run 'make setup' (creates .venv-vllm)")
     if not port_is_free(port):
-        raise ConfigError(f"port {port} is taken by a process that is not a vLLM answering {url}/models: stop it "
-                          f"(see 'ss -ltnp sport = :{port}') or run on another port (LORALOOP_VLLM_PORT=<port>)")
+        raise ConfigError(
+            f"port {port} is taken by a process that is not a vLLM answering {url}/models: stop it "
+            f"(see 'ss -ltnp sport = :{port}') or run on another port (LORALOOP_VLLM_PORT=<port>)"
+        )
     RUN_DIR.mkdir(parents=True, exist_ok=True)
     log = log_path(port)
     dtype = choose_dtype(settings.dtype)
-    env = {**os.environ, "VLLM_CPU_KVCACHE_SPACE": os.environ.get("VLLM_CPU_KVCACHE_SPACE", "2"),
-           "HF_HUB_OFFLINE": "1", "VLLM_ALLOW_RUNTIME_LORA_UPDATING": "True",
-           "VLLM_CPU_OMP_THREADS_BIND": os.environ.get("VLLM_CPU_OMP_THREADS_BIND", "auto")}
-    args = [str(python), "-m", "vllm.entrypoints.openai.api_server", "--model", str(model_dir),
-            "--served-model-name", served_name or settings.base_model_name, "--host", "127.0.0.1",
-            "--port", str(port), "--dtype", dtype, "--max-model-len", "2048", "--enable-lora",
-            "--max-lora-rank", str(settings.max_lora_rank), "--max-loras", "4",
-            # one process for the engine's worker instead of a second one spawned (and importing vLLM again):
-            # ready in 25.8 s instead of 33.2 s here, same answers and speed
-            "--distributed-executor-backend", "uni", *extra_args]
+    env = {
+        **os.environ,
+        "VLLM_CPU_KVCACHE_SPACE": os.environ.get("VLLM_CPU_KVCACHE_SPACE", "2"),
+        "HF_HUB_OFFLINE": "1",
+        "VLLM_ALLOW_RUNTIME_LORA_UPDATING": "True",
+        "VLLM_CPU_OMP_THREADS_BIND": os.environ.get("VLLM_CPU_OMP_THREADS_BIND", "auto"),
+    }
+    args = [
+        str(python),
+        "-m",
+        "vllm.entrypoints.openai.api_server",
+        "--model",
+        str(model_dir),
+        "--served-model-name",
+        served_name or settings.base_model_name,
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--dtype",
+        dtype,
+        "--max-model-len",
+        "2048",
+        "--enable-lora",
+        "--max-lora-rank",
+        str(settings.max_lora_rank),
+        "--max-loras",
+        "4",
+        # one process for the engine's worker instead of a second one spawned (and importing vLLM again):
+        # ready in 25.8 s instead of 33.2 s here, same answers and speed
+        "--distributed-executor-backend",
+        "uni",
+        *extra_args,
+    ]
     line = f"loraloop: starting vLLM on port {port} with --dtype {dtype} (LORALOOP_DTYPE={settings.dtype})"
     print(line, file=sys.stderr)
     with open(log, "ab") as out:

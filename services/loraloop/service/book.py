@@ -4,6 +4,7 @@
 this process for the embedded default. Both count a finished episode the same way and report one
 `JobStatus`. Neither knows Celery: the worker's task records into the book, never the reverse.
 """
+
 from __future__ import annotations
 
 import json
@@ -51,8 +52,10 @@ def running(fields: Mapping[str, Any]) -> bool:
 def refuse_running(run_id: str, fields: Mapping[str, Any]) -> None:
     """Raise JobRunning for a job still running: submitting it again would queue its unstored episodes twice."""
     if running(fields):
-        raise JobRunning(f"job {run_id!r} is still running ({fields.get('done', 0)}/{fields['total']} done): "
-                         "follow it, cancel it, or submit it again once it ends (stored episodes are skipped)")
+        raise JobRunning(
+            f"job {run_id!r} is still running ({fields.get('done', 0)}/{fields['total']} done): "
+            "follow it, cancel it, or submit it again once it ends (stored episodes are skipped)"
+        )
 
 
 def failed(summary: dict) -> bool:
@@ -93,8 +96,12 @@ def episode_id(summary: dict) -> str:
 
 def counts(summary: dict) -> dict[str, int]:
     """What one finished episode adds to its job's counters, the same for both books."""
-    added = {"done": 1, "solved": int(bool(summary.get("success"))), "unplayable": int(unplayable(summary)),
-             "store_waits": int(waited(summary))}
+    added = {
+        "done": 1,
+        "solved": int(bool(summary.get("success"))),
+        "unplayable": int(unplayable(summary)),
+        "store_waits": int(waited(summary)),
+    }
     if failed(summary):
         added.update({"failed": 1, f"failed:{cause(summary)}": 1})
     return added
@@ -117,26 +124,54 @@ def job_status(run_id: str, fields: Mapping[str, Any], recent_errors: list[str])
     request = fields.get("request") or None  # JSON text in Redis; "" (or an old "{}") when planned in code
     if isinstance(request, str):
         request = json.loads(request) or None
-    return JobStatus(run_id=run_id, mode=fields["mode"], state=state, total=total, done=done, solved=solved,
-                     failed=int(fields.get("failed", 0)), skipped=int(fields.get("skipped", 0)),
-                     failures={key.removeprefix("failed:"): int(value) for key, value in sorted(fields.items())
-                               if key.startswith("failed:") and int(value)},
-                     unplayable=int(fields.get("unplayable", 0)), store_waits=int(fields.get("store_waits", 0)),
-                     retries=int(fields.get("retries", 0)),
-                     success_rate=round(solved / done, 4) if done else None,
-                     episodes_per_min=round(done / elapsed * 60, 2) if done else 0.0,
-                     submitted_at=float(fields["submitted_at"]), request=request,
-                     recent_errors=recent_errors, store_url=fields.get("store_url", ""))
+    return JobStatus(
+        run_id=run_id,
+        mode=fields["mode"],
+        state=state,
+        total=total,
+        done=done,
+        solved=solved,
+        failed=int(fields.get("failed", 0)),
+        skipped=int(fields.get("skipped", 0)),
+        failures={
+            key.removeprefix("failed:"): int(value)
+            for key, value in sorted(fields.items())
+            if key.startswith("failed:") and int(value)
+        },
+        unplayable=int(fields.get("unplayable", 0)),
+        store_waits=int(fields.get("store_waits", 0)),
+        retries=int(fields.get("retries", 0)),
+        success_rate=round(solved / done, 4) if done else None,
+        episodes_per_min=round(done / elapsed * 60, 2) if done else 0.0,
+        submitted_at=float(fields["submitted_at"]),
+        request=request,
+        recent_errors=recent_errors,
+        store_url=fields.get("store_url", ""),
+    )
 
 
-def new_job(run_id: str, mode: str, request: JobRequest | None, keys: list[str], skipped: int,
-            store_url: str) -> dict[str, Any]:
+def new_job(
+    run_id: str, mode: str, request: JobRequest | None, keys: list[str], skipped: int, store_url: str
+) -> dict[str, Any]:
     """The booked fields of a job just submitted: its request, counters at zero."""
     now = time.time()
-    return {"run_id": run_id, "mode": mode, "request": request.model_dump_json() if request else "",
-            "store_url": store_url, "total": len(keys), "skipped": skipped, "done": 0, "solved": 0, "failed": 0,
-            "unplayable": 0, "store_waits": 0, "retries": 0,
-            "submitted_at": now, "updated_at": now, "state": "queued" if keys else "done"}
+    return {
+        "run_id": run_id,
+        "mode": mode,
+        "request": request.model_dump_json() if request else "",
+        "store_url": store_url,
+        "total": len(keys),
+        "skipped": skipped,
+        "done": 0,
+        "solved": 0,
+        "failed": 0,
+        "unplayable": 0,
+        "store_waits": 0,
+        "retries": 0,
+        "submitted_at": now,
+        "updated_at": now,
+        "state": "queued" if keys else "done",
+    }
 
 
 @lru_cache(maxsize=8)
@@ -162,8 +197,9 @@ class JobBook:
     def _job(self, run_id: str) -> str:
         return f"{NS}:job:{run_id}"
 
-    def create(self, run_id: str, mode: str, request: JobRequest | None, keys: list[str], skipped: int,
-               store_url: str = "") -> None:
+    def create(
+        self, run_id: str, mode: str, request: JobRequest | None, keys: list[str], skipped: int, store_url: str = ""
+    ) -> None:
         """Record a submitted job: its request, episode keys and counters at zero.
 
         A run still running is refused (JobRunning); a run booked before with nothing left to play keeps its
@@ -191,8 +227,9 @@ class JobBook:
                     except redis.WatchError:  # another submission of this run came first: look again
                         continue
         except redis.RedisError as exc:
-            raise ServiceUnavailable(f"broker unreachable at {without_credentials(self.url)} "
-                                     f"({type(exc).__name__})") from exc
+            raise ServiceUnavailable(
+                f"broker unreachable at {without_credentials(self.url)} ({type(exc).__name__})"
+            ) from exc
 
     def record(self, run_id: str, summary: dict) -> bool:
         """Count one finished episode (called by the worker that ran it) and feed the metrics; True when it was
@@ -260,13 +297,18 @@ class JobBook:
 
     def list(self, limit: int = 50) -> list[JobStatus]:
         """The latest jobs, newest first."""
-        return [self.status(run_id) for run_id in self.redis.zrevrange(f"{NS}:jobs", 0, limit - 1)
-                if self.redis.exists(self._job(run_id))]
+        return [
+            self.status(run_id)
+            for run_id in self.redis.zrevrange(f"{NS}:jobs", 0, limit - 1)
+            if self.redis.exists(self._job(run_id))
+        ]
 
     def metrics(self) -> dict[str, dict[str, float]]:
         """Raw counters for the Prometheus exposition."""
-        return {name: {k: float(v) for k, v in self.redis.hgetall(f"{NS}:metrics:{name}").items()}
-                for name in ("episodes", "failures", "step_latency", "model_latency")}
+        return {
+            name: {k: float(v) for k, v in self.redis.hgetall(f"{NS}:metrics:{name}").items()}
+            for name in ("episodes", "failures", "step_latency", "model_latency")
+        }
 
     def queue_depth(self, queue: str = "celery") -> int:
         """Episodes waiting in the broker's queue."""
@@ -282,12 +324,15 @@ class MemoryBook:
 
     def _get(self, run_id: str) -> dict[str, Any]:
         if run_id not in self._jobs:
-            raise UnknownJob(f"unknown job {run_id!r} (without LORALOOP_API_URL or LORALOOP_BROKER_URL, "
-                             "jobs live in the process that runs them)")
+            raise UnknownJob(
+                f"unknown job {run_id!r} (without LORALOOP_API_URL or LORALOOP_BROKER_URL, "
+                "jobs live in the process that runs them)"
+            )
         return self._jobs[run_id]
 
-    def create(self, run_id: str, mode: str, request: JobRequest | None, keys: list[str], skipped: int,
-               store_url: str = "") -> None:
+    def create(
+        self, run_id: str, mode: str, request: JobRequest | None, keys: list[str], skipped: int, store_url: str = ""
+    ) -> None:
         """Record a submitted job: its request, episode keys and counters at zero (the same rules as JobBook's)."""
         with self._lock:
             booked = self._jobs.get(run_id)
@@ -295,8 +340,12 @@ class MemoryBook:
                 refuse_running(run_id, booked)
                 if not keys:
                     return
-            self._jobs[run_id] = {**new_job(run_id, mode, request, keys, skipped, store_url), "keys": list(keys),
-                                  "errors": [], "counted": set()}
+            self._jobs[run_id] = {
+                **new_job(run_id, mode, request, keys, skipped, store_url),
+                "keys": list(keys),
+                "errors": [],
+                "counted": set(),
+            }
 
     def record(self, run_id: str, summary: dict) -> bool:
         """Count one finished episode; True when it was the job's last."""

@@ -4,6 +4,7 @@ The task plays its episode with the job book of the worker's broker (`loraloop.r
 the code the embedded default runs in its threads. Queueing and revoking live in
 `loraloop.service.jobs`, which receives a Celery app; nothing here imports them back.
 """
+
 from __future__ import annotations
 
 from loraloop.rollout.runner import play

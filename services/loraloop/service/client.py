@@ -3,6 +3,7 @@
 All three answer the `Jobs` interface, so `loraloop rollout` submits and follows a job the same way
 wherever its episodes run.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -147,12 +148,15 @@ def jobs_client(settings: Settings, *, concurrency: int | None = None, embedded:
         return BrokerJobs(settings)
     if embedded:
         return LocalJobs(settings, concurrency)
-    raise ConfigError("jobs need the rollout API (LORALOOP_API_URL) or a broker (LORALOOP_BROKER_URL); "
-                      "without them `loraloop rollout` runs episodes in this process")
+    raise ConfigError(
+        "jobs need the rollout API (LORALOOP_API_URL) or a broker (LORALOOP_BROKER_URL); "
+        "without them `loraloop rollout` runs episodes in this process"
+    )
 
 
-def execute(specs: list[EpisodeSpec], settings: Settings, *, concurrency: int | None = None,
-            quiet: bool = False) -> list[dict]:
+def execute(
+    specs: list[EpisodeSpec], settings: Settings, *, concurrency: int | None = None, quiet: bool = False
+) -> list[dict]:
     """Run planned episodes on the workers (with a broker) or in this process, following them with the
     bar; return the summaries of those played (stored ones are skipped).
 
@@ -163,8 +167,9 @@ def execute(specs: list[EpisodeSpec], settings: Settings, *, concurrency: int | 
     jobs = BrokerJobs(settings) if settings.broker_url else LocalJobs(settings, concurrency)
     runs = list(dict.fromkeys(spec.run_id for spec in specs))
     for run_id in runs:
-        once_ended(partial(jobs.start, [spec for spec in specs if spec.run_id == run_id]),
-                   partial(jobs.status, run_id), quiet)
+        once_ended(
+            partial(jobs.start, [spec for spec in specs if spec.run_id == run_id]), partial(jobs.status, run_id), quiet
+        )
     summaries = []
     for run_id in runs:
         follow(partial(jobs.status, run_id), quiet=quiet)

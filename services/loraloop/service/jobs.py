@@ -8,6 +8,7 @@ the job's book, which the API, `loraloop jobs` and the Prometheus metrics read.
 This module never imports the worker's Celery app: queueing and revoking take a Celery app as an
 argument (`loraloop.service.queue.celery_for`), and the worker's task imports the book, not the reverse.
 """
+
 from __future__ import annotations
 
 from typing import Protocol
@@ -34,8 +35,9 @@ EPISODE_TASK = "loraloop.run_episode"
 class Book(Protocol):
     """Where a job is booked: `JobBook` (Redis) or `MemoryBook` (this process)."""
 
-    def create(self, run_id: str, mode: str, request: JobRequest | None, keys: list[str], skipped: int,
-               store_url: str = "") -> None: ...
+    def create(
+        self, run_id: str, mode: str, request: JobRequest | None, keys: list[str], skipped: int, store_url: str = ""
+    ) -> None: ...
 
     def status(self, run_id: str) -> JobStatus: ...
 
@@ -51,11 +53,14 @@ def check_task_root(task_registry: str, settings: Settings) -> None:
     here = places(task_registry)
     path = next((p for p in here if p.exists()), here[-1]).resolve()
     if not any(path.is_relative_to(in_project(root).resolve()) for root in roots):
-        raise ConfigError(f"task_registry must lie under one of this API's task roots ({', '.join(roots) or 'none'}; "
-                          "LORALOOP_TASK_ROOTS)")
+        raise ConfigError(
+            f"task_registry must lie under one of this API's task roots ({', '.join(roots) or 'none'}; "
+            "LORALOOP_TASK_ROOTS)"
+        )
     if not path.exists():
-        raise ConfigError(f"task registry {task_registry[:200]} does not exist under this API's task roots "
-                          f"({', '.join(roots)})")
+        raise ConfigError(
+            f"task registry {task_registry[:200]} does not exist under this API's task roots ({', '.join(roots)})"
+        )
 
 
 def plan_job(request: JobRequest, settings: Settings) -> list[EpisodeSpec]:
@@ -66,10 +71,19 @@ def plan_job(request: JobRequest, settings: Settings) -> list[EpisodeSpec]:
     """
     experiment = get_experiment(settings.experiments_path, request.experiment)
     registry = load_registry(request.task_registry)
-    specs = plan_rollout(registry, request.task_registry, experiment, run_id=request.run_id or new_run_id(),
-                         subset=request.subset, sample_size=request.sample_size,
-                         rollouts_per_task=request.rollouts_per_task, seed=request.seed, task_seed=request.task_seed,
-                         temperature=request.temperature, model=request.model)
+    specs = plan_rollout(
+        registry,
+        request.task_registry,
+        experiment,
+        run_id=request.run_id or new_run_id(),
+        subset=request.subset,
+        sample_size=request.sample_size,
+        rollouts_per_task=request.rollouts_per_task,
+        seed=request.seed,
+        task_seed=request.task_seed,
+        temperature=request.temperature,
+        model=request.model,
+    )
     return check_servers(specs, settings)  # with adapter models pinned to their version
 
 
@@ -83,8 +97,9 @@ def pending_specs(specs: list[EpisodeSpec], store: Store) -> list[EpisodeSpec]:
     return [spec for spec in specs if not store.exists(spec_key(spec))]
 
 
-def book_job(specs: list[EpisodeSpec], settings: Settings, book: Book,
-             request: JobRequest | None = None) -> tuple[str, list[EpisodeSpec]]:
+def book_job(
+    specs: list[EpisodeSpec], settings: Settings, book: Book, request: JobRequest | None = None
+) -> tuple[str, list[EpisodeSpec]]:
     """Book the run with its episodes not yet stored; return the run id and those episodes.
 
     A job is one run (the book counts an episode under its spec's run id): episodes of several runs fail.
@@ -97,13 +112,15 @@ def book_job(specs: list[EpisodeSpec], settings: Settings, book: Book,
     if specs:
         record_plan(store, mode, run_id, [spec_key(s) for s in specs])
     todo = pending_specs(specs, store)
-    book.create(run_id, mode, request, [spec_key(s) for s in todo], skipped=len(specs) - len(todo),
-                store_url=settings.store_url)
+    book.create(
+        run_id, mode, request, [spec_key(s) for s in todo], skipped=len(specs) - len(todo), store_url=settings.store_url
+    )
     return run_id, todo
 
 
-def enqueue(specs: list[EpisodeSpec], settings: Settings, book: JobBook, queue: Celery,
-            request: JobRequest | None = None) -> str:
+def enqueue(
+    specs: list[EpisodeSpec], settings: Settings, book: JobBook, queue: Celery, request: JobRequest | None = None
+) -> str:
     """Book the run and queue its episodes not yet stored, one Celery task each; return the run id."""
     run_id, todo = book_job(specs, settings, book, request)
     for spec in todo:

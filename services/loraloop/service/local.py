@@ -5,6 +5,7 @@ CLI follows a job the same way wherever it runs. Its episodes run in a thread po
 (`LORALOOP_CONCURRENCY` or `--concurrency` in flight, so vLLM can batch) through the code a
 Celery worker runs (`loraloop.rollout.runner.play`), counted in a book kept in memory.
 """
+
 from __future__ import annotations
 
 import builtins

@@ -3,6 +3,7 @@
 The CLI, both job books, the clients and the API all use these, so a status read from memory,
 Redis or HTTP is one type, and the OpenAPI schema shows every field the routes return.
 """
+
 from __future__ import annotations
 
 from typing import Literal
@@ -21,18 +22,24 @@ class JobRequest(RequestBody):
     """What `loraloop rollout` and `POST /api/jobs` take; flag names as in the HALO seed."""
 
     experiment: Identifier = Field(description="experiment name in the experiments file (configs/experiments.yaml)")
-    task_registry: PathText = Field(TASK_REGISTRY, max_length=4096,
-                                    description="registry file or folder, as the planning process sees it")
+    task_registry: PathText = Field(
+        TASK_REGISTRY, max_length=4096, description="registry file or folder, as the planning process sees it"
+    )
     subset: PathText | None = Field(None, max_length=1024, description="split, category or label")
     sample_size: int | None = Field(None, ge=1, description="tasks drawn with `seed` (default: all)")
     rollouts_per_task: int = Field(1, ge=1, le=1000)
     seed: Seed = Field(SEED, description="task sampling seed")
     task_seed: Seed = Field(TASK_SEED, description="base of per-rollout seeds: task_seed + task_index*1000 + attempt")
     temperature: float | None = Field(None, ge=0.0, le=5.0, description="default: the experiment's")
-    run_id: Identifier | None = Field(None, description="default: a new one; an existing one resumes (stored ones "
-                                                        "skipped)")
-    model: str | None = Field(None, max_length=256, pattern=f"^{MODEL_NAME.pattern}$",
-                              description="served model name, overriding the experiment's")
+    run_id: Identifier | None = Field(
+        None, description="default: a new one; an existing one resumes (stored ones skipped)"
+    )
+    model: str | None = Field(
+        None,
+        max_length=256,
+        pattern=f"^{MODEL_NAME.pattern}$",
+        description="served model name, overriding the experiment's",
+    )
 
 
 class JobStatus(BaseModel):
@@ -44,22 +51,34 @@ class JobStatus(BaseModel):
     total: int = Field(description="episodes queued (stored ones not counted)")
     done: int
     solved: int
-    failed: int = Field(description="episodes that ended in an error that is not the agent's (environment, model "
-                                    "server, crash); an episode the agent failed is done, not failed")
-    failures: dict[str, int] = Field(default_factory=dict, description="failed episodes by cause: env_error, "
-                                     "service_error (model server down or failing), model_timeout, model_error, crash")
+    failed: int = Field(
+        description="episodes that ended in an error that is not the agent's (environment, model "
+        "server, crash); an episode the agent failed is done, not failed"
+    )
+    failures: dict[str, int] = Field(
+        default_factory=dict,
+        description="failed episodes by cause: env_error, "
+        "service_error (model server down or failing), model_timeout, model_error, crash",
+    )
     skipped: int = Field(description="episodes already stored when the job was submitted")
     unplayable: int = Field(0, description="episodes the policy could not play (a task without a teacher solution)")
-    store_waits: int = Field(0, description="episodes whose trajectory was stored only after waiting out a store "
-                                            "outage (LORALOOP_STORE_RETRY_S)")
-    retries: int = Field(0, description="episodes played again from the start, unstored, after the model server "
-                                        "failed them (LORALOOP_EPISODE_RETRIES)")
+    store_waits: int = Field(
+        0,
+        description="episodes whose trajectory was stored only after waiting out a store "
+        "outage (LORALOOP_STORE_RETRY_S)",
+    )
+    retries: int = Field(
+        0,
+        description="episodes played again from the start, unstored, after the model server "
+        "failed them (LORALOOP_EPISODE_RETRIES)",
+    )
     success_rate: float | None = Field(description="solved / done so far; null before the first episode ends")
     episodes_per_min: float
     submitted_at: float = Field(description="Unix time")
     request: JobRequest | None = Field(None, description="what was submitted; null for episodes planned in code")
-    recent_errors: list[str] = Field(default_factory=list,
-                                     description="the latest errors and unplayable tasks, newest first")
+    recent_errors: list[str] = Field(
+        default_factory=list, description="the latest errors and unplayable tasks, newest first"
+    )
     store_url: str = Field("", description="where the trajectories are")
 
 

@@ -4,6 +4,7 @@ Each kind prepares the worker process (`EnvKind.worker_start`: the shell kind re
 owner process died, again every LORALOOP_REAP_INTERVAL_S, and warms its container pool) and releases
 what it holds at shutdown (`EnvKind.worker_stop`: the shell kind's containers, the web kind's browsers).
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -19,6 +20,7 @@ from loraloop.settings import Settings
 
 def release_at_shutdown() -> None:
     """On worker shutdown, every kind releases what this process holds."""
+
     def release(**_kwargs) -> None:
         for kind in kinds():
             kind.worker_stop()
@@ -34,5 +36,16 @@ def run_worker(settings: Settings, concurrency: int, loglevel: str, say: Callabl
     release_at_shutdown()
     for kind in kinds():
         kind.worker_start(settings, say)
-    app.worker_main(["worker", "--pool", "threads", "--concurrency", str(concurrency), "--loglevel", loglevel,
-                     "--without-gossip", "--without-mingle"])
+    app.worker_main(
+        [
+            "worker",
+            "--pool",
+            "threads",
+            "--concurrency",
+            str(concurrency),
+            "--loglevel",
+            loglevel,
+            "--without-gossip",
+            "--without-mingle",
+        ]
+    )

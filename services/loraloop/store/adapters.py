@@ -5,6 +5,7 @@ publish, rollback, sync and the `adapters` commands alike. vLLM serves version v
 its own served name `<name>-vK` (`served_name`), so a name is never reused for other weights: a
 request names exactly the version it is sampled with.
 """
+
 from __future__ import annotations
 
 import json
@@ -92,8 +93,10 @@ def read_metadata(store: Store, name: str, version: str | None = None) -> dict:
         raise ConfigError(f"no adapter named {name!r} in {store.url}")
     version = version or version_name(known[-1])
     if version_number(version) not in known or not store.exists(version_key(name, version, "metadata.json")):
-        raise ConfigError(f"adapter {name!r} has no version {version!r} in {store.url} "
-                          f"(versions: {', '.join(map(version_name, known))})")
+        raise ConfigError(
+            f"adapter {name!r} has no version {version!r} in {store.url} "
+            f"(versions: {', '.join(map(version_name, known))})"
+        )
     return json.loads(store.get_bytes(version_key(name, version, "metadata.json")))
 
 
@@ -114,8 +117,10 @@ def upload(store: Store, name: str, adapter_dir: Path, metadata: dict) -> str:
 
 def write_metadata(store: Store, name: str, version: str, metadata: dict) -> None:
     """Write (or update) a version's metadata.json."""
-    store.put_bytes(version_key(name, version, "metadata.json"),
-                    json.dumps({**metadata, "name": name, "version": version}, indent=2).encode())
+    store.put_bytes(
+        version_key(name, version, "metadata.json"),
+        json.dumps({**metadata, "name": name, "version": version}, indent=2).encode(),
+    )
 
 
 def names(store: Store) -> list[str]:

@@ -3,6 +3,7 @@
 Every object is written with the SHA-256 of its bytes in its metadata (S3 user metadata `sha256`; a file's
 extended attribute `user.loraloop.sha256`), so `loraloop store verify` can tell a damaged object from a whole one.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -95,6 +96,7 @@ class FileStore:
 
     def put_new(self, key: str, data: bytes) -> bool:
         """Write the object atomically unless the key exists; False (nothing written) if it does."""
+
         def link(tmp: str, path: Path) -> bool:
             try:
                 os.link(tmp, path)
@@ -155,10 +157,17 @@ class S3Store:
         self.prefix = parsed.path.strip("/")
         self.endpoint = settings.s3_endpoint_url
         self.client = boto3.client(
-            "s3", endpoint_url=settings.s3_endpoint_url, region_name=settings.s3_region,
-            aws_access_key_id=settings.s3_access_key, aws_secret_access_key=settings.s3_secret_key,
-            config=Config(retries={"max_attempts": 5, "mode": "standard"}, connect_timeout=5, read_timeout=60,
-                          s3={"addressing_style": "path"}),
+            "s3",
+            endpoint_url=settings.s3_endpoint_url,
+            region_name=settings.s3_region,
+            aws_access_key_id=settings.s3_access_key,
+            aws_secret_access_key=settings.s3_secret_key,
+            config=Config(
+                retries={"max_attempts": 5, "mode": "standard"},
+                connect_timeout=5,
+                read_timeout=60,
+                s3={"addressing_style": "path"},
+            ),
         )
 
     def _key(self, key: str) -> str:
@@ -185,11 +194,19 @@ class S3Store:
                 deadline = deadline or now + self.retry_s
                 where = f"S3 store unreachable at {self.endpoint or 'AWS'} ({self.url})"
                 if now >= deadline:
-                    raise ServiceUnavailable(f"{where}: gave up after {self.retry_s:.0f} s "
-                                             "(LORALOOP_STORE_RETRY_S)") from exc
+                    raise ServiceUnavailable(
+                        f"{where}: gave up after {self.retry_s:.0f} s (LORALOOP_STORE_RETRY_S)"
+                    ) from exc
                 pause = min(delay, deadline - now)
-                get_logger("loraloop.store").warning("store unreachable, trying again", fields={
-                    "call": method, "key": kwargs.get("Key"), "in_s": round(pause, 1), "error": type(exc).__name__})
+                get_logger("loraloop.store").warning(
+                    "store unreachable, trying again",
+                    fields={
+                        "call": method,
+                        "key": kwargs.get("Key"),
+                        "in_s": round(pause, 1),
+                        "error": type(exc).__name__,
+                    },
+                )
                 time.sleep(pause)
                 self.waited_s += pause
                 delay = min(delay * 2, 8.0)
@@ -219,8 +236,14 @@ class S3Store:
         from botocore.exceptions import ClientError
 
         try:
-            self._call("put_object", Bucket=self.bucket, Key=self._key(key), Body=data, IfNoneMatch="*",
-                       Metadata={"sha256": sha256(data)})
+            self._call(
+                "put_object",
+                Bucket=self.bucket,
+                Key=self._key(key),
+                Body=data,
+                IfNoneMatch="*",
+                Metadata={"sha256": sha256(data)},
+            )
         except ClientError as exc:
             if exc.response.get("Error", {}).get("Code") in ("PreconditionFailed", "412"):
                 return False
@@ -267,7 +290,7 @@ def open_store(url: str | None = None, settings: Settings | None = None) -> Stor
     url = url or settings.store_url
     parsed = urlparse(url)
     if parsed.scheme == "file":
-        return FileStore(url[len("file://"):])
+        return FileStore(url[len("file://") :])
     if parsed.scheme == "s3":
         store = S3Store(url, settings)
         store.ensure_bucket()

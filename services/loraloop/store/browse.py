@@ -1,6 +1,7 @@
 """Browsing stored episodes without reading them all on every view: the runs in a store, and per run an index
 object (`indexes/<mode>/<run_id>.json`: one line of figures per episode) that is built once and rebuilt only
 when the run has gained episodes since. The trajectory viewer and reports page through these."""
+
 from __future__ import annotations
 
 import json
@@ -72,8 +73,9 @@ def runs(store: Store) -> list[RunEntry]:
         parts = key.split("/")
         if len(parts) >= 4:
             counts[(parts[1], parts[2])] += 1
-    return sorted((RunEntry(mode, run, n) for (mode, run), n in counts.items()),
-                  key=lambda r: (r.run_id, r.mode), reverse=True)
+    return sorted(
+        (RunEntry(mode, run, n) for (mode, run), n in counts.items()), key=lambda r: (r.run_id, r.mode), reverse=True
+    )
 
 
 def describe(key: str, data: bytes) -> tuple[EpisodeEntry, Episode | None]:
@@ -85,11 +87,23 @@ def describe(key: str, data: bytes) -> tuple[EpisodeEntry, Episode | None]:
         task, attempt = task_and_attempt(key) or (key.rsplit("/", 1)[-1], 0)
         return EpisodeEntry(key, task, attempt, corrupt=str(exc)), None
     models = [s.model for s in episode.steps if s.model]
-    return EpisodeEntry(key, episode.start.task_id, episode.start.attempt_idx, episode.success, episode.end.reward,
-                        episode.end.total_steps or len(episode.steps), episode.end.status, episode.end.error,
-                        models[0] if models else episode.start.worker_model, episode.start.category,
-                        episode.start.split, episode.start.policy, episode.end.manager_calls,
-                        episode.end.cache_hits, episode.end.cache_misses), episode
+    return EpisodeEntry(
+        key,
+        episode.start.task_id,
+        episode.start.attempt_idx,
+        episode.success,
+        episode.end.reward,
+        episode.end.total_steps or len(episode.steps),
+        episode.end.status,
+        episode.end.error,
+        models[0] if models else episode.start.worker_model,
+        episode.start.category,
+        episode.start.split,
+        episode.start.policy,
+        episode.end.manager_calls,
+        episode.end.cache_hits,
+        episode.end.cache_misses,
+    ), episode
 
 
 def entry(store: Store, key: str) -> EpisodeEntry:
@@ -115,13 +129,18 @@ def run_index(store: Store, mode: str, run_id: str) -> list[EpisodeEntry]:
         if stored.get("version") == INDEX_VERSION and stored.get("keys") == len(keys):
             return [EpisodeEntry(**e) for e in stored["episodes"]]
     entries = [entry(store, k) for k in keys]
-    store.put_bytes(key, json.dumps({"version": INDEX_VERSION, "keys": len(keys),
-                                     "episodes": [asdict(e) for e in entries]}).encode())
+    store.put_bytes(
+        key,
+        json.dumps({"version": INDEX_VERSION, "keys": len(keys), "episodes": [asdict(e) for e in entries]}).encode(),
+    )
     return entries
 
 
 def select(entries: list[EpisodeEntry], *, task: str = "", outcome: str = "", model: str = "") -> list[EpisodeEntry]:
     """The entries whose task id contains `task`, whose outcome is `outcome` and whose model is `model`
     (an empty filter keeps all)."""
-    return [e for e in entries if task in e.task_id and (not outcome or e.outcome == outcome)
-            and (not model or e.model == model)]
+    return [
+        e
+        for e in entries
+        if task in e.task_id and (not outcome or e.outcome == outcome) and (not model or e.model == model)
+    ]

@@ -3,6 +3,7 @@ its jobs planned) against what the store holds, each object read back against th
 
 `loraloop store verify --run RUN` prints this and exits 1 when an episode is missing, duplicated or corrupt.
 """
+
 from __future__ import annotations
 
 import json
@@ -26,8 +27,9 @@ def record_plan(store: Store, mode: str, run_id: str, keys: list[str]) -> None:
     planned = json.loads(store.get_bytes(key))["keys"] if store.exists(key) else []
     if set(keys) <= set(planned):
         return
-    store.put_bytes(key, json.dumps({"mode": mode, "run_id": run_id,
-                                     "keys": sorted(set(planned) | set(keys))}).encode())
+    store.put_bytes(
+        key, json.dumps({"mode": mode, "run_id": run_id, "keys": sorted(set(planned) | set(keys))}).encode()
+    )
 
 
 @dataclass
@@ -62,8 +64,14 @@ def verify_run(store: Store, run_id: str, mode: str | None = None) -> RunCheck:
     if mode is None:
         modes = modes_of(store, run_id)
         if len(modes) != 1:
-            raise ConfigError(f"run {run_id!r}: " + (f"found under several modes ({', '.join(modes)}); name one with "
-                                                      "--mode" if modes else f"no episodes or plan in {store.url}"))
+            raise ConfigError(
+                f"run {run_id!r}: "
+                + (
+                    f"found under several modes ({', '.join(modes)}); name one with --mode"
+                    if modes
+                    else f"no episodes or plan in {store.url}"
+                )
+            )
         mode = modes[0]
     stored = episode_keys(store, run_prefix(mode, run_id))
     key = plan_key(mode, run_id)
@@ -94,8 +102,10 @@ def verify_run(store: Store, run_id: str, mode: str | None = None) -> RunCheck:
 def report(check: RunCheck) -> str:
     """The check as lines a person reads."""
     plan = "no plan stored" if check.planned is None else f"{check.planned} planned"
-    lines = [f"run {check.run_id} ({check.mode}): {plan}, {check.stored} stored, {len(check.missing)} missing, "
-             f"{len(check.duplicates)} duplicated, {len(check.corrupt)} corrupt, {check.unverified} without a checksum"]
+    lines = [
+        f"run {check.run_id} ({check.mode}): {plan}, {check.stored} stored, {len(check.missing)} missing, "
+        f"{len(check.duplicates)} duplicated, {len(check.corrupt)} corrupt, {check.unverified} without a checksum"
+    ]
     lines += [f"  missing    {key}" for key in check.missing]
     lines += [f"  duplicate  {' = '.join(keys)}" for keys in check.duplicates]
     lines += [f"  corrupt    {key}: {why}" for key, why in check.corrupt.items()]

@@ -9,6 +9,7 @@ the sampling parameters); they stay empty for scripted policies and old episodes
 Readers accept episodes written before these types existed (schema_version 1): every field they
 lack takes its default, and fields these types do not name are kept as they are.
 """
+
 from __future__ import annotations
 
 from typing import Annotated, Any, Literal

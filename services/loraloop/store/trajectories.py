@@ -1,4 +1,5 @@
 """Episode trajectories in the store: keys, writing an episode once, reading it back typed (store/records.py)."""
+
 from __future__ import annotations
 
 import hashlib

@@ -4,6 +4,7 @@ This module knows no kind: a task set is read by the parse function its caller p
 the loader's, which asks the kinds: loraloop/task_registry.py), so a published layout such as AgentBench's builds
 on it without a cycle back to the kinds or the loader.
 """
+
 from __future__ import annotations
 
 import glob
@@ -145,8 +146,11 @@ class Registry:
 def _matches(task: Task, term: str) -> bool:
     """One --subset term, each of its `,`-separated alternatives the task's split or a dash-ended prefix
     of it, its category, or a label: true when the task matches one of them."""
-    return any(name in (task.split, task.category) or task.split.startswith(f"{name}-") or name in task.labels
-               for name in term.split(",") if name)
+    return any(
+        name in (task.split, task.category) or task.split.startswith(f"{name}-") or name in task.labels
+        for name in term.split(",")
+        if name
+    )
 
 
 def read_task_file(path: Path) -> list:
@@ -156,8 +160,10 @@ def read_task_file(path: Path) -> list:
     except OSError as exc:
         raise TaskFormatError(f"{path}: cannot be read ({exc.strerror})") from exc
     except UnicodeDecodeError as exc:
-        raise TaskFormatError(f"{path}: not UTF-8 text (byte {exc.start}: {exc.object[exc.start]:#04x}); a task file "
-                              "is JSON or JSON lines") from exc
+        raise TaskFormatError(
+            f"{path}: not UTF-8 text (byte {exc.start}: {exc.object[exc.start]:#04x}); a task file "
+            "is JSON or JSON lines"
+        ) from exc
     if path.suffix == ".jsonl":
         tasks = []
         for lineno, line in enumerate(text.splitlines(), 1):
@@ -165,8 +171,9 @@ def read_task_file(path: Path) -> list:
                 try:
                     tasks.append(json.loads(line))
                 except json.JSONDecodeError as exc:
-                    raise TaskFormatError(f"{path}: not valid JSON (line {lineno}, column {exc.colno}: "
-                                          f"{exc.msg})") from exc
+                    raise TaskFormatError(
+                        f"{path}: not valid JSON (line {lineno}, column {exc.colno}: {exc.msg})"
+                    ) from exc
         return tasks
     try:
         data = json.loads(text)
@@ -207,8 +214,15 @@ def load_set(root: Path, spec: TaskSet, parse: Callable[[Any, TaskContext], Task
     for path in paths:
         stem = path.name.removesuffix(".jsonl").removesuffix(".json")
         for i, raw in enumerate(read_task_file(path)):
-            ctx = TaskContext(file=str(path), number=i, split=spec.split, stem=stem, index_prefix=spec.index_prefix,
-                              stem_in_index=spec.stem_in_index, scripts_dir=scripts_dir)
+            ctx = TaskContext(
+                file=str(path),
+                number=i,
+                split=spec.split,
+                stem=stem,
+                index_prefix=spec.index_prefix,
+                stem_in_index=spec.stem_in_index,
+                scripts_dir=scripts_dir,
+            )
             tasks.append(parse(raw, ctx))
     return keep_listed(tasks, root / spec.ids, spec.files) if spec.ids else tasks
 
@@ -232,8 +246,9 @@ def read_id_list(path: Path) -> dict[str, tuple[int, str]]:
         if len(fields) > 2:
             raise TaskFormatError(f"{path}: line {number}: expected `index [family]`, got {line.strip()!r}")
         if fields[0] in listed:
-            raise TaskFormatError(f"{path}: line {number}: task {fields[0]!r} is listed already (line "
-                                  f"{listed[fields[0]][0]})")
+            raise TaskFormatError(
+                f"{path}: line {number}: task {fields[0]!r} is listed already (line {listed[fields[0]][0]})"
+            )
         listed[fields[0]] = (number, fields[1] if len(fields) == 2 else "")
     return listed
 
@@ -254,8 +269,9 @@ def keep_listed(tasks: list[Task], ids: Path, files: str) -> list[Task]:
     return kept
 
 
-def load_sets(name: str, root: Path, sets: list[TaskSet], parse: Callable[[Any, TaskContext], Task],
-              env: str = "") -> Registry:
+def load_sets(
+    name: str, root: Path, sets: list[TaskSet], parse: Callable[[Any, TaskContext], Task], env: str = ""
+) -> Registry:
     """A registry made of task sets whose paths are relative to `root` (or absolute), read by `parse`."""
     registry = Registry(name=name, env=env)
     for spec in sets:

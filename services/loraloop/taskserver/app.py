@@ -10,6 +10,7 @@ is a 409 that says so. Every episode served is written to the trajectory store w
 completed, cancelled, expired, failed at start, or interrupted (open when this process stopped, in
 memory mode or a browser episode). Errors follow FastAPI's {"detail": …} convention.
 """
+
 from __future__ import annotations
 
 import os
@@ -39,15 +40,19 @@ from loraloop.store import open_store
 from loraloop.store.trajectories import episode_key
 from loraloop.task_registry import Registry, Task
 
-ERRORS = {404: {"description": "unknown sample or episode"},
-          400: {"description": "bad sample id or config, or a step or cancel after the end"},
-          401: {"description": "missing or wrong bearer token (LORALOOP_TASK_SERVER_TOKEN)"},
-          409: {"description": "the episode lives on another replica"},
-          413: {"description": "the request body is over LORALOOP_API_MAX_BODY_BYTES"},
-          429: {"description": "LORALOOP_API_MAX_IN_FLIGHT starts and steps are running: try again (Retry-After)"},
-          503: {"description": "Redis (LORALOOP_BROKER_URL) does not answer: try again (Retry-After)"},
-          500: {"description": "the environment could not start (the message says how); a failure during an "
-                                "episode ends it instead: done, info.status env_error, info.error"}}
+ERRORS = {
+    404: {"description": "unknown sample or episode"},
+    400: {"description": "bad sample id or config, or a step or cancel after the end"},
+    401: {"description": "missing or wrong bearer token (LORALOOP_TASK_SERVER_TOKEN)"},
+    409: {"description": "the episode lives on another replica"},
+    413: {"description": "the request body is over LORALOOP_API_MAX_BODY_BYTES"},
+    429: {"description": "LORALOOP_API_MAX_IN_FLIGHT starts and steps are running: try again (Retry-After)"},
+    503: {"description": "Redis (LORALOOP_BROKER_URL) does not answer: try again (Retry-After)"},
+    500: {
+        "description": "the environment could not start (the message says how); a failure during an "
+        "episode ends it instead: done, info.status env_error, info.error"
+    },
+}
 MAX_ACTION_CHARS = 65536  # longer than any command or tool call an agent needs; more is refused (422)
 EPISODE_ID = Field(max_length=128, description="the id start returned")
 bearer = HTTPBearer(auto_error=False, description="LORALOOP_TASK_SERVER_TOKEN; needed only when the server has one")
@@ -57,9 +62,12 @@ class StartRequest(RequestBody):
     """POST /api/episode/start."""
 
     sample_id: StrictInt | StrictStr = Field(description="a task's index string, or its position as an int")
-    config: dict = Field(default_factory=dict, description="protocol: text | tools; the kind's own settings (tau2: "
-                                                           "econfig.user_llm, econfig.user_llm_base_url, "
-                                                           "econfig.solo_mode); kept with the episode")
+    config: dict = Field(
+        default_factory=dict,
+        description="protocol: text | tools; the kind's own settings (tau2: "
+        "econfig.user_llm, econfig.user_llm_base_url, "
+        "econfig.solo_mode); kept with the episode",
+    )
 
 
 class Action(RequestBody):
@@ -134,8 +142,14 @@ def open_states(settings: Settings, task_name: str) -> EpisodeStates:
     return MemoryEpisodeStates()
 
 
-def create_app(registry: Registry, task_name: str, settings: Settings, idle_timeout_s: float = 300.0,
-               run_id: str | None = None, states: EpisodeStates | None = None) -> FastAPI:
+def create_app(
+    registry: Registry,
+    task_name: str,
+    settings: Settings,
+    idle_timeout_s: float = 300.0,
+    run_id: str | None = None,
+    states: EpisodeStates | None = None,
+) -> FastAPI:
     """The Task Server API app for one registry; trajectories go to trajectories/<task_name>/<run_id>/."""
     states = states or open_states(settings, task_name)
     run_id = run_id or time.strftime("%Y%m%d", time.gmtime())
@@ -181,8 +195,11 @@ def create_app(registry: Registry, task_name: str, settings: Settings, idle_time
             return env
         kind = env_kind(task.env)
         if state.handle is None or kind.attach is None:
-            raise HTTPException(409, f"episode {state.episode_id} lives on replica {state.owner}: {task.env} "
-                                     f"episodes stay in the process that started them; route its calls there")
+            raise HTTPException(
+                409,
+                f"episode {state.episode_id} lives on replica {state.owner}: {task.env} "
+                f"episodes stay in the process that started them; route its calls there",
+            )
         if env is not None:
             drop_local(state.episode_id, close=False)
         env = kind.attach(task, settings, state.handle)
@@ -199,8 +216,14 @@ def create_app(registry: Registry, task_name: str, settings: Settings, idle_time
             drop_local(state.episode_id, close=True)
         elif state.handle is not None and (release := env_kind(session.task.env).release) is not None:
             release(state.handle)
-        log.info("episode ended", fields={"episode": state.episode_id, "status": session.outcome["status"],
-                                          "success": session.outcome["success"]})
+        log.info(
+            "episode ended",
+            fields={
+                "episode": state.episode_id,
+                "status": session.outcome["status"],
+                "success": session.outcome["success"],
+            },
+        )
 
     def stop(episode_id: str, status: str) -> bool:
         """End an open episode as `status` (cancelled, expired, interrupted); False when it is unknown or already over.
@@ -251,8 +274,11 @@ def create_app(registry: Registry, task_name: str, settings: Settings, idle_time
         """With LORALOOP_TASK_SERVER_TOKEN set, refuse (401) a call without `Authorization: Bearer <that token>`.
         On the event loop, like the in-flight cap: a refused call never takes a worker thread."""
         if not http_guards.token_ok(settings.task_server_token, credentials):
-            raise HTTPException(401, "missing or wrong bearer token (LORALOOP_TASK_SERVER_TOKEN)",
-                                headers={"WWW-Authenticate": "Bearer"})
+            raise HTTPException(
+                401,
+                "missing or wrong bearer token (LORALOOP_TASK_SERVER_TOKEN)",
+                headers={"WWW-Authenticate": "Bearer"},
+            )
 
     app = FastAPI(title=f"loraloop task server: {task_name}", lifespan=lifespan)
     http_guards.install(app, settings.api_max_body_bytes)
@@ -269,10 +295,15 @@ def create_app(registry: Registry, task_name: str, settings: Settings, idle_time
     @app.get("/api/task/info", response_model=TaskInfo, dependencies=guarded)
     async def info() -> TaskInfo:
         """What this server serves: its tasks, the longest episode and the environment kinds."""
-        return TaskInfo(name=task_name, num_samples=len(registry.tasks),
-                        max_episode_length=max((env_kind(k).max_steps for k in kinds), default=0),
-                        observation_type="text", action_type="text", env_kinds=kinds,
-                        description="; ".join(env_kind(k).description for k in kinds) + f" (registry {registry.name})")
+        return TaskInfo(
+            name=task_name,
+            num_samples=len(registry.tasks),
+            max_episode_length=max((env_kind(k).max_steps for k in kinds), default=0),
+            observation_type="text",
+            action_type="text",
+            env_kinds=kinds,
+            description="; ".join(env_kind(k).description for k in kinds) + f" (registry {registry.name})",
+        )
 
     @app.post("/api/episode/start", response_model=EpisodeReply, responses=ERRORS, dependencies=slow)
     def start(request: StartRequest) -> EpisodeReply:
@@ -283,31 +314,58 @@ def create_app(registry: Registry, task_name: str, settings: Settings, idle_time
         kind = env_kind(task.env)
         protocol = request.config.get("protocol", "text")
         if not isinstance(protocol, str) or protocol not in kind.protocols:
-            raise HTTPException(400, f"config.protocol must be one of {list(kind.protocols)} for {task.env} tasks, "
-                                     f"got {protocol!r}")
+            raise HTTPException(
+                400, f"config.protocol must be one of {list(kind.protocols)} for {task.env} tasks, got {protocol!r}"
+            )
         episode_id = str(uuid.uuid4())
         shared = kind.attach is not None
         try:
-            env = kind.make_env(task, settings, EnvOptions(protocol=protocol, episode_id=episode_id, shared=shared,
-                                                           config=request.config))
+            env = kind.make_env(
+                task,
+                settings,
+                EnvOptions(protocol=protocol, episode_id=episode_id, shared=shared, config=request.config),
+            )
         except ConfigError as exc:  # the start's config names something this server does not take
             raise HTTPException(400, str(exc)) from exc
         with local_guard:
             local[episode_id] = (env, 0)
         session = None
         try:
-            session = EpisodeSession(store, env, task, mode=task_name, run_id=run_id,
-                                     attempt=next_attempt(task.index), char_budget=settings.prompt_char_budget,
-                                     policy="task-server", protocol=protocol, max_steps=env.max_rounds,
-                                     sample_id=request.sample_id, episode_id=episode_id, config=request.config)
+            session = EpisodeSession(
+                store,
+                env,
+                task,
+                mode=task_name,
+                run_id=run_id,
+                attempt=next_attempt(task.index),
+                char_budget=settings.prompt_char_budget,
+                policy="task-server",
+                protocol=protocol,
+                max_steps=env.max_rounds,
+                sample_id=request.sample_id,
+                episode_id=episode_id,
+                config=request.config,
+            )
             session.start()
-            states.put(EpisodeState(episode_id=episode_id, sample_id=request.sample_id, task_id=task.index,
-                                    attempt=session.attempt, session=session.snapshot(),
-                                    handle=env.handle() if shared else None, owner=replica, protocol=protocol))
+            states.put(
+                EpisodeState(
+                    episode_id=episode_id,
+                    sample_id=request.sample_id,
+                    task_id=task.index,
+                    attempt=session.attempt,
+                    session=session.snapshot(),
+                    handle=env.handle() if shared else None,
+                    owner=replica,
+                    protocol=protocol,
+                )
+            )
         except BaseException as exc:
             drop_local(episode_id, close=True)
-            error = f"environment failure: {exc}" if isinstance(exc, LoraloopError) else \
-                f"start failed ({type(exc).__name__})"
+            error = (
+                f"environment failure: {exc}"
+                if isinstance(exc, LoraloopError)
+                else f"start failed ({type(exc).__name__})"
+            )
             if session is not None:  # stored as failed at start; none before it had an attempt index
                 session.finish("env_error", error)
             log.warning("episode failed at start", fields={"episode": episode_id, "error": error})
@@ -318,8 +376,13 @@ def create_app(registry: Registry, task_name: str, settings: Settings, idle_time
         tools = kind.tools(protocol, task)
         if tools:  # a client speaking native tool calls sends these with its model requests
             info["tools"] = tools
-        return EpisodeReply(episode_id=episode_id, observation=Observation(type="messages", content=session.prompt()),
-                            reward=0.0, done=False, info=info)
+        return EpisodeReply(
+            episode_id=episode_id,
+            observation=Observation(type="messages", content=session.prompt()),
+            reward=0.0,
+            done=False,
+            info=info,
+        )
 
     @app.post("/api/episode/step", response_model=EpisodeReply, responses=ERRORS, dependencies=slow)
     def step(request: StepRequest) -> EpisodeReply:
@@ -338,11 +401,24 @@ def create_app(registry: Registry, task_name: str, settings: Settings, idle_time
                 result = session.act(request.action.content, source="client")
             except LoraloopError as exc:  # the environment failed, not the agent: the episode ends, stored
                 if states.claim(episode_id):
-                    end(state, EpisodeSession.resume(store, None, task, state.session), "env_error",
-                        f"environment failure: {exc}")
-                return EpisodeReply(episode_id=episode_id, observation=None, reward=0.0, done=True,
-                                    info={"turn": steps_taken(state.session) + 1, "status": "env_error",
-                                          "success": False, "error": f"environment failure: {exc}"})
+                    end(
+                        state,
+                        EpisodeSession.resume(store, None, task, state.session),
+                        "env_error",
+                        f"environment failure: {exc}",
+                    )
+                return EpisodeReply(
+                    episode_id=episode_id,
+                    observation=None,
+                    reward=0.0,
+                    done=True,
+                    info={
+                        "turn": steps_taken(state.session) + 1,
+                        "status": "env_error",
+                        "success": False,
+                        "error": f"environment failure: {exc}",
+                    },
+                )
             with local_guard:
                 local[episode_id] = (env, session.steps)
             if not result.done:
@@ -359,11 +435,20 @@ def create_app(registry: Registry, task_name: str, settings: Settings, idle_time
             if states.claim(episode_id):
                 end(state, session)
         keep = ("turn", "status", "success", "answer", "num_turns")
-        return EpisodeReply(episode_id=episode_id, observation=None, reward=result.reward, done=True,
-                            info={k: result.info.get(k) for k in keep})
+        return EpisodeReply(
+            episode_id=episode_id,
+            observation=None,
+            reward=result.reward,
+            done=True,
+            info={k: result.info.get(k) for k in keep},
+        )
 
-    @app.post("/api/episode/cancel", response_model=Cancelled, responses={k: ERRORS[k] for k in (400, 401, 404, 409)},
-              dependencies=guarded)
+    @app.post(
+        "/api/episode/cancel",
+        response_model=Cancelled,
+        responses={k: ERRORS[k] for k in (400, 401, 404, 409)},
+        dependencies=guarded,
+    )
     def cancel(request: CancelRequest) -> Cancelled:
         """End an episode early, store its trajectory and release its environment."""
         if not stop(request.episode_id, "cancelled"):

@@ -1,4 +1,5 @@
 """Load the base model with LoRA: unsloth on CUDA when installed, else transformers + PEFT."""
+
 from __future__ import annotations
 
 from loraloop.hardware import choose_dtype
@@ -52,17 +53,28 @@ def load_model(cfg: LoraTrainConfig):
     if use_unsloth():
         from unsloth import FastLanguageModel
 
-        model, tokenizer = FastLanguageModel.from_pretrained(cfg.base_model, max_seq_length=cfg.max_length,
-                                                             load_in_4bit=cfg.load_in_4bit)
-        model = FastLanguageModel.get_peft_model(model, r=cfg.lora_r, lora_alpha=cfg.lora_alpha,
-                                                 lora_dropout=cfg.lora_dropout,
-                                                 target_modules=cfg.target_modules, random_state=cfg.seed)
+        model, tokenizer = FastLanguageModel.from_pretrained(
+            cfg.base_model, max_seq_length=cfg.max_length, load_in_4bit=cfg.load_in_4bit
+        )
+        model = FastLanguageModel.get_peft_model(
+            model,
+            r=cfg.lora_r,
+            lora_alpha=cfg.lora_alpha,
+            lora_dropout=cfg.lora_dropout,
+            target_modules=cfg.target_modules,
+            random_state=cfg.seed,
+        )
         return model, tokenizer, None
     dtype = getattr(torch, train_dtype())
     tokenizer = AutoTokenizer.from_pretrained(cfg.base_model)
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
     model = AutoModelForCausalLM.from_pretrained(cfg.base_model, dtype=dtype)
-    peft_config = LoraConfig(r=cfg.lora_r, lora_alpha=cfg.lora_alpha, lora_dropout=cfg.lora_dropout,
-                             target_modules=cfg.target_modules, task_type="CAUSAL_LM")
+    peft_config = LoraConfig(
+        r=cfg.lora_r,
+        lora_alpha=cfg.lora_alpha,
+        lora_dropout=cfg.lora_dropout,
+        target_modules=cfg.target_modules,
+        task_type="CAUSAL_LM",
+    )
     return model, tokenizer, peft_config

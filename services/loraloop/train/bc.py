@@ -1,4 +1,5 @@
 """Behavioural cloning: TRL's SFTTrainer with a LoRA adapter, loss on the completion only."""
+
 from __future__ import annotations
 
 from loraloop.train.backend import load_model
@@ -18,7 +19,12 @@ def train_bc(cfg: BCConfig) -> dict:
     model, tokenizer, peft_config = load_model(cfg)
     args = SFTConfig(**common_args(cfg), max_length=cfg.max_length, completion_only_loss=True)
     data = episode_sequences(rows, tokenizer) if cfg.whole_episodes else rows
-    trainer = SFTTrainer(model=model, args=args, train_dataset=Dataset.from_list(data),
-                         processing_class=tokenizer, peft_config=peft_config)
+    trainer = SFTTrainer(
+        model=model,
+        args=args,
+        train_dataset=Dataset.from_list(data),
+        processing_class=tokenizer,
+        peft_config=peft_config,
+    )
     tokens = sum(len(x["input_ids"]) for x in trainer.train_dataset)
     return train_and_save(trainer, tokenizer, cfg, "bc", len(rows), tokens, {"sequences": len(data)})

@@ -1,4 +1,5 @@
 """Training configurations, one dataclass per algorithm, with the HALO seed's flag names."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -14,8 +15,9 @@ class LoraTrainConfig:
     lora_r: int = 16
     lora_alpha: int = 32
     lora_dropout: float = 0.0
-    target_modules: list[str] = field(default_factory=lambda: ["q_proj", "k_proj", "v_proj", "o_proj",
-                                                                 "gate_proj", "up_proj", "down_proj"])
+    target_modules: list[str] = field(
+        default_factory=lambda: ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
+    )
     lr: float = 2e-4
     epochs: float = 3.0
     batch_size: int = 4

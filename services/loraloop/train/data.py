@@ -1,4 +1,5 @@
 """Load and check a training dataset before any model is loaded."""
+
 from __future__ import annotations
 
 import json
@@ -22,8 +23,9 @@ def load_rows(path: str, required: tuple[str, ...]) -> list[dict]:
             raise ConfigError(f"{file}:{number}: not JSON ({exc.msg})") from exc
         missing = [k for k in required if k not in row]
         if missing:
-            raise ConfigError(f"{file}:{number}: missing field(s) {', '.join(missing)} "
-                              f"(expected {', '.join(required)})")
+            raise ConfigError(
+                f"{file}:{number}: missing field(s) {', '.join(missing)} (expected {', '.join(required)})"
+            )
         rows.append({k: row[k] for k in required})
     if not rows:
         raise ConfigError(f"dataset {file} is empty: nothing to train on")

@@ -1,4 +1,5 @@
 """Direct preference optimisation: TRL's DPOTrainer with a LoRA adapter (the frozen base is the reference)."""
+
 from __future__ import annotations
 
 from loraloop.train.backend import load_model
@@ -16,9 +17,16 @@ def train_dpo(cfg: DPOConfig) -> dict:
 
     model, tokenizer, peft_config = load_model(cfg)
     args = TRLDPOConfig(**common_args(cfg), beta=cfg.beta, max_length=cfg.max_length)
-    trainer = DPOTrainer(model=model, args=args, train_dataset=Dataset.from_list(rows),
-                         processing_class=tokenizer, peft_config=peft_config)
+    trainer = DPOTrainer(
+        model=model,
+        args=args,
+        train_dataset=Dataset.from_list(rows),
+        processing_class=tokenizer,
+        peft_config=peft_config,
+    )
     dataset = trainer.train_dataset
-    tokens = sum(len(x.get("prompt_input_ids", [])) + len(x.get("chosen_input_ids", []))
-                 + len(x.get("rejected_input_ids", [])) for x in dataset)
+    tokens = sum(
+        len(x.get("prompt_input_ids", [])) + len(x.get("chosen_input_ids", [])) + len(x.get("rejected_input_ids", []))
+        for x in dataset
+    )
     return train_and_save(trainer, tokenizer, cfg, "dpo", len(rows), tokens, {"beta": cfg.beta})

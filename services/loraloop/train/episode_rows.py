@@ -1,6 +1,7 @@
 """BC rows of one episode as one training sequence: the last turn's row already holds every earlier turn
 (its prompt is the episode so far), so training on it with every model turn in the loss computes the same
 per-token losses as training on each turn's row, from about half the tokens."""
+
 from __future__ import annotations
 
 import json
@@ -41,8 +42,11 @@ def chain_turns(rows: list[dict]) -> list[list[dict]]:
 
 
 def _ids(tokenizer, messages: list[dict], generation_prompt: bool = False) -> list[int]:
-    return list(tokenizer.apply_chat_template(messages, tokenize=True, return_dict=True,
-                                              add_generation_prompt=generation_prompt)["input_ids"])
+    return list(
+        tokenizer.apply_chat_template(
+            messages, tokenize=True, return_dict=True, add_generation_prompt=generation_prompt
+        )["input_ids"]
+    )
 
 
 def episode_sequences(rows: list[dict], tokenizer) -> list[dict]:
@@ -50,16 +54,20 @@ def episode_sequences(rows: list[dict], tokenizer) -> list[dict]:
     turn's completion in the mask as TRL's prompt-completion rows put it (the chat template's tokens of the
     reply and its end of turn). A chain whose tokens do not extend each other (a template that rewrites
     earlier turns) is trained turn by turn."""
-    text = next((n for n, r in enumerate(rows, 1) if not (isinstance(r["prompt"], list)
-                                                         and isinstance(r["completion"], list))), None)
+    text = next(
+        (n for n, r in enumerate(rows, 1) if not (isinstance(r["prompt"], list) and isinstance(r["completion"], list))),
+        None,
+    )
     if text is not None:
-        raise ConfigError(f"whole episodes: row {text} is not a chat row (prompt and completion must be message "
-                          f"lists); train it turn by turn")
+        raise ConfigError(
+            f"whole episodes: row {text} is not a chat row (prompt and completion must be message "
+            f"lists); train it turn by turn"
+        )
     sequences = []
     for chain in chain_turns(rows):
         turns = [(_ids(tokenizer, r["prompt"], True), _ids(tokenizer, r["prompt"] + r["completion"])) for r in chain]
         full = turns[-1][1]
-        if all(full[:len(whole)] == whole and whole[:len(prompt)] == prompt for prompt, whole in turns):
+        if all(full[: len(whole)] == whole and whole[: len(prompt)] == prompt for prompt, whole in turns):
             parts = [turns]
         else:
             parts = [[turn] for turn in turns]
@@ -67,6 +75,6 @@ def episode_sequences(rows: list[dict], tokenizer) -> list[dict]:
             ids = part[-1][1]
             mask = [0] * len(ids)
             for prompt, whole in part:
-                mask[len(prompt):len(whole)] = [1] * (len(whole) - len(prompt))
+                mask[len(prompt) : len(whole)] = [1] * (len(whole) - len(prompt))
             sequences.append({"input_ids": ids, "completion_mask": mask})
     return sequences

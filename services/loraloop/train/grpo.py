@@ -3,6 +3,7 @@
 The reward of a sampled action is the best return of the episodes that took it in that state,
 -1 if it does not parse, 0 if no episode tried it (datasets.grpo.action_reward).
 """
+
 from __future__ import annotations
 
 import json
@@ -33,11 +34,23 @@ def train_grpo(cfg: GRPOConfig) -> dict:
         row["action_returns"] = json.dumps(row["action_returns"])
         row.setdefault("env", DEFAULT_KIND)  # rows exported before they named their kind are shell rows
     model, tokenizer, peft_config = load_model(cfg)
-    args = TRLGRPOConfig(**common_args(cfg), beta=cfg.beta, num_generations=cfg.num_generations,
-                         max_completion_length=cfg.max_completion_length, temperature=cfg.temperature,
-                         generation_batch_size=cfg.num_generations * math.ceil(cfg.batch_size / cfg.num_generations))
-    trainer = GRPOTrainer(model=model, reward_funcs=[stored_return_reward], args=args,
-                          train_dataset=Dataset.from_list(rows), processing_class=tokenizer, peft_config=peft_config)
+    args = TRLGRPOConfig(
+        **common_args(cfg),
+        beta=cfg.beta,
+        num_generations=cfg.num_generations,
+        max_completion_length=cfg.max_completion_length,
+        temperature=cfg.temperature,
+        generation_batch_size=cfg.num_generations * math.ceil(cfg.batch_size / cfg.num_generations),
+    )
+    trainer = GRPOTrainer(
+        model=model,
+        reward_funcs=[stored_return_reward],
+        args=args,
+        train_dataset=Dataset.from_list(rows),
+        processing_class=tokenizer,
+        peft_config=peft_config,
+    )
     tokens = len(rows) * cfg.num_generations * cfg.max_completion_length
-    return train_and_save(trainer, tokenizer, cfg, "grpo", len(rows), tokens,
-                          {"beta": cfg.beta, "num_generations": cfg.num_generations})
+    return train_and_save(
+        trainer, tokenizer, cfg, "grpo", len(rows), tokens, {"beta": cfg.beta, "num_generations": cfg.num_generations}
+    )

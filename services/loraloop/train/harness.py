@@ -1,4 +1,5 @@
 """What every trainer does around TRL: common arguments, checkpoints and resume, saving, the report."""
+
 from __future__ import annotations
 
 import hashlib
@@ -15,17 +16,27 @@ def common_args(cfg: LoraTrainConfig) -> dict:
     import torch
 
     return dict(
-        output_dir=cfg.output_dir, num_train_epochs=cfg.epochs, per_device_train_batch_size=cfg.batch_size,
-        gradient_accumulation_steps=cfg.gradient_accumulation_steps, learning_rate=cfg.lr,
-        logging_steps=cfg.logging_steps, report_to=["tensorboard"], seed=cfg.seed,
-        save_strategy="steps" if cfg.save_steps else "no", save_steps=cfg.save_steps or 500,
-        bf16=train_dtype() == "bfloat16", use_cpu=not torch.cuda.is_available(), lr_scheduler_type="constant",
-        dataloader_num_workers=0, gradient_checkpointing=False,
+        output_dir=cfg.output_dir,
+        num_train_epochs=cfg.epochs,
+        per_device_train_batch_size=cfg.batch_size,
+        gradient_accumulation_steps=cfg.gradient_accumulation_steps,
+        learning_rate=cfg.lr,
+        logging_steps=cfg.logging_steps,
+        report_to=["tensorboard"],
+        seed=cfg.seed,
+        save_strategy="steps" if cfg.save_steps else "no",
+        save_steps=cfg.save_steps or 500,
+        bf16=train_dtype() == "bfloat16",
+        use_cpu=not torch.cuda.is_available(),
+        lr_scheduler_type="constant",
+        dataloader_num_workers=0,
+        gradient_checkpointing=False,
     )
 
 
-def train_and_save(trainer, tokenizer, cfg: LoraTrainConfig, algorithm: str, rows: int, tokens: int,
-                   extra: dict | None = None) -> dict:
+def train_and_save(
+    trainer, tokenizer, cfg: LoraTrainConfig, algorithm: str, rows: int, tokens: int, extra: dict | None = None
+) -> dict:
     """Train (resuming when asked), save the adapter, and write training_metrics.json and loss.png."""
     started = time.perf_counter()
     trainer.train(resume_from_checkpoint=True if cfg.resume else None)
@@ -34,14 +45,26 @@ def train_and_save(trainer, tokenizer, cfg: LoraTrainConfig, algorithm: str, row
     trainer.model.save_pretrained(out)
     tokenizer.save_pretrained(out)
     tokens = int(tokens * cfg.epochs)
-    return write_training_report(trainer.state.log_history, out, {
-        "algorithm": algorithm, "backend": "unsloth" if use_unsloth() else "trl+peft",
-        "dtype": str(trainer.model.dtype).removeprefix("torch."), "rows": rows,
-        "train_tokens": tokens, "tokens_per_s": round(tokens / elapsed, 1), "base_model": cfg.base_model,
-        "lora_r": cfg.lora_r, "lora_alpha": cfg.lora_alpha, "lr": cfg.lr, "epochs": cfg.epochs,
-        "dataset_path": str(cfg.dataset_path),
-        "dataset_digest": digest(Path(cfg.dataset_path)), **(extra or {}),
-    })
+    return write_training_report(
+        trainer.state.log_history,
+        out,
+        {
+            "algorithm": algorithm,
+            "backend": "unsloth" if use_unsloth() else "trl+peft",
+            "dtype": str(trainer.model.dtype).removeprefix("torch."),
+            "rows": rows,
+            "train_tokens": tokens,
+            "tokens_per_s": round(tokens / elapsed, 1),
+            "base_model": cfg.base_model,
+            "lora_r": cfg.lora_r,
+            "lora_alpha": cfg.lora_alpha,
+            "lr": cfg.lr,
+            "epochs": cfg.epochs,
+            "dataset_path": str(cfg.dataset_path),
+            "dataset_digest": digest(Path(cfg.dataset_path)),
+            **(extra or {}),
+        },
+    )
 
 
 def digest(path: Path) -> str:

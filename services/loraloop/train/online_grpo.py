@@ -7,6 +7,7 @@ the answer (a one-step episode, as the scripted teacher would finish it); a repl
 earns -1. Every scored completion is stored as an episode (mode `grpo_online`), so the data an
 online run saw is kept like any rollout's.
 """
+
 from __future__ import annotations
 
 import itertools
@@ -72,8 +73,9 @@ class EnvironmentReward:
         texts = [c[-1]["content"] if isinstance(c, list) else c for c in completions]
 
         def one(i: int) -> float:
-            return score(self.registry.get(task_id[i]), texts[i], self.settings, self.store, self.run_id,
-                         next(self.attempts))
+            return score(
+                self.registry.get(task_id[i]), texts[i], self.settings, self.store, self.run_id, next(self.attempts)
+            )
 
         with ThreadPoolExecutor(max_workers=self.concurrency) as pool:
             return list(pool.map(one, range(len(texts))))
@@ -82,8 +84,10 @@ class EnvironmentReward:
 def opening_prompts(registry: Registry, subset: str | None) -> list[dict]:
     """One row per task: the prompt the live policy starts with, and the task id the reward needs."""
     instructions, examples = PROTOCOLS["text"]
-    return [{"prompt": build_messages(instructions, examples, task_prompt(task.description), []),
-             "task_id": task.index} for task in registry.select(subset)]
+    return [
+        {"prompt": build_messages(instructions, examples, task_prompt(task.description), []), "task_id": task.index}
+        for task in registry.select(subset)
+    ]
 
 
 def train_grpo_online(cfg: OnlineGRPOConfig, settings: Settings | None = None) -> dict:
@@ -99,11 +103,29 @@ def train_grpo_online(cfg: OnlineGRPOConfig, settings: Settings | None = None) -
     rows = opening_prompts(registry, cfg.subset)
     reward = EnvironmentReward(registry, settings, cfg.env_concurrency)
     model, tokenizer, peft_config = load_model(cfg)
-    args = TRLGRPOConfig(**common_args(cfg), beta=cfg.beta, num_generations=cfg.num_generations,
-                         max_completion_length=cfg.max_completion_length, temperature=cfg.temperature,
-                         generation_batch_size=cfg.num_generations * math.ceil(cfg.batch_size / cfg.num_generations))
-    trainer = GRPOTrainer(model=model, reward_funcs=[reward], args=args, train_dataset=Dataset.from_list(rows),
-                          processing_class=tokenizer, peft_config=peft_config)
+    args = TRLGRPOConfig(
+        **common_args(cfg),
+        beta=cfg.beta,
+        num_generations=cfg.num_generations,
+        max_completion_length=cfg.max_completion_length,
+        temperature=cfg.temperature,
+        generation_batch_size=cfg.num_generations * math.ceil(cfg.batch_size / cfg.num_generations),
+    )
+    trainer = GRPOTrainer(
+        model=model,
+        reward_funcs=[reward],
+        args=args,
+        train_dataset=Dataset.from_list(rows),
+        processing_class=tokenizer,
+        peft_config=peft_config,
+    )
     tokens = len(rows) * cfg.num_generations * cfg.max_completion_length
-    return train_and_save(trainer, tokenizer, cfg, "grpo-online", len(rows), tokens,
-                          {"subset": cfg.subset, "episodes_scored": f"trajectories/grpo_online/{reward.run_id}/"})
+    return train_and_save(
+        trainer,
+        tokenizer,
+        cfg,
+        "grpo-online",
+        len(rows),
+        tokens,
+        {"subset": cfg.subset, "episodes_scored": f"trajectories/grpo_online/{reward.run_id}/"},
+    )

@@ -13,6 +13,7 @@ that is not the policy's, episodes without token ids, episodes too stale, groups
 all equal (no signal: their advantages would be 0, or NaN once scaled), and turns longer than
 `max_length`.
 """
+
 from __future__ import annotations
 
 import math
@@ -110,9 +111,9 @@ def pack(
     sequences: list[tuple[list[int], list[int], list[float]]] = []
     for prompt, completion, logprobs in episode_turns:
         current = sequences[-1] if sequences else None
-        if current is not None and prompt[:len(current[0])] == current[0]:
+        if current is not None and prompt[: len(current[0])] == current[0]:
             gap = len(prompt) - len(current[0])
-            current[0].extend(prompt[len(current[0]):])
+            current[0].extend(prompt[len(current[0]) :])
             current[1].extend([0] * gap)
             current[2].extend([0.0] * gap)
         else:
@@ -124,8 +125,9 @@ def pack(
     return sequences
 
 
-def build_batch(episodes: list[Episode], *, version: int, max_staleness: int, scale_rewards: bool,
-                max_length: int) -> tuple[list[Row], BatchStats]:
+def build_batch(
+    episodes: list[Episode], *, version: int, max_staleness: int, scale_rewards: bool, max_length: int
+) -> tuple[list[Row], BatchStats]:
     """Training rows from an iteration's episodes, trained at adapter `version`; see the module doc."""
     stats = BatchStats(episodes=len(episodes))
     groups: dict[str, list[tuple[Episode, list]]] = defaultdict(list)  # task -> (episode, its sampled turns)

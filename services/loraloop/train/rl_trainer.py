@@ -13,6 +13,7 @@ The loss is PPO's clipped surrogate with the ratio taken against the logprobs vL
 averaged over every sampled token of the batch (DAPO's token-level mean); observation and prompt
 tokens are masked.
 """
+
 from __future__ import annotations
 
 from collections import defaultdict
@@ -32,16 +33,20 @@ def collate(rows: list[dict], pad_id: int) -> dict[str, torch.Tensor]:
     def padded(key: str, fill, dtype) -> torch.Tensor:
         return torch.tensor([r[key] + [fill] * (width - len(r[key])) for r in rows], dtype=dtype)
 
-    return {"input_ids": padded("input_ids", pad_id, torch.long),
-            "attention_mask": torch.tensor([[1] * len(r["input_ids"]) + [0] * (width - len(r["input_ids"]))
-                                            for r in rows], dtype=torch.long),
-            "completion_mask": padded("completion_mask", 0, torch.float32),
-            "old_logprobs": padded("old_logprobs", 0.0, torch.float32),
-            "advantages": torch.tensor([r["advantage"] for r in rows], dtype=torch.float32)}
+    return {
+        "input_ids": padded("input_ids", pad_id, torch.long),
+        "attention_mask": torch.tensor(
+            [[1] * len(r["input_ids"]) + [0] * (width - len(r["input_ids"])) for r in rows], dtype=torch.long
+        ),
+        "completion_mask": padded("completion_mask", 0, torch.float32),
+        "old_logprobs": padded("old_logprobs", 0.0, torch.float32),
+        "advantages": torch.tensor([r["advantage"] for r in rows], dtype=torch.float32),
+    }
 
 
-def clipped_loss(logprobs: torch.Tensor, old_logprobs: torch.Tensor, advantages: torch.Tensor,
-                 mask: torch.Tensor, clip_eps: float) -> tuple[torch.Tensor, dict[str, float]]:
+def clipped_loss(
+    logprobs: torch.Tensor, old_logprobs: torch.Tensor, advantages: torch.Tensor, mask: torch.Tensor, clip_eps: float
+) -> tuple[torch.Tensor, dict[str, float]]:
     """PPO's clipped surrogate over sampled tokens, token-mean; returns the loss and its diagnostics."""
     ratio = torch.exp(logprobs - old_logprobs)
     adv = advantages.unsqueeze(1)
@@ -50,9 +55,11 @@ def clipped_loss(logprobs: torch.Tensor, old_logprobs: torch.Tensor, advantages:
     loss = -(surrogate * mask).sum() / tokens
     with torch.no_grad():
         clipped = ((ratio - 1).abs() > clip_eps).float()
-        stats = {"ratio_mean": float((ratio * mask).sum() / tokens),
-                 "clip_fraction": float((clipped * mask).sum() / tokens),
-                 "logprob_gap": float(((logprobs - old_logprobs).abs() * mask).sum() / tokens)}
+        stats = {
+            "ratio_mean": float((ratio * mask).sum() / tokens),
+            "clip_fraction": float((clipped * mask).sum() / tokens),
+            "logprob_gap": float(((logprobs - old_logprobs).abs() * mask).sum() / tokens),
+        }
     return loss, stats
 
 
@@ -69,8 +76,13 @@ class RLTrainer(Trainer):
         ids = inputs["input_ids"]
         logits = model(input_ids=ids, attention_mask=inputs["attention_mask"]).logits[:, :-1]
         logprobs = selective_log_softmax(logits, ids[:, 1:])
-        loss, stats = clipped_loss(logprobs, inputs["old_logprobs"][:, 1:], inputs["advantages"],
-                                   inputs["completion_mask"][:, 1:], self.clip_eps)
+        loss, stats = clipped_loss(
+            logprobs,
+            inputs["old_logprobs"][:, 1:],
+            inputs["advantages"],
+            inputs["completion_mask"][:, 1:],
+            self.clip_eps,
+        )
         for name, value in stats.items():
             self._diagnostics[name].append(value)
         return loss
@@ -89,8 +101,17 @@ def as_dataset(rows: list[Row]):
     """The rows as a `datasets.Dataset` the Trainer can shuffle and batch."""
     from datasets import Dataset
 
-    return Dataset.from_list([{"input_ids": r.input_ids, "completion_mask": r.completion_mask,
-                               "old_logprobs": r.old_logprobs, "advantage": r.advantage} for r in rows])
+    return Dataset.from_list(
+        [
+            {
+                "input_ids": r.input_ids,
+                "completion_mask": r.completion_mask,
+                "old_logprobs": r.old_logprobs,
+                "advantage": r.advantage,
+            }
+            for r in rows
+        ]
+    )
 
 
 class StepBar(TrainerCallback):
@@ -103,8 +124,14 @@ class StepBar(TrainerCallback):
 
     def on_train_begin(self, args, state, control, **kwargs):
         """Start the bar at 0 of the run's optimiser steps."""
-        self.progress = Progress(TextColumn(self.label), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                                 console=self.console, transient=True)
+        self.progress = Progress(
+            TextColumn(self.label),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            console=self.console,
+            transient=True,
+        )
         self.progress.start()
         self.bar = self.progress.add_task(self.label, total=state.max_steps)
 

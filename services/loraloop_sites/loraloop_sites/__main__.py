@@ -1,4 +1,5 @@
 """`loraloop-sites --host 127.0.0.1 --port 8090` (or `python -m loraloop_sites`): serve the task websites."""
+
 from __future__ import annotations
 
 import argparse

@@ -1,4 +1,5 @@
 """The app that serves both task websites, `serve` to run it with uvicorn, `serving` to embed it in a thread."""
+
 from __future__ import annotations
 
 import threading

@@ -1,4 +1,5 @@
 """Quickmail, the mail client (similar to Gmail): folders, labels, search, reading and sending under /mail."""
+
 from __future__ import annotations
 
 import re
@@ -21,8 +22,13 @@ FOLDERS = {  # name: (title, membership test)
     "archive": ("Archive", lambda e: e["isArchived"] and not e["isDeleted"]),
     "trash": ("Trash", lambda e: e["isDeleted"]),
 }
-NOTICES = {"archived": "Conversation archived.", "deleted": "Conversation moved to Trash.",
-           "unread": "Conversation marked as unread.", "sent": "Message sent.", "restored": "Moved to Inbox."}
+NOTICES = {
+    "archived": "Conversation archived.",
+    "deleted": "Conversation moved to Trash.",
+    "unread": "Conversation marked as unread.",
+    "sent": "Message sent.",
+    "restored": "Moved to Inbox.",
+}
 ADDRESS = re.compile(r"[^@\s,;]+@[^@\s,;]+\.[^@\s,;]+")
 
 TEMPLATES = {
@@ -105,7 +111,8 @@ TEMPLATES = {
 
 def _nav(state: dict) -> list[tuple[str, str]]:
     return [(title, HOME if name == "inbox" else f"{HOME}/folder/{name}") for name, (title, _) in FOLDERS.items()] + [
-        ("Compose", f"{HOME}/compose")]
+        ("Compose", f"{HOME}/compose")
+    ]
 
 
 SITE = Site("Quickmail", HOME, "#1a73e8", _nav, TEMPLATES)
@@ -121,8 +128,16 @@ def _listing(request: Request, title: str, test: Callable[[dict], bool], **conte
     with session(request, KEY) as run:
         emails = _newest_first([e for e in run.state["email"]["emails"] if test(e)])
         notice = NOTICES.get(request.query_params.get("notice", ""), "")
-        return SITE.render("list.html", run.state, title=title, emails=emails, notice=notice,
-                           labels=run.state["email"]["labels"], sent=title == "Sent", **context)
+        return SITE.render(
+            "list.html",
+            run.state,
+            title=title,
+            emails=emails,
+            notice=notice,
+            labels=run.state["email"]["labels"],
+            sent=title == "Sent",
+            **context,
+        )
 
 
 @router.get("", response_class=HTMLResponse)
@@ -198,8 +213,14 @@ def open_email(request: Request, eid: str) -> HTMLResponse:
         email = _email(run.state, eid)
         email["isRead"] = True
         run.record("open_email", {"id": eid, "subject": email["subject"]})
-        return SITE.render("email.html", run.state, title=email["subject"] or "(no subject)", email=email,
-                           actions=_actions(email), labels=run.state["email"]["labels"])
+        return SITE.render(
+            "email.html",
+            run.state,
+            title=email["subject"] or "(no subject)",
+            email=email,
+            actions=_actions(email),
+            labels=run.state["email"]["labels"],
+        )
 
 
 def _see_other(path: str) -> RedirectResponse:
@@ -250,14 +271,20 @@ def compose(request: Request, to: str = "", reply_to: str = "", forward: str = "
         if reply_to:
             original = _email(run.state, reply_to)
             subject = original["subject"]
-            draft.update(to=original["from"], inReplyTo=reply_to,
-                         subject=subject if subject.startswith("Re: ") else f"Re: {subject}")
+            draft.update(
+                to=original["from"],
+                inReplyTo=reply_to,
+                subject=subject if subject.startswith("Re: ") else f"Re: {subject}",
+            )
         elif forward:
             original = _email(run.state, forward)
-            draft.update(forwardedFrom=forward, subject=f"Fwd: {original['subject']}",
-                         body=f"---------- Forwarded message ----------\nFrom: {original['fromName']} "
-                              f"<{original['from']}>\nDate: {original['date']}\nSubject: {original['subject']}"
-                              f"\n\n{original['body']}")
+            draft.update(
+                forwardedFrom=forward,
+                subject=f"Fwd: {original['subject']}",
+                body=f"---------- Forwarded message ----------\nFrom: {original['fromName']} "
+                f"<{original['from']}>\nDate: {original['date']}\nSubject: {original['subject']}"
+                f"\n\n{original['body']}",
+            )
         run.record("view_compose", {"inReplyTo": draft["inReplyTo"], "forwardedFrom": draft["forwardedFrom"]})
         return SITE.render("compose.html", run.state, title="Compose", draft=draft)
 
@@ -278,8 +305,14 @@ async def send(request: Request) -> RedirectResponse:
         for field, key in (("in_reply_to", "inReplyTo"), ("forwarded_from", "forwardedFrom")):
             value = str(form.get(field, "")) or None
             links[key] = _email(run.state, value)["id"] if value else None
-        email = new_email(run.state, recipients, str(form.get("subject", "")).strip(), str(form.get("body", "")),
-                          links["inReplyTo"], links["forwardedFrom"])
+        email = new_email(
+            run.state,
+            recipients,
+            str(form.get("subject", "")).strip(),
+            str(form.get("body", "")),
+            links["inReplyTo"],
+            links["forwardedFrom"],
+        )
         run.state["email"]["emails"].append(email)
         run.record("send_email", {"id": email["id"], "to": recipients, "subject": email["subject"]})
     return _see_other(f"{HOME}/folder/sent?notice=sent")

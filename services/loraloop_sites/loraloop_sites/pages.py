@@ -1,4 +1,5 @@
 """The shared page layout (inline Jinja2 templates) and HTML responses of both sites."""
+
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -78,11 +79,13 @@ FINISH = """{% extends "layout.html" %}
 class Site:
     """What the layout needs to know about one site: its name, home, header colour and navigation."""
 
-    def __init__(self, name: str, home: str, color: str, nav: Callable[[dict], list[tuple[str, str]]],
-                 templates: dict[str, str]) -> None:
+    def __init__(
+        self, name: str, home: str, color: str, nav: Callable[[dict], list[tuple[str, str]]], templates: dict[str, str]
+    ) -> None:
         self.name, self.home, self.color, self._nav = name, home, color, nav
-        loader = jinja2.DictLoader({"layout.html": LAYOUT, "error.html": ERROR, "ready.html": READY,
-                                    "finish.html": FINISH, **templates})
+        loader = jinja2.DictLoader(
+            {"layout.html": LAYOUT, "error.html": ERROR, "ready.html": READY, "finish.html": FINISH, **templates}
+        )
         self._env = jinja2.Environment(loader=loader, autoescape=True, undefined=jinja2.StrictUndefined)
         self._env.filters["money"] = lambda value: f"${value:,.2f}"
 

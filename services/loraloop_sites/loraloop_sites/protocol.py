@@ -2,6 +2,7 @@
 
 The run of a request is the `loraloop_run` cookie that `/config` sets (no cookie: run "default").
 """
+
 from __future__ import annotations
 
 import json
@@ -50,8 +51,13 @@ def add_protocol_routes(router: APIRouter, key: str, site: Site, collections: di
         runs: RunStates = request.app.state.runs
         found = runs.report(key, run_id, collections)
         if found is None:
-            return site.error({}, f"Unknown run '{run_id}': open {site.home}/config?run_id={run_id} first.",
-                              status=404)
+            return site.error({}, f"Unknown run '{run_id}': open {site.home}/config?run_id={run_id} first.", status=404)
         task_id, document = found
-        return site.render("finish.html", document["finalstate"], title="Finished", run_id=run_id,
-                           task_id=task_id, document=json.dumps(document, indent=2))
+        return site.render(
+            "finish.html",
+            document["finalstate"],
+            title="Finished",
+            run_id=run_id,
+            task_id=task_id,
+            document=json.dumps(document, indent=2),
+        )

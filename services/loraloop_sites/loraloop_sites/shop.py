@@ -1,4 +1,5 @@
 """Shopzon, the shop site (similar to Amazon): catalogue, search, cart, checkout and orders under /shop."""
+
 from __future__ import annotations
 
 import re
@@ -13,10 +14,19 @@ from .shop_data import CATEGORIES, PRODUCTS, SPEEDS, line, new_order
 KEY = "shop"
 HOME = "/shop"
 COLLECTIONS = {"cart": ("cart", "items"), "orders": ("orders",), "searches": ("searches",), "viewed": ("viewed",)}
-SORTS = {"relevance": "Relevance", "price-asc": "Price: low to high", "price-desc": "Price: high to low",
-         "rating": "Customer rating"}
-ADDRESS_FIELDS = {"fullName": "Full name", "street": "Street address", "city": "City", "zip": "ZIP code",
-                  "country": "Country"}
+SORTS = {
+    "relevance": "Relevance",
+    "price-asc": "Price: low to high",
+    "price-desc": "Price: high to low",
+    "rating": "Customer rating",
+}
+ADDRESS_FIELDS = {
+    "fullName": "Full name",
+    "street": "Street address",
+    "city": "City",
+    "zip": "ZIP code",
+    "country": "Country",
+}
 MAX_QUANTITY = 10
 
 TEMPLATES = {
@@ -240,12 +250,24 @@ def search(request: Request, q: str = "", sort: str = "relevance") -> HTMLRespon
         if sort not in SORTS:
             raise BadInput(SITE, f"Sort by must be one of: {', '.join(SORTS.values())}.", run.state)
         products = search_products(q, sort)
-        entry = {"id": f"s{len(run.state['searches']) + 1}", "query": q, "sort": sort,
-                 "results": [p["id"] for p in products]}
+        entry = {
+            "id": f"s{len(run.state['searches']) + 1}",
+            "query": q,
+            "sort": sort,
+            "results": [p["id"] for p in products],
+        }
         run.state["searches"].append(entry)
         run.record("search", entry)
-        return SITE.render("list.html", run.state, title=f'Results for "{q}"', products=products, query=q,
-                           sortable=True, sorts=SORTS, sort=sort)
+        return SITE.render(
+            "list.html",
+            run.state,
+            title=f'Results for "{q}"',
+            products=products,
+            query=q,
+            sortable=True,
+            sorts=SORTS,
+            sort=sort,
+        )
 
 
 @router.get("/product/{pid}", response_class=HTMLResponse)
@@ -256,8 +278,14 @@ def product(request: Request, pid: str) -> HTMLResponse:
         entry = {"id": f"v{len(run.state['viewed']) + 1}", "productId": pid, "name": item["name"]}
         run.state["viewed"].append(entry)
         run.record("view_product", entry)
-        return SITE.render("product.html", run.state, title=item["name"], product=item,
-                           category=CATEGORIES[item["category"]], max_quantity=MAX_QUANTITY)
+        return SITE.render(
+            "product.html",
+            run.state,
+            title=item["name"],
+            product=item,
+            category=CATEGORIES[item["category"]],
+            max_quantity=MAX_QUANTITY,
+        )
 
 
 @router.post("/cart/add")
@@ -309,8 +337,12 @@ async def remove_from_cart(request: Request) -> RedirectResponse:
 
 def _cart(state: dict) -> dict:
     items = state["cart"]["items"]
-    return {"items": items, "max_quantity": MAX_QUANTITY, "count": sum(item["quantity"] for item in items),
-            "subtotal": _subtotal(items)}
+    return {
+        "items": items,
+        "max_quantity": MAX_QUANTITY,
+        "count": sum(item["quantity"] for item in items),
+        "subtotal": _subtotal(items),
+    }
 
 
 @router.get("/cart", response_class=HTMLResponse)
@@ -322,8 +354,13 @@ def cart(request: Request) -> HTMLResponse:
 @router.get("/checkout", response_class=HTMLResponse)
 def checkout_page(request: Request) -> HTMLResponse:
     """The checkout form, prefilled with the user's saved address."""
-    return _page(request, "/checkout", "checkout.html", "Checkout", lambda state: {
-        **_cart(state), "fields": ADDRESS_FIELDS, "address": state["user"]["address"], "speeds": SPEEDS})
+    return _page(
+        request,
+        "/checkout",
+        "checkout.html",
+        "Checkout",
+        lambda state: {**_cart(state), "fields": ADDRESS_FIELDS, "address": state["user"]["address"], "speeds": SPEEDS},
+    )
 
 
 @router.post("/checkout")
@@ -366,8 +403,7 @@ def order_details(request: Request, oid: str) -> HTMLResponse:
     with session(request, KEY) as run:
         order = _order(run.state, oid)
         run.record("view_order", {"orderId": oid})
-        return SITE.render("order.html", run.state, title=f"Order {oid}", order=order,
-                           speed=SPEEDS[order["speed"]][0])
+        return SITE.render("order.html", run.state, title=f"Order {oid}", order=order, speed=SPEEDS[order["speed"]][0])
 
 
 @router.post("/orders/{oid}/cancel")

@@ -23,6 +23,7 @@ mail `emails` (email.emails), `searches`. Each is {"added": {"0": item, ...}, "u
 "deleted": {id: item}}. `initialfinaldiff` is {"added", "updated", "deleted"}, each nested by path, with
 collections keyed by id: `initialfinaldiff.updated.email.emails.e3.isRead`.
 """
+
 from __future__ import annotations
 
 import copy
@@ -50,13 +51,15 @@ class Run:
 
     def report(self, collections: dict[str, tuple[str, ...]]) -> dict:
         """The `/finish` document: both states, both diffs and the action history (a deep copy)."""
-        return copy.deepcopy({
-            "initialstate": self.initial,
-            "finalstate": self.state,
-            "differences": differences(self.initial, self.state, collections),
-            "initialfinaldiff": initial_final_diff(self.initial, self.state),
-            "actionhistory": self.actions,
-        })
+        return copy.deepcopy(
+            {
+                "initialstate": self.initial,
+                "finalstate": self.state,
+                "differences": differences(self.initial, self.state, collections),
+                "initialfinaldiff": initial_final_diff(self.initial, self.state),
+                "actionhistory": self.actions,
+            }
+        )
 
 
 class RunStates:

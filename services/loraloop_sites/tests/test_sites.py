@@ -3,6 +3,7 @@ input answered with a 4xx page naming the field, and the state diffs /finish rep
 
 Needs only this package and httpx (no loraloop): the web tasks played through loraloop's WebEnv are
 tested in loraloop's tests/integration/tasks/test_web_tasks.py."""
+
 from __future__ import annotations
 
 import html
@@ -57,7 +58,11 @@ def test_config_resets_the_run(origin):
         client.post("/shop/cart/add", data={"product_id": "p10", "quantity": "2"})
         changed = report(client.get("/shop/finish").text)
         assert changed["differences"]["cart"]["added"]["0"] == {
-            "id": "p10", "name": "Wireless Mouse", "price": 24.99, "quantity": 2}
+            "id": "p10",
+            "name": "Wireless Mouse",
+            "price": 24.99,
+            "quantity": 2,
+        }
         client.get("/shop/config", params={"run_id": "reset-run"})
         fresh = report(client.get("/shop/finish").text)
         assert fresh["finalstate"] == fresh["initialstate"] and fresh["finalstate"]["cart"]["items"] == []
@@ -74,8 +79,9 @@ def test_finish_reports_both_diffs_after_a_post(origin):
     assert document["differences"]["emails"]["added"]["0"]["to"] == ["tom.becker@example.com"]
     assert document["initialfinaldiff"]["updated"]["email"]["emails"]["e7"]["isStarred"] is True
     assert document["initialfinaldiff"]["added"]["email"]["emails"]["e23"]["subject"] == "Hi"
-    assert ["star", "open_email", "send_email"] == [a["type"] for a in document["actionhistory"]
-                                                    if a["type"] in ("open_email", "star", "send_email")]
+    assert ["star", "open_email", "send_email"] == [
+        a["type"] for a in document["actionhistory"] if a["type"] in ("open_email", "star", "send_email")
+    ]
 
 
 def test_runs_are_isolated(origin):
@@ -92,12 +98,15 @@ def test_unknown_run_is_a_clear_404(origin):
     assert response.status_code == 404 and "never-configured" in response.text and "/config" in response.text
 
 
-@pytest.mark.parametrize("site, path, data, field", [
-    ("shop", "/shop/cart/add", {"product_id": "p1", "quantity": "abc"}, "Quantity"),
-    ("shop", "/shop/cart/add", {"product_id": "p1", "quantity": "11"}, "Quantity"),
-    ("mail", "/mail/send", {"to": "", "subject": "x", "body": "y"}, "To"),
-    ("mail", "/mail/send", {"to": "not-an-address", "subject": "x", "body": "y"}, "To"),
-])
+@pytest.mark.parametrize(
+    "site, path, data, field",
+    [
+        ("shop", "/shop/cart/add", {"product_id": "p1", "quantity": "abc"}, "Quantity"),
+        ("shop", "/shop/cart/add", {"product_id": "p1", "quantity": "11"}, "Quantity"),
+        ("mail", "/mail/send", {"to": "", "subject": "x", "body": "y"}, "To"),
+        ("mail", "/mail/send", {"to": "not-an-address", "subject": "x", "body": "y"}, "To"),
+    ],
+)
 def test_bad_input_is_a_4xx_page_naming_the_field(origin, site, path, data, field):
     with configured(origin, site, f"bad-{uuid.uuid4()}") as client:
         response = client.post(path, data=data)
@@ -108,8 +117,10 @@ def test_bad_input_is_a_4xx_page_naming_the_field(origin, site, path, data, fiel
 def test_checkout_names_the_missing_field(origin):
     with configured(origin, "shop", "checkout-run") as client:
         client.post("/shop/cart/add", data={"product_id": "p1", "quantity": "1"})
-        response = client.post("/shop/checkout", data={"fullName": "A", "street": "B", "city": "", "zip": "1",
-                                                       "country": "US", "speed": "express"})
+        response = client.post(
+            "/shop/checkout",
+            data={"fullName": "A", "street": "B", "city": "", "zip": "1", "country": "US", "speed": "express"},
+        )
     assert response.status_code == 400 and "City: this field is required" in response.text
 
 
@@ -117,10 +128,15 @@ def test_diffs_of_plain_values_and_collections():
     before = {"a": [{"id": "x", "n": 1}, {"id": "y", "n": 2}], "tags": []}
     after = {"a": [{"id": "x", "n": 5}, {"id": "z", "n": 3}], "tags": ["t"]}
     assert collection_diff(before["a"], after["a"]) == {
-        "added": {"0": {"id": "z", "n": 3}}, "updated": {"x": {"n": 5}}, "deleted": {"y": {"id": "y", "n": 2}}}
+        "added": {"0": {"id": "z", "n": 3}},
+        "updated": {"x": {"n": 5}},
+        "deleted": {"y": {"id": "y", "n": 2}},
+    }
     assert initial_final_diff(before, after) == {
-        "added": {"a": {"z": {"id": "z", "n": 3}}}, "updated": {"a": {"x": {"n": 5}}, "tags": ["t"]},
-        "deleted": {"a": {"y": {"id": "y", "n": 2}}}}
+        "added": {"a": {"z": {"id": "z", "n": 3}}},
+        "updated": {"a": {"x": {"n": 5}}, "tags": ["t"]},
+        "deleted": {"a": {"y": {"id": "y", "n": 2}}},
+    }
 
 
 def test_the_package_stands_alone():

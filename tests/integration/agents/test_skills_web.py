@@ -4,6 +4,7 @@ One purchase on Shopzon and one email on Quickmail, each played with macros only
 sites grade the outcome, the store keeps every primitive step with its macro and progress, and a session saved and
 resumed half-way goes on with the same progress.
 """
+
 from loraloop.agents.macros import parse_macro
 from loraloop.agents.vac import MemoryActionCache, action_worked, state_key
 from loraloop.envs.web.env import WebEnv
@@ -56,8 +57,12 @@ def test_macros_buy_and_send_on_the_live_sites_with_progress_recorded(sites_url,
         session.start()
         events, taken = [], []
         while True:
-            found = cache.lookup(state_key("web", shop.id, session.observation), kind="web",
-                                 observation=session.observation, recent_actions=taken[-1:])
+            found = cache.lookup(
+                state_key("web", shop.id, session.observation),
+                kind="web",
+                observation=session.observation,
+                recent_actions=taken[-1:],
+            )
             events.append(found.event)
             if found.action is None:
                 break
@@ -75,9 +80,15 @@ def test_macros_buy_and_send_on_the_live_sites_with_progress_recorded(sites_url,
         session = EpisodeSession(store, env, mail, mode="skills", run_id="live", attempt=0, use_macros=True)
         session.start()
         session.act(ScriptedWebTeacher(mail, env.origin, page=lambda: env.observation).act([]).text, source="worker")
-        assert play_macro(session, "fill_form({'To': 'marcus.lee@northwind.com, priya.shah@northwind.com', "
-                                   "'Subject': 'Team lunch', 'Body': 'Lunch on Friday at noon?'}, submit='Send')",
-                          cache) == 4
+        assert (
+            play_macro(
+                session,
+                "fill_form({'To': 'marcus.lee@northwind.com, priya.shah@northwind.com', "
+                "'Subject': 'Team lunch', 'Body': 'Lunch on Friday at noon?'}, submit='Send')",
+                cache,
+            )
+            == 4
+        )
         session.act("Action: send_msg_to_user('Sent.')", source="worker")
         assert session.outcome["success"] and session.finish()
     finally:
@@ -86,7 +97,8 @@ def test_macros_buy_and_send_on_the_live_sites_with_progress_recorded(sites_url,
     episodes = {(e.start.task_id, e.start.attempt_idx): e for e in iter_episodes(store, "trajectories/skills/live/")}
     bought = episodes[shop.index, 0]
     assert [s.macro for s in bought.steps] == ["search_and_open(query='gel pens')"] * 3 + [
-        "add_to_cart_and_checkout(quantity=3, shipping='Standard')"] * 4 + [None]  # Standard was checked already
+        "add_to_cart_and_checkout(quantity=3, shipping='Standard')"
+    ] * 4 + [None]  # Standard was checked already
     assert [s.action_source for s in bought.steps] == ["macro"] * 7 + ["worker"]
     scores = [s.progress_score for s in bought.steps]
     assert scores == sorted(scores) and scores[0] < 0.5 < scores[-1] == 1.0

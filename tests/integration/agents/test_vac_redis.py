@@ -1,4 +1,5 @@
 """The Verified Action Cache in a real Redis: workers in other processes share it, counts are atomic, keys expire."""
+
 import shutil
 import subprocess
 import sys
@@ -19,8 +20,9 @@ OTHER = "Act: answer(3)"
 
 def in_another_process(redis_url: str, code: str) -> str:
     """Run `code` with `cache` open on the same Redis in a fresh Python process; return what it prints."""
-    program = (f"from loraloop.agents.vac import open_action_cache\n"
-               f"cache = open_action_cache({redis_url!r}, 'ns')\n{code}")
+    program = (
+        f"from loraloop.agents.vac import open_action_cache\ncache = open_action_cache({redis_url!r}, 'ns')\n{code}"
+    )
     done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     return done.stdout.strip()
@@ -37,13 +39,16 @@ def test_two_processes_share_the_cache(redis_url):
     in_another_process(redis_url, f"cache.verified({KEY!r}, {LS!r})")
     assert lookup(cache) == (LS, "hit")  # verified by another worker, used here
     cache.failed(KEY, LS)
-    seen = in_another_process(redis_url, f"print(cache.lookup({KEY!r}, kind='shell', observation='', "
-                                         f"recent_actions=[{LS!r}]).event)")
+    seen = in_another_process(
+        redis_url, f"print(cache.lookup({KEY!r}, kind='shell', observation='', recent_actions=[{LS!r}]).event)"
+    )
     assert seen == "repeat"  # still there after one failure; the other worker just took it
     in_another_process(redis_url, f"cache.failed({KEY!r}, {LS!r})")
     assert lookup(cache) == (None, "miss")  # the second failure, in the other process, evicted it
-    assert open_action_cache(redis_url, "other").lookup(KEY, kind="shell", observation="", recent_actions=[]).event \
+    assert (
+        open_action_cache(redis_url, "other").lookup(KEY, kind="shell", observation="", recent_actions=[]).event
         == "miss"
+    )
 
 
 def test_failures_from_two_workers_at_once_are_both_counted(redis_url):
@@ -84,8 +89,19 @@ def test_a_broker_restart_is_waited_out(tmp_path):
     """The broker stops for 3 s under a worker: its next lookup waits (backoff) and finds the entry again (the
     server keeps its data on disk across the restart, as the Compose broker does)."""
     port = free_port()
-    command = [shutil.which("redis-server"), "--bind", "127.0.0.1", "--port", str(port), "--dir", str(tmp_path),
-               "--save", "", "--appendonly", "yes"]
+    command = [
+        shutil.which("redis-server"),
+        "--bind",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--dir",
+        str(tmp_path),
+        "--save",
+        "",
+        "--appendonly",
+        "yes",
+    ]
     server = subprocess.Popen(command, stdout=subprocess.DEVNULL)
     restarted: list = []
     restart = threading.Timer(3.0, lambda: restarted.append(subprocess.Popen(command, stdout=subprocess.DEVNULL)))

@@ -1,4 +1,5 @@
 """Export reads its episodes from a real S3 server (SeaweedFS)."""
+
 from loraloop.datasets.export import export
 from loraloop.settings import Settings
 from loraloop.store import open_store

@@ -1,4 +1,5 @@
 """Hostile commands stay inside their container: the host, this process and the next episode are fine."""
+
 import os
 import shutil
 import subprocess
@@ -15,8 +16,9 @@ pytestmark = pytest.mark.usefixtures("docker_ready")
 @pytest.fixture
 def tight(settings_for):
     """Small limits so each attack hits them within seconds."""
-    return settings_for(command_timeout_s=3, container_memory="256m", container_pids=128,
-                        container_max_file_mb=64, container_tmp_mb=32)
+    return settings_for(
+        command_timeout_s=3, container_memory="256m", container_pids=128, container_max_file_mb=64, container_tmp_mb=32
+    )
 
 
 def step_timed(env, command):
@@ -44,8 +46,9 @@ def test_fork_bomb_is_contained(tight):
         step_timed(env, ":(){ :|:& };:")
         later, seconds = step_timed(env, "echo alive")
         assert seconds < 3 + 5 + 10  # the pids limit holds; the step ends within timeout and kill
-        pids = subprocess.run(["docker", "exec", env.container, "cat", "/sys/fs/cgroup/pids.current"],
-                              capture_output=True, text=True).stdout.strip()
+        pids = subprocess.run(
+            ["docker", "exec", env.container, "cat", "/sys/fs/cgroup/pids.current"], capture_output=True, text=True
+        ).stdout.strip()
         assert not pids or int(pids) <= 128
         container = env.container
     assert container_gone(container)
@@ -68,12 +71,13 @@ def test_disk_and_memory_limits(tight):
     free_before = shutil.disk_usage("/").free
     with ShellEnv(simple_task(), tight) as env:
         env.reset()
-        big_file, _ = step_timed(env, "dd if=/dev/zero of=/root/fill bs=1M count=500 2>&1 | tail -1; "
-                                      "du -m /root/fill | cut -f1")
+        big_file, _ = step_timed(
+            env, "dd if=/dev/zero of=/root/fill bs=1M count=500 2>&1 | tail -1; du -m /root/fill | cut -f1"
+        )
         assert big_file.observation.rstrip().endswith("\n64")  # ulimit fsize: the file stops at 64 MB
         tmp, _ = step_timed(env, "dd if=/dev/zero of=/tmp/fill bs=1M count=500 2>&1")
         assert "No space left on device" in tmp.observation
-        memory, _ = step_timed(env, "python3 -c \"b = bytearray(600 * 2**20)\"; echo exit=$?")
+        memory, _ = step_timed(env, 'python3 -c "b = bytearray(600 * 2**20)"; echo exit=$?')
         assert "MemoryError" in memory.observation or "Killed" in memory.observation or "exit=137" in memory.observation
         assert step_timed(env, "echo ok")[0].observation.endswith("ok\n")
     assert free_before - shutil.disk_usage("/").free < 512 * 2**20
@@ -89,16 +93,23 @@ def test_rm_rf_root_and_the_network_stay_inside(tight, redis_url):
         step_timed(env, "rm -rf --no-preserve-root / 2>/dev/null; echo done")
         # The 3 s timeout may stop rm anywhere, and what it removed may include the shell's own tools,
         # so the wreck is counted from outside: the files the container lost.
-        deleted = [line for line in subprocess.run(["docker", "diff", env.container], capture_output=True,
-                                                   text=True, check=True).stdout.splitlines()
-                   if line.startswith("D ")]
+        deleted = [
+            line
+            for line in subprocess.run(
+                ["docker", "diff", env.container], capture_output=True, text=True, check=True
+            ).stdout.splitlines()
+            if line.startswith("D ")
+        ]
         assert len(deleted) > 10, deleted
         _, seconds = step_timed(env, "ls /usr/bin | wc -l")  # the wrecked shell still answers in time
         assert seconds < 3 + 6
         container = env.container
     assert container_gone(container)
-    assert shutil.which("docker") and subprocess.run(["redis-cli", "-p", host_port, "ping"],
-                                                     capture_output=True, text=True).stdout.strip() == "PONG"
+    assert (
+        shutil.which("docker")
+        and subprocess.run(["redis-cli", "-p", host_port, "ping"], capture_output=True, text=True).stdout.strip()
+        == "PONG"
+    )
     next_episode_is_clean(tight)
 
 
@@ -106,8 +117,13 @@ def test_many_files_cannot_fill_the_host_disk_on_the_envd_engine(settings_for, m
     """`make envd`'s engine (btrfs with quotas) caps what a container writes in all, not file by file: twelve
     100 MB files, each under the per-file limit, stop at LORALOOP_CONTAINER_DISK, and the engine's filesystem
     grows by no more than that."""
-    started = subprocess.run(["bash", "scripts/envd.sh", "start"], capture_output=True, text=True, timeout=600,
-                             env={**os.environ, "LORALOOP_ENVD_IMAGES": "loraloop/os-env:latest"})
+    started = subprocess.run(
+        ["bash", "scripts/envd.sh", "start"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**os.environ, "LORALOOP_ENVD_IMAGES": "loraloop/os-env:latest"},
+    )
     assert started.returncode == 0, started.stderr
     socket = subprocess.run(["bash", "scripts/envd.sh", "socket"], capture_output=True, text=True).stdout.strip()
     monkeypatch.setenv("DOCKER_HOST", socket)
@@ -116,8 +132,11 @@ def test_many_files_cannot_fill_the_host_disk_on_the_envd_engine(settings_for, m
     settings = settings_for(container_disk="1g", container_max_file_mb=512, command_timeout_s=60)
     with ShellEnv(simple_task(), settings) as env:
         env.reset()
-        result, _ = step_timed(env, "for i in $(seq 1 12); do dd if=/dev/zero of=/root/f$i bs=1M count=100 "
-                                    "2>&1 | tail -n 1; done; du -sm /root | cut -f1")
+        result, _ = step_timed(
+            env,
+            "for i in $(seq 1 12); do dd if=/dev/zero of=/root/f$i bs=1M count=100 "
+            "2>&1 | tail -n 1; done; du -sm /root | cut -f1",
+        )
         written_mb = int(result.observation.strip().splitlines()[-1])
         grown_mb = (shutil.disk_usage(root).used - before) / 2**20
         container = env.container

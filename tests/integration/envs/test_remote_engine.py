@@ -1,4 +1,5 @@
 """Workers reach a remote Docker engine through DOCKER_HOST (here a second dockerd on 127.0.0.1 TCP)."""
+
 import json
 import os
 import shutil
@@ -27,11 +28,24 @@ class PrivateEngine:
         save.wait()
 
     def start(self):
-        self.proc = subprocess.Popen(["dockerd", "--host", self.host, "--data-root", str(self.root / "data"),
-                                      "--exec-root", str(self.root / "exec"), "--pidfile",
-                                      str(self.root / "dockerd.pid"), "--bridge=none", "--iptables=false",
-                                      "--ip-masq=false"],
-                                     stdout=subprocess.DEVNULL, stderr=open(self.root / "dockerd.log", "a"))
+        self.proc = subprocess.Popen(
+            [
+                "dockerd",
+                "--host",
+                self.host,
+                "--data-root",
+                str(self.root / "data"),
+                "--exec-root",
+                str(self.root / "exec"),
+                "--pidfile",
+                str(self.root / "dockerd.pid"),
+                "--bridge=none",
+                "--iptables=false",
+                "--ip-masq=false",
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=open(self.root / "dockerd.log", "a"),
+        )
         wait_port(self.port, 60)
         deadline = time.monotonic() + 60
         while subprocess.run(["docker", "info"], env=self.env, capture_output=True).returncode != 0:
@@ -44,8 +58,13 @@ class PrivateEngine:
 
     def containers(self):
         """Every environment container on this engine, as (id, state)."""
-        out = subprocess.run(["docker", "ps", "-a", "--filter", "label=loraloop.role=shell-env", "--format",
-                              "{{.ID}} {{.State}}"], env=self.env, capture_output=True, text=True, check=True).stdout
+        out = subprocess.run(
+            ["docker", "ps", "-a", "--filter", "label=loraloop.role=shell-env", "--format", "{{.ID}} {{.State}}"],
+            env=self.env,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
         return [tuple(line.split()) for line in out.splitlines()]
 
 
@@ -59,23 +78,61 @@ def remote_engine(tmp_path_factory):
 
 
 def created(engine_env, since, until):
-    events = subprocess.run(["docker", "events", "--since", str(since), "--until", str(until), "--format",
-                             "{{json .}}", "--filter", "type=container", "--filter", "event=create"],
-                            env=engine_env, capture_output=True, text=True, check=True).stdout
+    events = subprocess.run(
+        [
+            "docker",
+            "events",
+            "--since",
+            str(since),
+            "--until",
+            str(until),
+            "--format",
+            "{{json .}}",
+            "--filter",
+            "type=container",
+            "--filter",
+            "event=create",
+        ],
+        env=engine_env,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     return [json.loads(line) for line in events.splitlines()]
 
 
 def test_rollout_runs_its_containers_on_the_engine_docker_host_names(remote_engine, tmp_path):
     registry = tmp_path / "tasks"
     registry.mkdir()
-    (registry / "echo.json").write_text(json.dumps([
-        {"description": f"Print {n}.", "evaluation": {"match": str(n), "example": f"echo {n}"}} for n in range(3)]))
-    env = {**os.environ, "DOCKER_HOST": remote_engine.host, "LORALOOP_OS_ENV_IMAGE": IMAGE,
-           "LORALOOP_STORE_URL": f"file://{tmp_path / 'store'}"}
+    (registry / "echo.json").write_text(
+        json.dumps(
+            [{"description": f"Print {n}.", "evaluation": {"match": str(n), "example": f"echo {n}"}} for n in range(3)]
+        )
+    )
+    env = {
+        **os.environ,
+        "DOCKER_HOST": remote_engine.host,
+        "LORALOOP_OS_ENV_IMAGE": IMAGE,
+        "LORALOOP_STORE_URL": f"file://{tmp_path / 'store'}",
+    }
     since = int(time.time()) - 1
-    proc = subprocess.Popen([sys.executable, "-m", "loraloop.cli", "rollout", "--experiment", "teacher",
-                             "--task_registry", str(registry), "--run_id", "remote"], env=env,
-                            stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "loraloop.cli",
+            "rollout",
+            "--experiment",
+            "teacher",
+            "--task_registry",
+            str(registry),
+            "--run_id",
+            "remote",
+        ],
+        env=env,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     _, stderr = proc.communicate(timeout=300)
     until = int(time.time()) + 1
     assert proc.returncode == 0, stderr
@@ -84,8 +141,11 @@ def test_rollout_runs_its_containers_on_the_engine_docker_host_names(remote_engi
     assert len(remote) == 3 and all(e["Actor"]["Attributes"]["image"] == IMAGE for e in remote)
     owners = {e["Actor"]["Attributes"]["loraloop.owner"] for e in remote}
     assert owners == {f"{os.uname().nodename}:{proc.pid}"}
-    local = [e for e in created(os.environ, since, until)
-             if e["Actor"]["Attributes"].get("loraloop.owner") == f"{os.uname().nodename}:{proc.pid}"]
+    local = [
+        e
+        for e in created(os.environ, since, until)
+        if e["Actor"]["Attributes"].get("loraloop.owner") == f"{os.uname().nodename}:{proc.pid}"
+    ]
     assert local == []  # nothing of this rollout ran on the default engine
     leftover = subprocess.run(["docker", "ps", "-aq"], env=env, capture_output=True, text=True).stdout
     assert leftover.strip() == ""

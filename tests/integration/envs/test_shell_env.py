@@ -1,4 +1,5 @@
 """The Docker shell environment on real containers, and every bundled task proven solvable."""
+
 import subprocess
 
 import pytest
@@ -56,8 +57,7 @@ def test_init_failure_names_its_cause_not_apt_noise(settings_for):
     """`apt` warns about its CLI on stderr first; the cause (E: …) comes last, past 300 characters."""
     from loraloop.errors import EnvironmentFailure
 
-    env = ShellEnv(simple_task(create={"init": "apt update && apt install -y net-tools iproute2 lsof"}),
-                   settings_for())
+    env = ShellEnv(simple_task(create={"init": "apt update && apt install -y net-tools iproute2 lsof"}), settings_for())
     with pytest.raises(EnvironmentFailure) as failure:
         env.reset()
     message = str(failure.value)
@@ -82,8 +82,7 @@ def test_init_may_run_longer_than_a_check_up_to_its_own_timeout(settings_for):
 
 def test_start_su_takes_over_the_shell(settings_for):
     """AgentBench types `start` into its one shell: after `su - jack` every command runs as jack."""
-    task = simple_task(create={"init": "useradd -m jack && mkdir -p /root/d && touch /root/d/a"},
-                       start="su - jack")
+    task = simple_task(create={"init": "useradd -m jack && mkdir -p /root/d && touch /root/d/a"}, start="su - jack")
     settings = settings_for(command_timeout_s=2)
     with ShellEnv(task, settings, shared=True, max_rounds=20) as env:
         env.reset()
@@ -99,13 +98,16 @@ def test_start_su_takes_over_the_shell(settings_for):
         assert killed.info["error"] == "timeout" and "killed after 2 s" in killed.observation
         assert env.step(BASH.format('echo "unbalanced')).info["exit_code"] == 2  # jack's sh (dash) survives it
         assert env.step(BASH.format("cat; whoami; pwd")).observation == "The output of the OS:\n\njack\n/tmp\n"
-        processes = subprocess.run(["docker", "exec", env.container, "ps", "-o", "user=,args=", "-u", "jack"],
-                                   capture_output=True, text=True).stdout
+        processes = subprocess.run(
+            ["docker", "exec", env.container, "ps", "-o", "user=,args=", "-u", "jack"], capture_output=True, text=True
+        ).stdout
         assert "-sh" in processes and "sleep 300" in processes and "sleep 100" not in processes
-        replica = ShellEnv.attach(task, settings, episode_id=env.episode_id, container=env.container,
-                                  turn=env.turn, expected=env.expected)  # another process goes on with it
+        replica = ShellEnv.attach(
+            task, settings, episode_id=env.episode_id, container=env.container, turn=env.turn, expected=env.expected
+        )  # another process goes on with it
         assert replica.step(BASH.format("whoami; echo $X; pwd")).observation == (
-            "The output of the OS:\n\njack\n7\n/tmp\n")
+            "The output of the OS:\n\njack\n7\n/tmp\n"
+        )
         replica.detach()
         back = env.step(BASH.format("exit 3"))  # jack's shell ends: root's, below it, answers again
         assert back.info["exit_code"] == 3 and "error" not in back.info
@@ -144,15 +146,18 @@ def test_tool_call_protocol_runs_the_same_env(settings_for):
 
 def test_network_is_opt_in_per_task(settings_for):
     """`create.network` names a Docker network; the test engine has only `host` and `none` (no bridge)."""
-    with ShellEnv(simple_task(create={"init": "mkdir -p /root/d && touch /root/d/a", "network": "host"}),
-                  settings_for()) as env:
+    with ShellEnv(
+        simple_task(create={"init": "mkdir -p /root/d && touch /root/d/a", "network": "host"}), settings_for()
+    ) as env:
         env.reset()
         assert "lo" in env.step(BASH.format("ls /sys/class/net")).observation
-        inspect = subprocess.run(["docker", "inspect", "-f", "{{.HostConfig.NetworkMode}}", env.container],
-                                 capture_output=True, text=True).stdout.strip()
+        inspect = subprocess.run(
+            ["docker", "inspect", "-f", "{{.HostConfig.NetworkMode}}", env.container], capture_output=True, text=True
+        ).stdout.strip()
         assert inspect == "host"
     with ShellEnv(simple_task(), settings_for()) as env:
         env.reset()
-        inspect = subprocess.run(["docker", "inspect", "-f", "{{.HostConfig.NetworkMode}}", env.container],
-                                 capture_output=True, text=True).stdout.strip()
+        inspect = subprocess.run(
+            ["docker", "inspect", "-f", "{{.HostConfig.NetworkMode}}", env.container], capture_output=True, text=True
+        ).stdout.strip()
         assert inspect == "none"

@@ -1,5 +1,6 @@
 """tau2 episodes end to end: tau2's own gym, domains, user simulator and evaluator; loraloop's rollout path, store,
 exports and Task Server. The user is a scripted OpenAI-compatible server (tests/helpers.scripted_user) or SmolLM2."""
+
 from __future__ import annotations
 
 import json
@@ -24,18 +25,37 @@ MOCK = "configs/tasks/tau2/mock_base.json"
 ASK = "Hi. Please create a task called 'Important Meeting' for user_1."
 
 
-def spec(registry: str, task_id: str, policy: str = "scripted", model: str | None = None, max_steps: int = 8,
-         run_id: str = "r") -> EpisodeSpec:
-    return EpisodeSpec(mode="tau2", run_id=run_id, task_registry=registry, task_id=task_id, task_index=0, attempt=0,
-                       seed=1, task_seed=1, temperature=0.0, policy=policy, model=model, max_steps=max_steps)
+def spec(
+    registry: str,
+    task_id: str,
+    policy: str = "scripted",
+    model: str | None = None,
+    max_steps: int = 8,
+    run_id: str = "r",
+) -> EpisodeSpec:
+    return EpisodeSpec(
+        mode="tau2",
+        run_id=run_id,
+        task_registry=registry,
+        task_id=task_id,
+        task_index=0,
+        attempt=0,
+        seed=1,
+        task_seed=1,
+        temperature=0.0,
+        policy=policy,
+        model=model,
+        max_steps=max_steps,
+    )
 
 
 def stored(settings, summary: dict):
     return parse_episode(summary["key"], open_store(settings=settings).get_bytes(summary["key"]))
 
 
-def play_with_scripted_user(settings_for, tmp_path, domain: str, split: str, task_id: str, lines: list,
-                            max_steps: int, solo: bool = False):
+def play_with_scripted_user(
+    settings_for, tmp_path, domain: str, split: str, task_id: str, lines: list, max_steps: int, solo: bool = False
+):
     """The teacher plays one task of a fresh snapshot of `domain`/`split` with a scripted user saying `lines`:
     the run's summary, the stored episode and the requests the user got."""
     registry = tmp_path / f"{domain}_{split}.json"
@@ -61,12 +81,16 @@ def test_the_teacher_solves_mock_tasks_through_the_rollout_service_and_exports_r
     user = solved.start.events[0]  # the user simulator's call, recorded apart from the agent's
     assert (user["type"], user["content"], user["model"], user["url"]) == ("user_turn", ASK, "scripted-user", url)
     call, stop = solved.steps
-    assert json.loads(call.raw_output) == {"name": "create_task",
-                                           "arguments": {"user_id": "user_1", "title": "Important Meeting"}}
+    assert json.loads(call.raw_output) == {
+        "name": "create_task",
+        "arguments": {"user_id": "user_1", "title": "Important Meeting"},
+    }
     assert call.events[0]["type"] == "tool_result" and '"title": "Important Meeting"' in call.events[0]["content"]
     assert call.next_observation.startswith("tool: {") and stop.action_text == "tau2: done({})"
-    assert stop.events[-1]["type"] == "evaluation" and stop.events[-1]["reward_breakdown"] == {"DB": 1.0,
-                                                                                              "COMMUNICATE": 1.0}
+    assert stop.events[-1]["type"] == "evaluation" and stop.events[-1]["reward_breakdown"] == {
+        "DB": 1.0,
+        "COMMUNICATE": 1.0,
+    }
     assert requests and "Important Meeting" in requests[0]["messages"][0]["content"]  # the scenario, to the user
     manifest = export(open_store(settings=settings), "trajectories/teacher/teach/", tmp_path / "data", ["bc"])
     rows = [json.loads(line) for line in (tmp_path / "data" / "bc.jsonl").read_text().splitlines()]
@@ -93,8 +117,9 @@ def test_a_wrong_agent_gets_0_and_a_call_to_an_unknown_tool_is_an_error_observat
 
 def test_an_airline_episode_with_a_scripted_user(settings_for, tmp_path):
     lines = ["Hi, I need to change my reservation.", "Thank you, that is all. ###STOP###"]
-    summary, episode, requests = play_with_scripted_user(settings_for, tmp_path, "airline", "train", "7", lines,
-                                                         max_steps=12)  # 5 calls, a message, done
+    summary, episode, requests = play_with_scripted_user(
+        settings_for, tmp_path, "airline", "train", "7", lines, max_steps=12
+    )  # 5 calls, a message, done
     assert (summary["status"], summary["reward"], summary["success"]) == ("completed", 1.0, True)
     assert [s.action for s in episode.steps] == ["tool"] * 5 + ["message"]  # the user stopped after the message
     said = episode.steps[-1]
@@ -115,14 +140,19 @@ def test_a_retail_episode_with_a_scripted_user(settings_for, tmp_path):
 TELECOM = "telecom.[mobile_data_issue]user_abroad_roaming_enabled_off[PERSONA:None]"
 
 
-@pytest.mark.parametrize("solo, user, reward", [
-    (False, ["My phone shows No Service in France.", {"name": "toggle_roaming"}, "It works now. ###STOP###"], 1.0),
-    (False, ["My phone shows No Service in France.", "I will not touch my phone. ###STOP###"], 0.0),
-    (True, ["(no user in solo mode)"], 1.0),
-], ids=["user-fixes-phone", "user-refuses", "solo"])
+@pytest.mark.parametrize(
+    "solo, user, reward",
+    [
+        (False, ["My phone shows No Service in France.", {"name": "toggle_roaming"}, "It works now. ###STOP###"], 1.0),
+        (False, ["My phone shows No Service in France.", "I will not touch my phone. ###STOP###"], 0.0),
+        (True, ["(no user in solo mode)"], 1.0),
+    ],
+    ids=["user-fixes-phone", "user-refuses", "solo"],
+)
 def test_telecom_episodes_are_graded_on_the_users_phone(settings_for, tmp_path, solo, user, reward):
-    summary, episode, requests = play_with_scripted_user(settings_for, tmp_path, "telecom", "small", TELECOM, user,
-                                                         max_steps=6, solo=solo)
+    summary, episode, requests = play_with_scripted_user(
+        settings_for, tmp_path, "telecom", "small", TELECOM, user, max_steps=6, solo=solo
+    )
     assert (summary["status"], summary["reward"]) == ("completed", reward)
     assert episode.steps[-1].events[-1]["type"] == "evaluation"
     if solo:  # the agent called the phone's tool itself; no user was asked

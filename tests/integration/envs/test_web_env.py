@@ -1,4 +1,5 @@
 """The web environment on real Chromium against a real HTTP site: actions, observations, robustness."""
+
 from __future__ import annotations
 
 import asyncio
@@ -67,8 +68,10 @@ def site():
     """The fixture site on a free loopback port, and a port where another server answers (off-site)."""
     away = free_port()
     port = free_port()
-    servers = [uvicorn.Server(uvicorn.Config(fixture_app(away), port=port, log_level="warning")),
-               uvicorn.Server(uvicorn.Config(FastAPI(), port=away, log_level="warning"))]
+    servers = [
+        uvicorn.Server(uvicorn.Config(fixture_app(away), port=port, log_level="warning")),
+        uvicorn.Server(uvicorn.Config(FastAPI(), port=away, log_level="warning")),
+    ]
     threads = [threading.Thread(target=s.run, daemon=True) for s in servers]
     for t in threads:
         t.start()
@@ -80,10 +83,16 @@ def site():
 
 
 def make_task(url: str, expected: str = "Ann"):
-    return parse_web_task({"id": "fixture-1", "goal": f"Save the name {expected}.",
-                           "website": {"id": "fixture", "url": url}, "version": "test",
-                           "evals": [{"type": "jmespath", "query": "finalstate.name", "expected_value": expected}]},
-                          file="test")
+    return parse_web_task(
+        {
+            "id": "fixture-1",
+            "goal": f"Save the name {expected}.",
+            "website": {"id": "fixture", "url": url},
+            "version": "test",
+            "evals": [{"type": "jmespath", "query": "finalstate.name", "expected_value": expected}],
+        },
+        file="test",
+    )
 
 
 def bid(observation: str, role: str, name: str) -> str:
@@ -124,11 +133,13 @@ def test_wrong_final_state_fails_the_eval(env):
 
 def test_bad_actions_give_error_observations(env):
     obs, _ = env.reset()
-    for action, message in [("click('999')", "no element with bid '999'"),
-                            ("click('1\"] , x')", "is not a bid"),
-                            ("Action: frobnicate()", "unknown action 'frobnicate'"),
-                            ("tab_focus(5)", "no tab 5"),
-                            ("tab_close()", "last tab cannot be closed")]:
+    for action, message in [
+        ("click('999')", "no element with bid '999'"),
+        ("click('1\"] , x')", "is not a bid"),
+        ("Action: frobnicate()", "unknown action 'frobnicate'"),
+        ("tab_focus(5)", "no tab 5"),
+        ("tab_close()", "last tab cannot be closed"),
+    ]:
         step = env.step(action)
         assert not step.done and message in step.info["error"], (action, step.info)
         assert "# Error from the last action" in step.observation and message in step.observation
@@ -153,7 +164,7 @@ def test_dialog_popup_and_leaving_the_site(env, site):
     assert "alert 'hello there' dialog appeared and was dismissed" in step.observation
     step = env.step(f"click('{bid(step.observation, 'link', 'Open in new tab')}')")
     if "Tab 1" not in step.observation:  # under load the popup may attach after the click returned:
-        step = env.step("noop(200)")     # it is then reported with the next observation
+        step = env.step("noop(200)")  # it is then reported with the next observation
     assert "Tab 1 (active)" in step.observation and "new tab(s) opened" in step.observation
     step = env.step("tab_close()")
     assert "Tab 1" not in step.observation
@@ -245,8 +256,13 @@ def _browser_pids() -> list[int]:
             cmd = open(f"/proc/{pid}/cmdline", "rb").read().split(b"\0")
         except OSError:
             continue
-        if cmd and cmd[0].endswith(b"chromium") and not any(a.startswith(b"--type=") for a in cmd) \
-                and any(b"playwright" in a for a in cmd) and _ours(int(pid)):
+        if (
+            cmd
+            and cmd[0].endswith(b"chromium")
+            and not any(a.startswith(b"--type=") for a in cmd)
+            and any(b"playwright" in a for a in cmd)
+            and _ours(int(pid))
+        ):
             pids.append(int(pid))
     return pids
 

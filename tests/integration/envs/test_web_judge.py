@@ -1,4 +1,5 @@
 """REAL's llm_boolean criterion asks a real judge: the tests' vLLM serving SmolLM2."""
+
 from loraloop.envs.web.evaluate import Judge, grade
 from loraloop.tasks.web.format import parse_web_task
 from tests.helpers import REAL_TASK as GOOD

@@ -1,5 +1,6 @@
 """The local transformers worker (`backend: local`): SmolLM2 in this process plays a shell episode in Docker
 and records the same fields a served model does: token ids of the prompt and completion, and logprobs."""
+
 import pytest
 
 from loraloop.rollout.experiments import get_experiment
@@ -17,9 +18,18 @@ def test_local_worker_records_what_a_served_model_does(settings_for):
 
     settings = settings_for(model_dir=model_files(), max_tokens=32)
     experiment = get_experiment("configs/experiments.yaml", "smollm_local").model_copy(update={"max_steps": 1})
-    specs = plan_rollout(load_registry("configs/tasks/os"), "configs/tasks/os", experiment, run_id="local",
-                         subset="test+count-ext", sample_size=1, rollouts_per_task=1, seed=1, task_seed=7,
-                         temperature=None)
+    specs = plan_rollout(
+        load_registry("configs/tasks/os"),
+        "configs/tasks/os",
+        experiment,
+        run_id="local",
+        subset="test+count-ext",
+        sample_size=1,
+        rollouts_per_task=1,
+        seed=1,
+        task_seed=7,
+        temperature=None,
+    )
     [summary] = execute(specs, settings, quiet=True)
     assert summary["status"] in ("completed", "round_limit"), summary
     [episode] = list(iter_episodes(open_store(settings=settings), "trajectories/smollm_local/local/"))

@@ -8,6 +8,7 @@ vLLM does not answer 500 or stall on demand, so `FaultProxy` (a fault injector, 
 front of it and forwards every request, failing or delaying the chat completions it is told to. "Down" is
 real: nothing listens on the port the episodes are sent to.
 """
+
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -57,8 +58,13 @@ class FaultProxy:
                     if fail:
                         return self.reply(500, b'{"error": {"message": "injected fault"}}')
                     time.sleep(proxy.delay_s)
-                answer = httpx.request(self.command, proxy.upstream + self.path, content=body, timeout=120,
-                                       headers={"Content-Type": "application/json"})
+                answer = httpx.request(
+                    self.command,
+                    proxy.upstream + self.path,
+                    content=body,
+                    timeout=120,
+                    headers={"Content-Type": "application/json"},
+                )
                 self.reply(answer.status_code, answer.content)
 
             def reply(self, code, content):
@@ -91,10 +97,17 @@ def settings_of(settings_for, tmp_path, url, **overrides):
     """Fast failures: no request-level retry (each failure reaches the episode), two-step episodes of short
     replies (experiment `short`), half-second waits."""
     experiments = tmp_path / "experiments.yaml"
-    experiments.write_text("experiments:\n  short:\n    policy: openai\n    model: SmolLM2-135M-Instruct\n"
-                           "    max_steps: 2\n")
-    return settings_for(vllm_url=url, model_retries=0, max_tokens=24, episode_retry_delay_s=0.5,
-                        experiments_path=experiments, **overrides)
+    experiments.write_text(
+        "experiments:\n  short:\n    policy: openai\n    model: SmolLM2-135M-Instruct\n    max_steps: 2\n"
+    )
+    return settings_for(
+        vllm_url=url,
+        model_retries=0,
+        max_tokens=24,
+        episode_retry_delay_s=0.5,
+        experiments_path=experiments,
+        **overrides,
+    )
 
 
 def stored_ends(settings, run):
@@ -119,9 +132,18 @@ def test_a_model_server_down_fails_episodes_with_that_cause_and_the_job_ends(set
     down = f"http://127.0.0.1:{free_port()}/v1"  # nothing listens there
     settings = settings_of(settings_for, tmp_path, down, episode_retries=1)
     registry = load_registry("configs/tasks/os")
-    specs = plan_rollout(registry, "configs/tasks/os", get_experiment(settings.experiments_path, "short"),
-                         run_id="down", subset="test", sample_size=2, rollouts_per_task=1, seed=1, task_seed=1,
-                         temperature=None)  # planned without the preflight, which refuses
+    specs = plan_rollout(
+        registry,
+        "configs/tasks/os",
+        get_experiment(settings.experiments_path, "short"),
+        run_id="down",
+        subset="test",
+        sample_size=2,
+        rollouts_per_task=1,
+        seed=1,
+        task_seed=1,
+        temperature=None,
+    )  # planned without the preflight, which refuses
     jobs = LocalJobs(settings, concurrency=2)
     jobs.start(specs)
     status = follow(lambda: jobs.status("down"), quiet=True)

@@ -1,5 +1,6 @@
 """Rollouts in real containers: the embedded default, real Celery workers over a real Redis, skipped and
 crashed episodes named in the summary."""
+
 import json
 import os
 import subprocess
@@ -17,8 +18,22 @@ def stored(store_dir, mode):
 @pytest.mark.usefixtures("docker_ready")
 def test_embedded_rollout_stores_every_episode(tmp_path):
     env = {"LORALOOP_STORE_URL": f"file://{tmp_path}"}
-    proc = run_cli(["rollout", "--experiment", "teacher", "--subset", "test", "--sample_size", "4",
-                    "--rollouts_per_task", "2", "--run_id", "emb"], env)
+    proc = run_cli(
+        [
+            "rollout",
+            "--experiment",
+            "teacher",
+            "--subset",
+            "test",
+            "--sample_size",
+            "4",
+            "--rollouts_per_task",
+            "2",
+            "--run_id",
+            "emb",
+        ],
+        env,
+    )
     assert proc.returncode == 0, proc.stderr
     files = stored(tmp_path, "teacher")
     assert len(files) == 8
@@ -31,13 +46,22 @@ def test_embedded_rollout_stores_every_episode(tmp_path):
 @pytest.mark.usefixtures("docker_ready")
 def test_celery_workers_over_redis(tmp_path, redis_url):
     env = {"LORALOOP_STORE_URL": f"file://{tmp_path}", "LORALOOP_BROKER_URL": redis_url}
-    worker = subprocess.Popen(LORALOOP + ["worker", "--concurrency", "3", "--loglevel", "warning"],
-                              env={**os.environ, **env}, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    worker = subprocess.Popen(
+        LORALOOP + ["worker", "--concurrency", "3", "--loglevel", "warning"],
+        env={**os.environ, **env},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
     rollout = None
     try:  # submitted at once: the job waits in Redis while the worker starts; a worker that dies fails it now
-        rollout = subprocess.Popen(LORALOOP + ["rollout", "--experiment", "teacher", "--subset", "train",
-                                               "--sample_size", "5", "--run_id", "celery"], env={**os.environ, **env},
-                                   stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        rollout = subprocess.Popen(
+            LORALOOP
+            + ["rollout", "--experiment", "teacher", "--subset", "train", "--sample_size", "5", "--run_id", "celery"],
+            env={**os.environ, **env},
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         deadline = time.monotonic() + 600
         while True:
             try:
@@ -65,16 +89,32 @@ def test_teacher_skips_a_task_without_example_and_the_summary_names_a_crashed_ta
     (folder / "scripts" / "check" / "same.py").write_text(
         "import sys\nsys.exit(sys.argv[1].strip() != sys.argv[2].strip())\n"
     )
-    (folder / "set.json").write_text(json.dumps([
-        {"description": "How many CPUs? Answer with the number.", "evaluation": {"match": "1"}},
-        {"description": "Echo hi.", "evaluation": {"check": [None, {"language": "python", "file": "check/same.py"}],
-                                                   "example": {"file": "example/missing.sh"}}},
-        {"description": "Echo hi.", "evaluation": {"check": [None, {"language": "python", "file": "check/same.py"}],
-                                                   "example": "echo hi"}},
-    ]))
+    (folder / "set.json").write_text(
+        json.dumps(
+            [
+                {"description": "How many CPUs? Answer with the number.", "evaluation": {"match": "1"}},
+                {
+                    "description": "Echo hi.",
+                    "evaluation": {
+                        "check": [None, {"language": "python", "file": "check/same.py"}],
+                        "example": {"file": "example/missing.sh"},
+                    },
+                },
+                {
+                    "description": "Echo hi.",
+                    "evaluation": {
+                        "check": [None, {"language": "python", "file": "check/same.py"}],
+                        "example": "echo hi",
+                    },
+                },
+            ]
+        )
+    )
     (folder / "registry.yaml").write_text("sets: [{split: s, files: set.json, scripts: scripts, index_prefix: t-}]\n")
-    proc = run_cli(["rollout", "--experiment", "teacher", "--task_registry", str(folder), "--run_id", "skip"],
-                   {"LORALOOP_STORE_URL": f"file://{tmp_path / 'store'}", "COLUMNS": "2000"})
+    proc = run_cli(
+        ["rollout", "--experiment", "teacher", "--task_registry", str(folder), "--run_id", "skip"],
+        {"LORALOOP_STORE_URL": f"file://{tmp_path / 'store'}", "COLUMNS": "2000"},
+    )
     assert proc.returncode == 0, proc.stderr
     summary = " ".join(proc.stderr.split())
     assert "1/3 solved, 1 ended in an error (1 crash), 1 skipped (the policy cannot play them)" in summary
@@ -82,8 +122,10 @@ def test_teacher_skips_a_task_without_example_and_the_summary_names_a_crashed_ta
         "skipped t-set-00000: task t-set-00000 has no example solution: the scripted teacher cannot play it" in summary
     )
     assert "t-set-00001: TaskFormatError: script file" in summary and "None:" not in summary
-    ends = {f.parent.name + "/" + f.name: json.loads(f.read_text().splitlines()[-1])
-            for f in stored(tmp_path / "store", "teacher")}
+    ends = {
+        f.parent.name + "/" + f.name: json.loads(f.read_text().splitlines()[-1])
+        for f in stored(tmp_path / "store", "teacher")
+    }
     skipped = next(e for k, e in ends.items() if "t-set-00000" in k)
     assert skipped["status"] == "skipped" and "no example solution" in skipped["reason"] and not skipped["error"]
     crashed = next(e for k, e in ends.items() if "t-set-00001" in k)
@@ -96,8 +138,23 @@ def test_rollout_works_from_another_folder(tmp_path):
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     env = {"LORALOOP_STORE_URL": f"file://{tmp_path / 'store'}"}
-    proc = run_cli(["rollout", "--experiment", "teacher", "--task_registry", "configs/tasks/os", "--subset", "test",
-                    "--sample_size", "1", "--run_id", "away"], cwd=elsewhere, env=env)
+    proc = run_cli(
+        [
+            "rollout",
+            "--experiment",
+            "teacher",
+            "--task_registry",
+            "configs/tasks/os",
+            "--subset",
+            "test",
+            "--sample_size",
+            "1",
+            "--run_id",
+            "away",
+        ],
+        cwd=elsewhere,
+        env=env,
+    )
     assert proc.returncode == 0, proc.stderr
     assert "1/1 solved" in " ".join(proc.stderr.split())
     assert len(list((tmp_path / "store" / "trajectories" / "teacher" / "away").glob("*.jsonl"))) == 1

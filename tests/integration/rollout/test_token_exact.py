@@ -1,5 +1,6 @@
 """Token-exact trajectories: a real multi-turn shell episode against the real vLLM CPU server stores,
 per model step, the ids vLLM sampled and saw, their logprobs and the sampling parameters sent."""
+
 from pathlib import Path
 
 import pytest
@@ -20,8 +21,20 @@ def test_stored_steps_hold_the_sampled_tokens(vllm_url, settings_for):
     from transformers import AutoTokenizer
 
     settings = settings_for(vllm_url=vllm_url)
-    spec = EpisodeSpec(mode="exact", run_id="r", task_registry=REGISTRY, task_id=TASK, task_index=0, attempt=0,
-                       seed=7, task_seed=0, temperature=0.0, policy="openai", model=None, max_steps=3)
+    spec = EpisodeSpec(
+        mode="exact",
+        run_id="r",
+        task_registry=REGISTRY,
+        task_id=TASK,
+        task_index=0,
+        attempt=0,
+        seed=7,
+        task_seed=0,
+        temperature=0.0,
+        policy="openai",
+        model=None,
+        max_steps=3,
+    )
     summary = run_episode(spec, settings)
     assert summary["error"] is None, summary
     store = open_store(settings=settings)
@@ -40,7 +53,7 @@ def test_stored_steps_hold_the_sampled_tokens(vllm_url, settings_for):
         # the completion: its ids decode to the stored reply (vLLM cuts a stop string from the text only)
         ids = step.completion_token_ids
         decoded = tokenizer.decode(ids, skip_special_tokens=True)
-        rest = decoded[len(step.raw_output):]
+        rest = decoded[len(step.raw_output) :]
         assert decoded.startswith(step.raw_output) and (rest == "" or rest.startswith(sent["stop"][0])), step.step_idx
         assert ids[-1] == tokenizer.eos_token_id or rest or len(ids) == settings.max_tokens
         assert len(step.logprobs) == len(ids) == step.completion_tokens > 0

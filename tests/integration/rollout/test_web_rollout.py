@@ -1,4 +1,5 @@
 """Web rollouts in Chromium on the bundled sites: trajectories and screenshots in the store, exported to BC and GRPO."""
+
 import json
 
 from loraloop.task_registry import load_registry
@@ -14,10 +15,18 @@ def test_web_rollout_stores_trajectories_screenshots_and_exports_bc(tmp_path, si
 
     settings = settings_for(sites_url=sites_url)
     registry = load_registry("configs/tasks/web")
-    specs = plan_rollout(registry, "configs/tasks/web", get_experiment("configs/experiments.yaml",
-                                                                       "web_teacher_screens"),
-                         run_id="web-1", subset="test", sample_size=3, rollouts_per_task=1, seed=1, task_seed=7,
-                         temperature=None)
+    specs = plan_rollout(
+        registry,
+        "configs/tasks/web",
+        get_experiment("configs/experiments.yaml", "web_teacher_screens"),
+        run_id="web-1",
+        subset="test",
+        sample_size=3,
+        rollouts_per_task=1,
+        seed=1,
+        task_seed=7,
+        temperature=None,
+    )
     summaries = execute(specs, settings, quiet=True)
     assert len(summaries) == 3 and all(s["success"] for s in summaries), summaries
     store = open_store(settings=settings)

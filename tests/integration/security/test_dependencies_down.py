@@ -1,5 +1,6 @@
 """Redis down (a real Redis port with nothing listening): the Task Server and the gateway answer 503 naming the
 dependency, with Retry-After, as the rollout API does for its broker, never a bare 500."""
+
 from __future__ import annotations
 
 from fastapi.testclient import TestClient

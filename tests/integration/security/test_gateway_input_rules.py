@@ -1,6 +1,7 @@
 """The recording gateway under the hostile probe: identifiers, rewards and JSON depth are refused with a 4xx naming
 the field and the rule (no vLLM needed: each is refused before the gateway asks it anything), and vLLM's host paths
 stay behind the gateway."""
+
 from __future__ import annotations
 
 from fastapi.testclient import TestClient
@@ -31,8 +32,9 @@ def test_start_session_experiment_or_run_id_dot_or_dotdot_gets_422(settings_for,
 def test_set_reward_overflow_or_non_finite_gets_422_naming_reward(settings_for, redis_url):
     """Finding: /rl/set_reward 1.7e308 twice summed to inf, stored as a null reward."""
     client = gateway(settings_for, redis_url)
-    key = client.post("/rl/start_session", json={"task_id": "t1"},
-                      headers={"Authorization": f"Bearer {ADMIN}"}).json()["api_key"]
+    key = client.post("/rl/start_session", json={"task_id": "t1"}, headers={"Authorization": f"Bearer {ADMIN}"}).json()[
+        "api_key"
+    ]
     session = {"Authorization": f"Bearer {key}", "Content-Type": "application/json"}
     for body in (b'{"reward": 1.7e308}', b'{"reward": -1e7}', b'{"reward": 1e999}', b'{"reward": NaN}'):
         reply = client.post("/rl/set_reward", content=body, headers=session)
@@ -44,12 +46,14 @@ def test_set_reward_overflow_or_non_finite_gets_422_naming_reward(settings_for, 
 def test_a_body_1000_deep_gets_422_not_a_recursion_500(settings_for, redis_url):
     """Finding: a chat body about 1,000 levels deep was a 500 RecursionError in http_guards.unencodable."""
     client = gateway(settings_for, redis_url)
-    key = client.post("/rl/start_session", json={"task_id": "t1"},
-                      headers={"Authorization": f"Bearer {ADMIN}"}).json()["api_key"]
+    key = client.post("/rl/start_session", json={"task_id": "t1"}, headers={"Authorization": f"Bearer {ADMIN}"}).json()[
+        "api_key"
+    ]
     deep = b'{"model": "m", "messages": [{"role": "user", "content": "x"}], "x": ' + b"[" * 1000 + b"]" * 1000 + b"}"
     for path, who in (("/v1/chat/completions", key), ("/rl/start_session", ADMIN)):
-        reply = client.post(path, content=deep, headers={"Authorization": f"Bearer {who}",
-                                                         "Content-Type": "application/json"})
+        reply = client.post(
+            path, content=deep, headers={"Authorization": f"Bearer {who}", "Content-Type": "application/json"}
+        )
         assert reply.status_code == 422 and "nested more than 32 levels" in reply.text, (path, reply.text)
 
 

@@ -3,6 +3,7 @@ viewer (the sites take forms, never JSON, so the viewer is the fourth), the Task
 gateway, each on a real Redis and a file store. For every example: no 5xx, no token or host path in the answer, and
 nothing left behind: this process's containers (by owner label), the open episodes or sessions and the store's
 objects are what the accepted calls explain, checked after each example."""
+
 from __future__ import annotations
 
 import json
@@ -63,8 +64,9 @@ def host_paths(store_root) -> list[str]:
 
 def json_post(client: TestClient, headers: dict[str, str]) -> Callable[[Route, bytes], Any]:
     """Send a hostile body as the JSON of a POST."""
-    return lambda route, body: client.request(route.method, route.path, content=body,
-                                              headers={**headers, "Content-Type": "application/json"})
+    return lambda route, body: client.request(
+        route.method, route.path, content=body, headers={**headers, "Content-Type": "application/json"}
+    )
 
 
 @pytest.fixture
@@ -75,17 +77,39 @@ def jobs_api(settings_for, redis_url, tmp_path):
     settings = settings_for(broker_url=redis_url.rsplit("/", 1)[0] + "/5", api_token=TOKEN)
     client = TestClient(create_app(settings))
     store = open_store(settings=settings)
-    target = Target(client, [Route("POST", "/api/jobs", hostile_bodies(
-        {"experiment": "teacher", "run_id": "hostile", "task_registry": "configs/tasks/os", "subset": "test",
-         "sample_size": 1, "seed": 3, "temperature": 0.5}))], [TOKEN, *host_paths(tmp_path / "store")],
-        json_post(client, {"Authorization": f"Bearer {TOKEN}"}), lambda route, reply: None, lambda: {})
+    target = Target(
+        client,
+        [
+            Route(
+                "POST",
+                "/api/jobs",
+                hostile_bodies(
+                    {
+                        "experiment": "teacher",
+                        "run_id": "hostile",
+                        "task_registry": "configs/tasks/os",
+                        "subset": "test",
+                        "sample_size": 1,
+                        "seed": 3,
+                        "temperature": 0.5,
+                    }
+                ),
+            )
+        ],
+        [TOKEN, *host_paths(tmp_path / "store")],
+        json_post(client, {"Authorization": f"Bearer {TOKEN}"}),
+        lambda route, reply: None,
+        lambda: {},
+    )
 
     def after(_route, reply):
         if reply.status_code == 201:  # a job was booked: its plan is the one object it writes
             run_id = reply.json()["run_id"]
             target.kept += [key for key in store_objects(store) if f"/{run_id}" in key]
-            assert client.post(f"/api/jobs/{run_id}/cancel", headers={"Authorization": f"Bearer {TOKEN}"}
-                               ).status_code == 200
+            assert (
+                client.post(f"/api/jobs/{run_id}/cancel", headers={"Authorization": f"Bearer {TOKEN}"}).status_code
+                == 200
+            )
 
     target.after = after
     target.shown_when_ok = (store.url,)  # a job's status says where its episodes go (JobStatus.store_url)
@@ -109,22 +133,41 @@ def viewer(settings_for, redis_url, tmp_path):
     assert client.post("/ui/login", data={"token": TOKEN, "next": "/ui"}, follow_redirects=False).status_code == 303
     assert client.get("/ui/runs/mode/run1").status_code == 200  # the run's index, which the viewer writes once
     texts = hostile_bodies({"key": "trajectories/mode/run1/t-00001__attempt_0.jsonl"})
-    routes = [Route("GET", path, texts) for path in ("/ui?mode=", "/ui/episode?key=", "/ui/file?key=",
-                                                     "/ui/compare?key=trajectories/x.jsonl&key=",
-                                                     "/ui/runs/mode/run1?task=", "/ui/runs/", "/ui/login?next=")]
+    routes = [
+        Route("GET", path, texts)
+        for path in (
+            "/ui?mode=",
+            "/ui/episode?key=",
+            "/ui/file?key=",
+            "/ui/compare?key=trajectories/x.jsonl&key=",
+            "/ui/runs/mode/run1?task=",
+            "/ui/runs/",
+            "/ui/login?next=",
+        )
+    ]
     routes.append(Route("POST", "/ui/login", texts))
 
     def send(route, body):
         body = body[:URL_BYTES]
         if route.method == "POST":  # the form's fields, as a browser encodes them
-            return client.post(route.path, content=b"token=" + quote_from_bytes(body).encode() + b"&next=%2Fui",
-                               headers={"Content-Type": "application/x-www-form-urlencoded"}, follow_redirects=False)
+            return client.post(
+                route.path,
+                content=b"token=" + quote_from_bytes(body).encode() + b"&next=%2Fui",
+                headers={"Content-Type": "application/x-www-form-urlencoded"},
+                follow_redirects=False,
+            )
         return client.get(route.path + quote_from_bytes(body, safe=""), follow_redirects=False)
 
     objects = store_objects(store)
-    return Target(client, routes, [TOKEN, *host_paths(tmp_path / "store")], send, lambda route, reply: None,
-                  lambda: {"containers": my_containers(), "objects": store_objects(store) == objects},
-                  shown_when_ok=(store.url,))  # the run list names the store it shows
+    return Target(
+        client,
+        routes,
+        [TOKEN, *host_paths(tmp_path / "store")],
+        send,
+        lambda route, reply: None,
+        lambda: {"containers": my_containers(), "objects": store_objects(store) == objects},
+        shown_when_ok=(store.url,),
+    )  # the run list names the store it shows
 
 
 @pytest.fixture
@@ -134,12 +177,16 @@ def task_server(settings_for, docker_ready, redis_url, tmp_path):
     from loraloop.task_registry import load_registry
     from loraloop.taskserver.app import create_app
 
-    (tmp_path / "tasks.json").write_text(json.dumps([{"description": "Print 1.",
-                                                      "evaluation": {"match": "1", "example": "echo 1"}}]))
+    (tmp_path / "tasks.json").write_text(
+        json.dumps([{"description": "Print 1.", "evaluation": {"match": "1", "example": "echo 1"}}])
+    )
     settings = settings_for(task_server_token=TOKEN, broker_url=redis_url, command_timeout_s=10)
     store = open_store(settings=settings)
-    client = TestClient(create_app(load_registry(tmp_path / "tasks.json"), f"hostile-{uuid.uuid4().hex[:6]}",
-                                   settings, run_id="hostile"))
+    client = TestClient(
+        create_app(
+            load_registry(tmp_path / "tasks.json"), f"hostile-{uuid.uuid4().hex[:6]}", settings, run_id="hostile"
+        )
+    )
     auth = {"Authorization": f"Bearer {TOKEN}"}
     post = json_post(client, auth)
     standing = {"id": "", "ended": 0}
@@ -149,10 +196,17 @@ def task_server(settings_for, docker_ready, redis_url, tmp_path):
         assert reply.status_code == 200, reply.text
         standing["id"] = reply.json()["episode_id"]
 
-    routes = [Route("POST", "/api/episode/start", hostile_bodies({"sample_id": 0, "config": {"protocol": "text"}})),
-              Route("POST", "/api/episode/step", hostile_bodies({"episode_id": "STANDING", "action": {
-                  "type": "text", "content": "Act: bash\n```bash\nls\n```"}})),
-              Route("POST", "/api/episode/cancel", hostile_bodies({"episode_id": "STANDING"}))]
+    routes = [
+        Route("POST", "/api/episode/start", hostile_bodies({"sample_id": 0, "config": {"protocol": "text"}})),
+        Route(
+            "POST",
+            "/api/episode/step",
+            hostile_bodies(
+                {"episode_id": "STANDING", "action": {"type": "text", "content": "Act: bash\n```bash\nls\n```"}}
+            ),
+        ),
+        Route("POST", "/api/episode/cancel", hostile_bodies({"episode_id": "STANDING"})),
+    ]
 
     def send(route, body):
         return post(route, body.replace(b"STANDING", standing["id"].encode()))
@@ -161,8 +215,9 @@ def task_server(settings_for, docker_ready, redis_url, tmp_path):
         if reply.status_code != 200:
             return
         if route.path.endswith("/start"):  # a hostile start that was valid all the same: its episode is cancelled
-            cancelled = client.post("/api/episode/cancel", json={"episode_id": reply.json()["episode_id"]},
-                                    headers=auth)
+            cancelled = client.post(
+                "/api/episode/cancel", json={"episode_id": reply.json()["episode_id"]}, headers=auth
+            )
             assert cancelled.status_code == 200, cancelled.text
             standing["ended"] += 1
         elif route.path.endswith("/cancel") or reply.json()["done"]:
@@ -187,8 +242,12 @@ def gateway(settings_for, redis_url, tmp_path):
     from loraloop.serve.gateway.app import create_app
     from tests.helpers import free_port
 
-    settings = settings_for(gateway_admin_key=ADMIN, broker_url=redis_url, gateway_experiment="hostile",
-                            vllm_url=f"http://127.0.0.1:{free_port()}/v1")
+    settings = settings_for(
+        gateway_admin_key=ADMIN,
+        broker_url=redis_url,
+        gateway_experiment="hostile",
+        vllm_url=f"http://127.0.0.1:{free_port()}/v1",
+    )
     store = open_store(settings=settings)
     client = TestClient(create_app(settings))
     admin = {"Authorization": f"Bearer {ADMIN}"}
@@ -201,12 +260,16 @@ def gateway(settings_for, redis_url, tmp_path):
 
     open_one()
     standing["sessions"] = client.get("/health").json()["open_sessions"]
-    routes = [Route("POST", "/rl/start_session", hostile_bodies({"task_id": "t1", "experiment": "hostile",
-                                                                 "run_id": "r1"})),
-              Route("POST", "/rl/set_reward", hostile_bodies({"reward": 0.5, "interaction_id": None})),
-              Route("POST", "/rl/end_session", hostile_bodies({})),
-              Route("POST", "/v1/chat/completions", hostile_bodies({
-                  "model": "m", "messages": [{"role": "user", "content": "hi"}], "max_tokens": 1}))]
+    routes = [
+        Route("POST", "/rl/start_session", hostile_bodies({"task_id": "t1", "experiment": "hostile", "run_id": "r1"})),
+        Route("POST", "/rl/set_reward", hostile_bodies({"reward": 0.5, "interaction_id": None})),
+        Route("POST", "/rl/end_session", hostile_bodies({})),
+        Route(
+            "POST",
+            "/v1/chat/completions",
+            hostile_bodies({"model": "m", "messages": [{"role": "user", "content": "hi"}], "max_tokens": 1}),
+        ),
+    ]
 
     def send(route, body):
         who = ADMIN if route.path == "/rl/start_session" else standing["key"]
@@ -216,8 +279,9 @@ def gateway(settings_for, redis_url, tmp_path):
         if reply.status_code != 200:
             return
         if route.path == "/rl/start_session":  # a hostile start that was valid all the same: stored at once
-            ended = client.post("/rl/end_session", json={},
-                                headers={"Authorization": f"Bearer {reply.json()['api_key']}"})
+            ended = client.post(
+                "/rl/end_session", json={}, headers={"Authorization": f"Bearer {reply.json()['api_key']}"}
+            )
             assert ended.status_code == 200, ended.text
             standing["ended"] += 1
         elif route.path == "/rl/end_session":
@@ -225,11 +289,21 @@ def gateway(settings_for, redis_url, tmp_path):
             open_one()
 
     def holds():
-        return {"containers": my_containers(), "open sessions": client.get("/health").json()["open_sessions"],
-                "stored": len(store_objects(store)) - standing["ended"]}
+        return {
+            "containers": my_containers(),
+            "open sessions": client.get("/health").json()["open_sessions"],
+            "stored": len(store_objects(store)) - standing["ended"],
+        }
 
-    return Target(client, routes, [ADMIN, *host_paths(tmp_path / "store")], send, after, holds,
-                  allowed_5xx=("vLLM unreachable at",))
+    return Target(
+        client,
+        routes,
+        [ADMIN, *host_paths(tmp_path / "store")],
+        send,
+        after,
+        holds,
+        allowed_5xx=("vLLM unreachable at",),
+    )
 
 
 @pytest.mark.parametrize("app", list(EXAMPLES))
@@ -241,8 +315,9 @@ def test_hostile_json_gets_no_5xx_and_leaves_nothing_behind(app, request):
     codes: Counter = Counter()
     started = time.monotonic()
 
-    @hypothesis_settings(max_examples=EXAMPLES[app], deadline=None, database=None,
-                         suppress_health_check=list(HealthCheck))
+    @hypothesis_settings(
+        max_examples=EXAMPLES[app], deadline=None, database=None, suppress_health_check=list(HealthCheck)
+    )
     @given(data=st.data())
     def one(data):
         route = data.draw(st.sampled_from(target.routes), label="route")
@@ -254,6 +329,8 @@ def test_hostile_json_gets_no_5xx_and_leaves_nothing_behind(app, request):
         assert target.holds() == before, (route.path, reply.status_code, reply.text[:300], body[:200], dict(codes))
 
     one()
-    print(f"{app}: {sum(codes.values())} hostile bodies in {time.monotonic() - started:.1f} s, by route and "
-          f"status: {dict(codes)}")
+    print(
+        f"{app}: {sum(codes.values())} hostile bodies in {time.monotonic() - started:.1f} s, by route and "
+        f"status: {dict(codes)}"
+    )
     assert sum(codes.values()) >= EXAMPLES[app]

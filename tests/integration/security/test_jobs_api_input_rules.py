@@ -1,6 +1,7 @@
 """The jobs API and the viewer under the hostile probe (on a real Redis): identifiers, seeds, registry paths, store
 keys and JSON depth are refused with a 4xx naming the field and the rule, before anything is written, and no reply
 names a host path."""
+
 from __future__ import annotations
 
 import pytest
@@ -54,8 +55,10 @@ def test_jobs_api_task_seed_past_what_numpy_and_vllm_take_gets_422(api, field, v
 def test_jobs_api_task_registry_with_embedded_nul_gets_422(api):
     """Finding: a task_registry holding a NUL was a 500."""
     client, _ = api
-    refused(client.post("/api/jobs", json={"experiment": "teacher", "task_registry": "configs/tasks/os\x00x"}),
-            "task_registry")
+    refused(
+        client.post("/api/jobs", json={"experiment": "teacher", "task_registry": "configs/tasks/os\x00x"}),
+        "task_registry",
+    )
 
 
 def test_jobs_api_body_nested_1000_deep_gets_422(api):
@@ -65,8 +68,14 @@ def test_jobs_api_body_nested_1000_deep_gets_422(api):
     assert reply.status_code == 422 and "nested more than 32 levels" in reply.text
 
 
-@pytest.mark.parametrize("key", ["trajectories/" + "a" * 9000 + ".jsonl", "trajectories/m/r/" + "b" * 300 + ".jsonl",
-                                 "trajectories/m/r/x\x00.jsonl"])
+@pytest.mark.parametrize(
+    "key",
+    [
+        "trajectories/" + "a" * 9000 + ".jsonl",
+        "trajectories/m/r/" + "b" * 300 + ".jsonl",
+        "trajectories/m/r/x\x00.jsonl",
+    ],
+)
 def test_viewer_episode_key_the_os_would_refuse_gets_400(api, key):
     """Finding: /ui/episode?key= with a 9,000-character key (or a NUL) was an OSError 500."""
     client, _ = api
@@ -81,8 +90,10 @@ def test_viewer_pages_carry_hardening_headers(api):
     client, _ = api
     for path in ("/ui", "/ui/login", "/ui/episode?key=nothing"):
         headers = client.get(path, follow_redirects=False).headers
-        assert "frame-ancestors 'none'" in headers["Content-Security-Policy"] and "script" not in \
-            headers["Content-Security-Policy"], path
+        assert (
+            "frame-ancestors 'none'" in headers["Content-Security-Policy"]
+            and "script" not in headers["Content-Security-Policy"]
+        ), path
         assert headers["X-Frame-Options"] == "DENY" and headers["Referrer-Policy"] == "no-referrer", path
 
 

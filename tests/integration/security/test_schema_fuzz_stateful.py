@@ -2,6 +2,7 @@
 one call's answer into the next (a started episode's id into its steps and cancel; a session's key into its reward
 and end), and for the gateway the whole schema case by case with each route's credentials. Never a 5xx; afterwards
 no container of this process and no open episode or session is left, and every episode or session ended is stored."""
+
 from __future__ import annotations
 
 import json
@@ -28,8 +29,9 @@ def test_the_task_server_stateful_never_answers_5xx_nor_leaks(settings_for, dock
     from loraloop.task_registry import load_registry
     from loraloop.taskserver.app import create_app
 
-    (tmp_path / "tasks.json").write_text(json.dumps([{"description": "Print 1.",
-                                                      "evaluation": {"match": "1", "example": "echo 1"}}]))
+    (tmp_path / "tasks.json").write_text(
+        json.dumps([{"description": "Print 1.", "evaluation": {"match": "1", "example": "echo 1"}}])
+    )
     settings = settings_for(task_server_token=TOKEN, broker_url=redis_url, command_timeout_s=10)
     app = create_app(load_registry(tmp_path / "tasks.json"), "stateful", settings, run_id="stateful")
     auth = {"Authorization": f"Bearer {TOKEN}"}
@@ -41,12 +43,23 @@ def test_the_task_server_stateful_never_answers_5xx_nor_leaks(settings_for, dock
         if case.path == START and response.status_code == 200:
             started.append(response.json()["episode_id"])
 
-    links = {(START, "post"): {
-        "Step": {"operationRef": ref(STEP), "requestBody": {"episode_id": "$response.body#/episode_id",
-                                                             "action": {"content": "Act: bash\n```bash\nls\n```"}}},
-        "Answer": {"operationRef": ref(STEP), "requestBody": {"episode_id": "$response.body#/episode_id",
-                                                               "action": {"content": "Act: answer(1)"}}},
-        "Cancel": {"operationRef": ref(CANCEL), "requestBody": {"episode_id": "$response.body#/episode_id"}}}}
+    links = {
+        (START, "post"): {
+            "Step": {
+                "operationRef": ref(STEP),
+                "requestBody": {
+                    "episode_id": "$response.body#/episode_id",
+                    "action": {"content": "Act: bash\n```bash\nls\n```"},
+                },
+            },
+            "Answer": {
+                "operationRef": ref(STEP),
+                "requestBody": {"episode_id": "$response.body#/episode_id", "action": {"content": "Act: answer(1)"}},
+            },
+            "Cancel": {"operationRef": ref(CANCEL), "requestBody": {"episode_id": "$response.body#/episode_id"}},
+        }
+    }
+
     def prepare(case):
         case.headers = {**(case.headers or {}), **auth}
         if case.path == START and isinstance(case.body, dict) and isinstance(case.body.get("sample_id"), int):
@@ -81,8 +94,9 @@ def test_the_gateway_with_each_routes_credentials_never_answers_5xx(settings_for
     opens is ended at once, and every session ends stored."""
     app, store = gateway_app(settings_for, redis_url, 8)
     client = TestClient(app)
-    key = client.post("/rl/start_session", json={"task_id": "t"}, headers={"Authorization": f"Bearer {ADMIN}"}
-                      ).json()["api_key"]
+    key = client.post("/rl/start_session", json={"task_id": "t"}, headers={"Authorization": f"Bearer {ADMIN}"}).json()[
+        "api_key"
+    ]
     started = [key]
 
     def credentials(case):
@@ -92,11 +106,18 @@ def test_the_gateway_with_each_routes_credentials_never_answers_5xx(settings_for
     def end_started(case, response):
         if case.path == "/rl/start_session" and response.status_code == 200:
             started.append(response.json()["api_key"])
-            assert client.post("/rl/end_session", json={}, headers={"Authorization": f"Bearer {started[-1]}"}
-                               ).status_code in (200, 409)  # 409: a generated api_key was the standing one's
+            assert client.post(
+                "/rl/end_session", json={}, headers={"Authorization": f"Bearer {started[-1]}"}
+            ).status_code in (200, 409)  # 409: a generated api_key was the standing one's
 
-    codes = fuzz_api(app, examples=20, headers=credentials, after=end_started, allowed_5xx=("vLLM unreachable at",),
-                     seeds={"/rl/set_reward": [{"reward": 1.0}], "/rl/start_session": [{"task_id": "seeded"}]})
+    codes = fuzz_api(
+        app,
+        examples=20,
+        headers=credentials,
+        after=end_started,
+        allowed_5xx=("vLLM unreachable at",),
+        seeds={"/rl/set_reward": [{"reward": 1.0}], "/rl/start_session": [{"task_id": "seeded"}]},
+    )
     client.post("/rl/end_session", json={}, headers={"Authorization": f"Bearer {key}"})
     print("gateway, calls by status:", codes, "sessions started:", len(started))
     assert sum(codes.values()) >= 100 and any(400 <= code < 500 for code in codes) and len(started) > 1
@@ -123,11 +144,20 @@ def test_the_gateway_stateful_never_answers_5xx_nor_leaves_a_session(settings_fo
             keys.append(response.json()["api_key"])
 
     session = "Bearer {$response.body#/api_key}"
-    links = {("/rl/start_session", "post"): {
-        "Reward": {"operationRef": ref("/rl/set_reward"), "parameters": {"header.Authorization": session},
-                   "requestBody": {"reward": 0.5}},
-        "End": {"operationRef": ref("/rl/end_session"), "parameters": {"header.Authorization": session},
-                "requestBody": {}}}}
+    links = {
+        ("/rl/start_session", "post"): {
+            "Reward": {
+                "operationRef": ref("/rl/set_reward"),
+                "parameters": {"header.Authorization": session},
+                "requestBody": {"reward": 0.5},
+            },
+            "End": {
+                "operationRef": ref("/rl/end_session"),
+                "parameters": {"header.Authorization": session},
+                "requestBody": {},
+            },
+        }
+    }
     codes = fuzz_stateful(app, links, steps=3, scenarios=20, prepare=prepare, after=remember)
     for key in keys:
         client.post("/rl/end_session", json={}, headers={"Authorization": f"Bearer {key}"})

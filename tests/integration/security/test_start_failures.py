@@ -3,6 +3,7 @@ no engine has), the task's init (a script that exits 3), and the store (an S3 UR
 and after, for the Task Server and the rollout worker's episode function: this process's containers (by owner
 label), the Task Server's open episodes, and the store's objects, where the one object a failed start may leave is
 its own trajectory, stored as failed (env_error)."""
+
 from __future__ import annotations
 
 import json
@@ -43,8 +44,9 @@ def failed_only(store, count: int) -> None:
 
 
 @pytest.mark.parametrize("step", list(FAILING))
-def test_task_server_start_failing_at_each_step_leaves_no_container(step, registry, settings_for, docker_ready,
-                                                                    redis_url):
+def test_task_server_start_failing_at_each_step_leaves_no_container(
+    step, registry, settings_for, docker_ready, redis_url
+):
     from loraloop.taskserver.app import create_app
 
     settings = settings_for(broker_url=redis_url, init_timeout_s=30, command_timeout_s=10)
@@ -63,9 +65,20 @@ def test_task_server_start_failing_at_each_step_leaves_no_container(step, regist
 def test_rollout_worker_episode_failing_at_each_step_leaves_no_container(step, registry, settings_for, docker_ready):
     settings = settings_for(init_timeout_s=30, command_timeout_s=10)
     task = load_registry(registry).tasks[list(FAILING).index(step)]
-    spec = EpisodeSpec(mode="fail", run_id="fail", task_registry=str(registry), task_id=task.index,
-                       task_index=0, attempt=0, seed=1, task_seed=1, temperature=0.0, policy="scripted", model=None,
-                       max_steps=3)
+    spec = EpisodeSpec(
+        mode="fail",
+        run_id="fail",
+        task_registry=str(registry),
+        task_id=task.index,
+        task_index=0,
+        attempt=0,
+        seed=1,
+        task_seed=1,
+        temperature=0.0,
+        policy="scripted",
+        model=None,
+        max_steps=3,
+    )
     before = my_containers()
     summary = run_episode(spec, settings)
     after = my_containers()
@@ -79,11 +92,28 @@ def test_rollout_worker_with_the_store_unreachable_starts_no_container(registry,
     container is made."""
     from loraloop.errors import ServiceUnavailable
 
-    settings = settings_for(store_url="s3://gone", s3_endpoint_url=f"http://127.0.0.1:{free_port()}",
-                            s3_access_key="x", s3_secret_key="x", store_retry_s=0)
+    settings = settings_for(
+        store_url="s3://gone",
+        s3_endpoint_url=f"http://127.0.0.1:{free_port()}",
+        s3_access_key="x",
+        s3_secret_key="x",
+        store_retry_s=0,
+    )
     task = load_registry(registry).tasks[0]
-    spec = EpisodeSpec(mode="fail", run_id="fail", task_registry=str(registry), task_id=task.index, task_index=0,
-                       attempt=0, seed=1, task_seed=1, temperature=0.0, policy="scripted", model=None, max_steps=3)
+    spec = EpisodeSpec(
+        mode="fail",
+        run_id="fail",
+        task_registry=str(registry),
+        task_id=task.index,
+        task_index=0,
+        attempt=0,
+        seed=1,
+        task_seed=1,
+        temperature=0.0,
+        policy="scripted",
+        model=None,
+        max_steps=3,
+    )
     before = my_containers()
     with pytest.raises(ServiceUnavailable, match="unreachable"):
         run_episode(spec, settings)

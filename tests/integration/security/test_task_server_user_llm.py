@@ -1,5 +1,6 @@
 """The Task Server's tau2 user simulator under the hostile probe: outbound URLs and the operator's key stay the
 operator's (no Docker needed: tau2 runs in-process, the user simulators are scripted listeners on loopback)."""
+
 from __future__ import annotations
 
 from fastapi.testclient import TestClient
@@ -19,8 +20,10 @@ def test_the_operators_user_llm_key_never_reaches_a_url_a_client_names(settings_
     with scripted_user([ASK], keys_operator) as (operator_url, _), scripted_user([ASK], keys_client) as (client_url, _):
         settings = dict(tau2_user_llm_base_url=operator_url, tau2_user_llm_api_key=OPERATOR_KEY)
         client = TestClient(create_app(load_registry(MOCK), "tau2-mock", settings_for(**settings), run_id="sec"))
-        for config in ({"econfig": {"user_llm": "x", "user_llm_base_url": client_url}},
-                       {"econfig.user_llm_base_url": client_url}):  # AReaL's nested and dotted forms
+        for config in (
+            {"econfig": {"user_llm": "x", "user_llm_base_url": client_url}},
+            {"econfig.user_llm_base_url": client_url},
+        ):  # AReaL's nested and dotted forms
             refused = client.post("/api/episode/start", json={"sample_id": 0, "config": config})
             assert refused.status_code == 400, refused.text
             assert "econfig.user_llm_base_url" in refused.json()["detail"]
@@ -33,10 +36,21 @@ def test_the_operators_user_llm_key_never_reaches_a_url_a_client_names(settings_
         stored = [p.name.rsplit("__", 1)[1] for p in (tmp_path / "store").rglob("*.jsonl") if "/sec/" in str(p)]
         assert stored == ["attempt_0.jsonl"]  # the refused starts took no attempt index
 
-        allowed = TestClient(create_app(load_registry(MOCK), "tau2-mock", settings_for(
-            **settings, tau2_user_llm_allowed_urls=f"http://elsewhere.invalid/v1, {client_url}/"), run_id="sec2"))
-        started = allowed.post("/api/episode/start", json={"sample_id": 0, "config": {
-            "econfig": {"user_llm": "scripted-user", "user_llm_base_url": client_url}}})
+        allowed = TestClient(
+            create_app(
+                load_registry(MOCK),
+                "tau2-mock",
+                settings_for(**settings, tau2_user_llm_allowed_urls=f"http://elsewhere.invalid/v1, {client_url}/"),
+                run_id="sec2",
+            )
+        )
+        started = allowed.post(
+            "/api/episode/start",
+            json={
+                "sample_id": 0,
+                "config": {"econfig": {"user_llm": "scripted-user", "user_llm_base_url": client_url}},
+            },
+        )
         assert started.status_code == 200, started.text
     assert keys_client and all(OPERATOR_KEY not in key for key in keys_client)  # an allowed URL gets no key
 

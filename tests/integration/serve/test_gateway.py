@@ -2,6 +2,7 @@
 episodes in a file store: token-exact records, streamed and whole calls alike, concurrent sessions apart, the
 episodes the RL batch and the BC export take, bad input refused without losing a recorded call, and a gateway
 killed (`kill -9`) mid-session that loses no completed call."""
+
 from __future__ import annotations
 
 import os
@@ -31,9 +32,15 @@ class Gateway:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.store_url = f"file://{store}"
-        self.env = {**os.environ, "LORALOOP_VLLM_URL": vllm_url, "LORALOOP_BROKER_URL": redis_url,
-                    "LORALOOP_STORE_URL": self.store_url, "LORALOOP_GATEWAY_ADMIN_KEY": ADMIN,
-                    "LORALOOP_GATEWAY_MAX_BODY_BYTES": str(MAX_BODY), "LORALOOP_BASE_MODEL_NAME": BASE}
+        self.env = {
+            **os.environ,
+            "LORALOOP_VLLM_URL": vllm_url,
+            "LORALOOP_BROKER_URL": redis_url,
+            "LORALOOP_STORE_URL": self.store_url,
+            "LORALOOP_GATEWAY_ADMIN_KEY": ADMIN,
+            "LORALOOP_GATEWAY_MAX_BODY_BYTES": str(MAX_BODY),
+            "LORALOOP_BASE_MODEL_NAME": BASE,
+        }
         self.proc: subprocess.Popen | None = None
 
     def start(self) -> None:
@@ -49,8 +56,12 @@ class Gateway:
         self.proc.wait(timeout=30)
 
     def session(self, task_id: str, **extra) -> dict:
-        reply = httpx.post(f"{self.url}/rl/start_session", json={"task_id": task_id, **extra},
-                           headers={"Authorization": f"Bearer {ADMIN}"}, timeout=30)
+        reply = httpx.post(
+            f"{self.url}/rl/start_session",
+            json={"task_id": task_id, **extra},
+            headers={"Authorization": f"Bearer {ADMIN}"},
+            timeout=30,
+        )
         assert reply.status_code == 200, reply.text
         return reply.json()
 
@@ -81,8 +92,9 @@ def test_calls_are_recorded_token_exact_streamed_or_whole(gateway):
     client = gateway.client(session["api_key"])
     messages = [{"role": "system", "content": "Answer briefly."}, {"role": "user", "content": "Name three colours."}]
     whole = client.chat.completions.create(model=BASE, messages=messages, max_tokens=24, temperature=0, seed=3)
-    chunks = list(client.chat.completions.create(model=BASE, messages=messages, max_tokens=24, temperature=0, seed=3,
-                                                 stream=True))
+    chunks = list(
+        client.chat.completions.create(model=BASE, messages=messages, max_tokens=24, temperature=0, seed=3, stream=True)
+    )
     streamed = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
     said = whole.choices[0].message.content
     assert said and said == streamed
@@ -107,8 +119,12 @@ def test_calls_are_recorded_token_exact_streamed_or_whole(gateway):
         assert step.sampling == {"max_tokens": 24, "temperature": 0, "seed": 3} and step.adapter is None
     assert (first.interaction_id, second.interaction_id) == (whole.id, chunks[0].id)
     assert first.prompt_token_ids == second.prompt_token_ids
-    assert tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=True,
-                                         return_dict=True)["input_ids"] == first.prompt_token_ids
+    assert (
+        tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=True, return_dict=True)[
+            "input_ids"
+        ]
+        == first.prompt_token_ids
+    )
     assert first.completion_token_ids == second.completion_token_ids
     assert first.logprobs == pytest.approx(second.logprobs, abs=1e-3)
     assert [first.reward, second.reward] == [0.25, 1.0]
@@ -126,12 +142,18 @@ def test_concurrent_sessions_stay_apart_and_train(gateway, tmp_path):
         client = gateway.client(session["api_key"])
         messages = [{"role": "user", "content": f"Repeat the word {word}."}]
         for turn in range(2):
-            reply = client.chat.completions.create(model=BASE, messages=messages, max_tokens=12, temperature=1.0,
-                                                   seed=turn, stream=turn == 1)
-            text = reply.choices[0].message.content if turn == 0 else "".join(
-                c.choices[0].delta.content or "" for c in reply if c.choices)
-            messages = messages + [{"role": "assistant", "content": text},
-                                   {"role": "user", "content": f"Again: {word}."}]
+            reply = client.chat.completions.create(
+                model=BASE, messages=messages, max_tokens=12, temperature=1.0, seed=turn, stream=turn == 1
+            )
+            text = (
+                reply.choices[0].message.content
+                if turn == 0
+                else "".join(c.choices[0].delta.content or "" for c in reply if c.choices)
+            )
+            messages = messages + [
+                {"role": "assistant", "content": text},
+                {"role": "user", "content": f"Again: {word}."},
+            ]
         assert gateway.rl("set_reward", session["api_key"], {"reward": reward}).status_code == 200
         results[word] = gateway.rl("end_session", session["api_key"], {}).json()
 
@@ -154,8 +176,11 @@ def test_concurrent_sessions_stay_apart_and_train(gateway, tmp_path):
     assert stats.trained_episodes == 6 and stats.no_token_ids == 0 and rows
     by_key = {e.key: e for e in episodes}
     first = by_key[results["apple"]["episode_key"]].steps[0]
-    assert any(r.input_ids[:len(first.prompt_token_ids) + len(first.completion_token_ids)]
-               == first.prompt_token_ids + first.completion_token_ids for r in rows)
+    assert any(
+        r.input_ids[: len(first.prompt_token_ids) + len(first.completion_token_ids)]
+        == first.prompt_token_ids + first.completion_token_ids
+        for r in rows
+    )
     manifest = export(store, run_prefix("byo", "together").rstrip("/"), tmp_path, ["bc"])
     assert manifest["episodes"] == 6 and manifest["successful_episodes"] == 2 and manifest["rows"]["bc"] == 4
     bc = [__import__("json").loads(line) for line in (tmp_path / "bc.jsonl").read_text().splitlines()]
@@ -167,8 +192,13 @@ def test_bad_input_is_refused_and_loses_no_recorded_call(gateway):
     session = gateway.session("bad", experiment="byo", run_id="bad")
     key = session["api_key"]
     client = gateway.client(key)
-    said = client.chat.completions.create(model=BASE, messages=[{"role": "user", "content": "Hi"}], max_tokens=8,
-                                          temperature=0).choices[0].message.content
+    said = (
+        client.chat.completions.create(
+            model=BASE, messages=[{"role": "user", "content": "Hi"}], max_tokens=8, temperature=0
+        )
+        .choices[0]
+        .message.content
+    )
     chat = f"{gateway.url}/v1/chat/completions"
     mine = {"Authorization": f"Bearer {key}"}
 
@@ -178,8 +208,15 @@ def test_bad_input_is_refused_and_loses_no_recorded_call(gateway):
     wrong = post({"model": BASE, "messages": [{"role": "user", "content": "x"}]}, {"Authorization": "Bearer sk-nope"})
     assert wrong.status_code == 401 and "invalid API key" in wrong.json()["error"]["message"]
     assert post({"model": BASE, "messages": []}, {}).status_code == 401
-    assert httpx.post(f"{gateway.url}/rl/start_session", json={"task_id": "x"}, timeout=30,
-                      headers={"Authorization": f"Bearer {key}"}).status_code == 401  # a session key is not admin
+    assert (
+        httpx.post(
+            f"{gateway.url}/rl/start_session",
+            json={"task_id": "x"},
+            timeout=30,
+            headers={"Authorization": f"Bearer {key}"},
+        ).status_code
+        == 401
+    )  # a session key is not admin
     assert gateway.rl("set_reward", "sk-sess-unknown-key-000", {"reward": 1}).status_code == 401
     assert gateway.rl("end_session", "sk-sess-unknown-key-000", {}).status_code == 401
     unknown = post({"model": "nope-v9", "messages": [{"role": "user", "content": "x"}]})
@@ -207,12 +244,14 @@ def test_bad_input_is_refused_and_loses_no_recorded_call(gateway):
 def test_a_gateway_killed_mid_session_loses_no_completed_call(gateway):
     session = gateway.session("restart", experiment="byo", run_id="restart")
     ask = [{"role": "user", "content": "Count to three."}]
-    before = gateway.client(session["api_key"]).chat.completions.create(model=BASE, messages=ask, max_tokens=10,
-                                                                        temperature=0)
+    before = gateway.client(session["api_key"]).chat.completions.create(
+        model=BASE, messages=ask, max_tokens=10, temperature=0
+    )
     gateway.kill()  # kill -9: nothing runs at shutdown; the session lives in Redis
     gateway.start()
-    after = gateway.client(session["api_key"]).chat.completions.create(model=BASE, messages=ask, max_tokens=10,
-                                                                       temperature=0)
+    after = gateway.client(session["api_key"]).chat.completions.create(
+        model=BASE, messages=ask, max_tokens=10, temperature=0
+    )
     assert gateway.rl("set_reward", session["api_key"], {"reward": 1}).status_code == 200
     ended = gateway.rl("end_session", session["api_key"], {}).json()
     episode = gateway.episode(ended["episode_key"])
@@ -223,9 +262,14 @@ def test_a_gateway_killed_mid_session_loses_no_completed_call(gateway):
     ]
 
 
-LOOKUP = {"type": "function", "function": {"name": "lookup", "description": "Look an item up in the stock room.",
-                                           "parameters": {"type": "object", "properties": {"item": {"type": "string"}},
-                                                          "required": ["item"]}}}
+LOOKUP = {
+    "type": "function",
+    "function": {
+        "name": "lookup",
+        "description": "Look an item up in the stock room.",
+        "parameters": {"type": "object", "properties": {"item": {"type": "string"}}, "required": ["item"]},
+    },
+}
 
 
 def test_tool_calls_pass_through_unchanged_and_are_recorded(gateway, vllm_url):
@@ -236,14 +280,22 @@ def test_tool_calls_pass_through_unchanged_and_are_recorded(gateway, vllm_url):
     session = gateway.session("stock", experiment="byo", run_id="tools")
     through = gateway.client(session["api_key"])
     direct = OpenAI(base_url=vllm_url, api_key="EMPTY", timeout=300, max_retries=0)
-    ask = {"model": BASE, "messages": [{"role": "user", "content": "How many apples are in stock?"}],
-           "tools": [LOOKUP], "tool_choice": {"type": "function", "function": {"name": "lookup"}},
-           "max_tokens": 80, "temperature": 0, "seed": 5}
+    ask = {
+        "model": BASE,
+        "messages": [{"role": "user", "content": "How many apples are in stock?"}],
+        "tools": [LOOKUP],
+        "tool_choice": {"type": "function", "function": {"name": "lookup"}},
+        "max_tokens": 80,
+        "temperature": 0,
+        "seed": 5,
+    }
 
     def calls(client, stream: bool) -> list[tuple[str, str]]:
         if not stream:
-            return [(c.function.name, c.function.arguments) for c in client.chat.completions.create(**ask)
-                    .choices[0].message.tool_calls]
+            return [
+                (c.function.name, c.function.arguments)
+                for c in client.chat.completions.create(**ask).choices[0].message.tool_calls
+            ]
         pieces: dict[int, list[str]] = {}
         for chunk in client.chat.completions.create(**ask, stream=True):
             for call in (chunk.choices[0].delta.tool_calls or []) if chunk.choices else []:

@@ -1,5 +1,6 @@
 """Publishing real SmolLM2 LoRAs into a real vLLM: verified loads, a publish that must fail, rollback, every
 server of a set, and `adapters sync` after vLLM lost its adapters."""
+
 import json
 
 import pytest
@@ -61,16 +62,23 @@ def test_rollback_serves_the_earlier_version_and_proves_it(vllm_url, settings_fo
     second = publish(settings, smollm_adapter(tmp_path / "b", random_b=True, seed=2), "roll")
     assert (first["version"], second["version"]) == ("v1", "v2") and served_version(settings, "roll") == "v2"
     assert first["verification"]["outputs"] != second["verification"]["outputs"]
-    env = {**os.environ, "LORALOOP_VLLM_URL": vllm_url, "LORALOOP_STORE_URL": settings.store_url,
-           "LORALOOP_ADAPTERS_DIR": str(settings.adapters_dir)}
+    env = {
+        **os.environ,
+        "LORALOOP_VLLM_URL": vllm_url,
+        "LORALOOP_STORE_URL": settings.store_url,
+        "LORALOOP_ADAPTERS_DIR": str(settings.adapters_dir),
+    }
     cli = [sys.executable, "-m", "loraloop.cli", "adapters"]
     rolled = subprocess.run(cli + ["rollback", "roll"], env=env, capture_output=True, text=True, timeout=300)
     assert rolled.returncode == 0, rolled.stderr
     assert "now serves v1; its outputs equal the ones recorded at publish" in rolled.stderr.replace("\n", " ")
     listed = subprocess.run(cli + ["list"], env=env, capture_output=True, text=True, timeout=120).stdout
     assert "roll\tv1* v2\tserved: v1" in listed
-    shown = json.loads(subprocess.run(cli + ["show", "roll", "--version", "v2"], env=env, capture_output=True,
-                                      text=True, timeout=120).stdout)
+    shown = json.loads(
+        subprocess.run(
+            cli + ["show", "roll", "--version", "v2"], env=env, capture_output=True, text=True, timeout=120
+        ).stdout
+    )
     assert shown["version"] == "v2" and shown["weights_sha256"] == second["weights_sha256"]
     # vLLM serving v2's weights under v1's name while v1's record is expected: caught
     load_adapter(settings, "roll-v1", str(settings.adapters_dir / "roll" / "v2"))
@@ -116,11 +124,20 @@ def test_sync_gives_a_restarted_vllm_its_adapters_back(vllm_url, settings_for, t
     settings = settings_for(vllm_url=vllm_url)
     publish(settings, smollm_adapter(tmp_path / "a", random_b=True, seed=3), "synced", load=False)
     assert served_version(settings, "synced") is None
-    env = {**os.environ, "LORALOOP_VLLM_URL": vllm_url, "LORALOOP_STORE_URL": settings.store_url,
-           "LORALOOP_ADAPTERS_DIR": str(settings.adapters_dir)}
+    env = {
+        **os.environ,
+        "LORALOOP_VLLM_URL": vllm_url,
+        "LORALOOP_STORE_URL": settings.store_url,
+        "LORALOOP_ADAPTERS_DIR": str(settings.adapters_dir),
+    }
     heartbeat = tmp_path / "beat"
-    proc = subprocess.run([sys.executable, "-m", "loraloop.cli", "adapters", "sync", "--heartbeat", str(heartbeat)],
-                          env=env, capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [sys.executable, "-m", "loraloop.cli", "adapters", "sync", "--heartbeat", str(heartbeat)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stderr
     assert f"loaded synced v1 -> {vllm_url}" in " ".join(proc.stderr.split()) and heartbeat.exists()
     assert served_version(settings, "synced") == "v1" and sync(settings) == []  # nothing to do twice

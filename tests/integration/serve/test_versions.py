@@ -1,6 +1,7 @@
 """Versioned adapters on a real vLLM CPU server: every published version is served as `<name>-vK`, a
 rollout naming the bare adapter samples the version published last and records it, and retired
 versions are gone with a clear error for whoever still names them."""
+
 from pathlib import Path
 
 import pytest
@@ -29,9 +30,19 @@ def listed(url: str) -> set[str]:
 
 def plan(settings, model: str):
     experiment = get_experiment("configs/experiments.yaml", "smollm_zero").model_copy(update={"max_steps": 2})
-    return plan_rollout(load_registry(REGISTRY), REGISTRY, experiment, run_id="versions",
-                        subset="test+family:count-ext", sample_size=1, rollouts_per_task=2, seed=1, task_seed=0,
-                        temperature=0.0, model=model)
+    return plan_rollout(
+        load_registry(REGISTRY),
+        REGISTRY,
+        experiment,
+        run_id="versions",
+        subset="test+family:count-ext",
+        sample_size=1,
+        rollouts_per_task=2,
+        seed=1,
+        task_seed=0,
+        temperature=0.0,
+        model=model,
+    )
 
 
 @pytest.mark.usefixtures("docker_ready")

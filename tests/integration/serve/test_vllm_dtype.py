@@ -1,4 +1,5 @@
 """The tests' vLLM runs in the dtype loraloop.hardware chose for this CPU."""
+
 import re
 
 from loraloop.hardware import choose_dtype

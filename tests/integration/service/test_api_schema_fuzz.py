@@ -1,5 +1,6 @@
 """Schemathesis over the rollout API's own OpenAPI schema, on a real Redis: whatever a client sends within or
 around the schema, the answer is never a 5xx."""
+
 from loraloop.service.api.main import create_app
 from loraloop.settings import Settings
 from tests.helpers import fuzz_api

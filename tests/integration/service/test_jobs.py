@@ -1,4 +1,5 @@
 """The rollout service: jobs over a real Redis, real Celery workers, the HTTP API, no trajectory lost."""
+
 import json
 import os
 import signal
@@ -28,9 +29,17 @@ pytestmark = pytest.mark.usefixtures("docker_ready")
 def slow_registry(folder, n=3, seconds=4):
     """A registry of n tasks whose example solution takes `seconds`: episodes that are still running when asked."""
     folder.mkdir()
-    (folder / "slow.json").write_text(json.dumps([
-        {"description": f"Wait, then print {i}.",
-         "evaluation": {"match": str(i), "example": f"sleep {seconds}; echo {i}"}} for i in range(n)]))
+    (folder / "slow.json").write_text(
+        json.dumps(
+            [
+                {
+                    "description": f"Wait, then print {i}.",
+                    "evaluation": {"match": str(i), "example": f"sleep {seconds}; echo {i}"},
+                }
+                for i in range(n)
+            ]
+        )
+    )
     return str(folder)
 
 
@@ -50,8 +59,7 @@ def test_local_jobs_run_follow_and_cancel_in_this_process(tmp_path, settings_for
     again = jobs.submit(JobRequest(experiment="teacher", subset="test", sample_size=3, run_id="here"))
     assert (again.state, again.done, again.solved, again.submitted_at) == ("done", 3, 3, final.submitted_at)
 
-    slow = jobs.submit(JobRequest(experiment="teacher", task_registry=slow_registry(tmp_path / "slow"),
-                                  run_id="stop"))
+    slow = jobs.submit(JobRequest(experiment="teacher", task_registry=slow_registry(tmp_path / "slow"), run_id="stop"))
     mine = ["docker", "ps", "-q", "--filter", f"label={OWNER_LABEL}={owner_id()}"]
     deadline = time.monotonic() + 60  # two episodes running (concurrency 2), one waiting
     while len(subprocess.run(mine, capture_output=True, text=True).stdout.split()) < 2:
@@ -77,9 +85,22 @@ def test_execute_plays_episodes_of_several_runs_each_as_its_job(tmp_path, settin
     from loraloop.task_registry import load_registry
 
     registry, teacher = load_registry("configs/tasks/os"), get_experiment("configs/experiments.yaml", "teacher")
-    specs = [spec for run in ("pair-a", "pair-b")
-             for spec in plan_rollout(registry, "configs/tasks/os", teacher, run_id=run, subset="test", sample_size=1,
-                                      rollouts_per_task=1, seed=1, task_seed=5, temperature=None)]
+    specs = [
+        spec
+        for run in ("pair-a", "pair-b")
+        for spec in plan_rollout(
+            registry,
+            "configs/tasks/os",
+            teacher,
+            run_id=run,
+            subset="test",
+            sample_size=1,
+            rollouts_per_task=1,
+            seed=1,
+            task_seed=5,
+            temperature=None,
+        )
+    ]
     summaries = execute(specs, settings_for(), quiet=True)
     assert [s["success"] for s in summaries] == [True, True]
     assert [len(episodes(tmp_path / "store", "teacher", run)) for run in ("pair-a", "pair-b")] == [1, 1]
@@ -110,9 +131,13 @@ class Service:
 
     def __init__(self, tmp_path, redis_url):
         self.store = tmp_path / "store"
-        self.env = {"LORALOOP_BROKER_URL": redis_url.rsplit("/", 1)[0] + "/5",
-                    "LORALOOP_STORE_URL": f"file://{self.store}", "LORALOOP_VISIBILITY_TIMEOUT_S": "6",
-                    "LORALOOP_API_TOKEN": "s3cret", "LORALOOP_TASK_ROOTS": f"configs/tasks,{tmp_path}"}
+        self.env = {
+            "LORALOOP_BROKER_URL": redis_url.rsplit("/", 1)[0] + "/5",
+            "LORALOOP_STORE_URL": f"file://{self.store}",
+            "LORALOOP_VISIBILITY_TIMEOUT_S": "6",
+            "LORALOOP_API_TOKEN": "s3cret",
+            "LORALOOP_TASK_ROOTS": f"configs/tasks,{tmp_path}",
+        }
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.procs = []
@@ -121,8 +146,13 @@ class Service:
         wait_port(self.port, 60)
 
     def spawn(self, args):
-        proc = subprocess.Popen(LORALOOP + args, env={**os.environ, **self.env}, stdout=subprocess.DEVNULL,
-                                stderr=subprocess.DEVNULL, start_new_session=True)
+        proc = subprocess.Popen(
+            LORALOOP + args,
+            env={**os.environ, **self.env},
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
         self.procs.append(proc)
         return proc
 
@@ -167,8 +197,22 @@ def test_cli_submits_to_the_api_and_two_workers_share_the_job(service):
     service.add_worker()
     service.add_worker()
     env = {**service.env, "LORALOOP_API_URL": service.url}
-    proc = cli(["rollout", "--experiment", "teacher", "--subset", "train", "--sample_size", "8",
-                "--rollouts_per_task", "2", "--run_id", "api"], env)
+    proc = cli(
+        [
+            "rollout",
+            "--experiment",
+            "teacher",
+            "--subset",
+            "train",
+            "--sample_size",
+            "8",
+            "--rollouts_per_task",
+            "2",
+            "--run_id",
+            "api",
+        ],
+        env,
+    )
     assert proc.returncode == 0, proc.stderr
     out = proc.stderr.replace("\n", " ")
     assert "submitted job api: 16 episodes queued" in out and "16/16 solved" in out
@@ -180,8 +224,22 @@ def test_cli_submits_to_the_api_and_two_workers_share_the_job(service):
     metrics = service.http("GET", "/metrics", token=None).text
     assert 'loraloop_episodes_total{status="completed"} 16.0' in metrics
     assert "loraloop_step_latency_seconds_count 32.0" in metrics and "loraloop_queue_depth 0.0" in metrics
-    again = cli(["rollout", "--experiment", "teacher", "--subset", "train", "--sample_size", "8",
-                 "--rollouts_per_task", "2", "--run_id", "api"], env)
+    again = cli(
+        [
+            "rollout",
+            "--experiment",
+            "teacher",
+            "--subset",
+            "train",
+            "--sample_size",
+            "8",
+            "--rollouts_per_task",
+            "2",
+            "--run_id",
+            "api",
+        ],
+        env,
+    )
     assert "job api had ended (16/16 done, 16 solved): nothing left to play" in again.stderr.replace("\n", " ")
 
 
@@ -202,9 +260,14 @@ def test_api_rejects_bad_input_with_the_value(service):
 
 def test_api_answers_hostile_input_with_a_4xx(service, tmp_path):
     """Each of these was a 500, or was accepted and copied into the broker, before the request guards."""
+
     def body(text: bytes):
-        return httpx.post(service.url + "/api/jobs", content=text, timeout=60,
-                          headers={"Authorization": "Bearer s3cret", "Content-Type": "application/json"})
+        return httpx.post(
+            service.url + "/api/jobs",
+            content=text,
+            timeout=60,
+            headers={"Authorization": "Bearer s3cret", "Content-Type": "application/json"},
+        )
 
     nan = body(b'{"experiment": "teacher", "temperature": NaN}')
     assert nan.status_code == 422 and "temperature: nan is not a number JSON allows" in nan.text
@@ -236,16 +299,27 @@ def test_no_response_or_log_line_shows_the_broker_password(tmp_path):
     """A broker URL with a password: /api/health, /metrics, a broker outage (503) and the API's own log
     show the host and port only."""
     port = free_port()
-    redis_proc = subprocess.Popen(["redis-server", "--port", str(port), "--requirepass", "hunter2pw", "--save", "",
-                                   "--appendonly", "no"], stdout=subprocess.DEVNULL)
+    redis_proc = subprocess.Popen(
+        ["redis-server", "--port", str(port), "--requirepass", "hunter2pw", "--save", "", "--appendonly", "no"],
+        stdout=subprocess.DEVNULL,
+    )
     api_port, log = free_port(), tmp_path / "api.log"
-    env = {**os.environ, "LORALOOP_BROKER_URL": f"redis://default:hunter2pw@127.0.0.1:{port}/0",
-           "LORALOOP_STORE_URL": f"file://{tmp_path}/store", "LORALOOP_API_TOKEN": "tok-visible-nowhere"}
+    env = {
+        **os.environ,
+        "LORALOOP_BROKER_URL": f"redis://default:hunter2pw@127.0.0.1:{port}/0",
+        "LORALOOP_STORE_URL": f"file://{tmp_path}/store",
+        "LORALOOP_API_TOKEN": "tok-visible-nowhere",
+    }
     try:
         wait_port(port, 30)
         with log.open("w") as out:
-            api = subprocess.Popen(LORALOOP + ["serve", "rollout-api", "--port", str(api_port)], env=env, stdout=out,
-                                   stderr=subprocess.STDOUT, start_new_session=True)
+            api = subprocess.Popen(
+                LORALOOP + ["serve", "rollout-api", "--port", str(api_port)],
+                env=env,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
         wait_port(api_port, 60)
         base, auth = f"http://127.0.0.1:{api_port}", {"Authorization": "Bearer tok-visible-nowhere"}
         health = httpx.get(base + "/api/health", timeout=30)
@@ -288,8 +362,9 @@ def test_a_run_id_submitted_again_while_it_runs_is_409_and_counts_stay_true(serv
 
 def test_cancel_stops_a_job_and_keeps_what_ran(service):
     service.add_worker(concurrency=1)
-    submitted = service.http("POST", "/api/jobs", json={"experiment": "teacher", "subset": "train",
-                                                        "rollouts_per_task": 3, "run_id": "stop"}).json()
+    submitted = service.http(
+        "POST", "/api/jobs", json={"experiment": "teacher", "subset": "train", "rollouts_per_task": 3, "run_id": "stop"}
+    ).json()
     total = 3 * len(load_registry("configs/tasks/os").select("train"))
     assert submitted["total"] == total
     deadline = time.monotonic() + 120
@@ -314,8 +389,7 @@ def test_a_killed_worker_loses_no_episode(service, tmp_path):
     """kill -9 a worker in the middle of slow episodes: they are redelivered, run again, stored once."""
     registry = slow_registry(tmp_path / "slow")
     victim = service.add_worker(concurrency=3)
-    service.http("POST", "/api/jobs", json={"experiment": "teacher", "task_registry": registry,
-                                            "run_id": "crash"})
+    service.http("POST", "/api/jobs", json={"experiment": "teacher", "task_registry": registry, "run_id": "crash"})
     owner = f"label=loraloop.owner={socket.gethostname()}:{victim.pid}"
     deadline = time.monotonic() + 120  # kill it once an episode has its container: none can have ended (`sleep 4`)
     while not subprocess.run(["docker", "ps", "-q", "--filter", owner], capture_output=True, text=True).stdout.split():
@@ -337,15 +411,31 @@ def test_a_redis_restart_mid_job_loses_and_doubles_nothing(tmp_path):
     """Redis (appendonly, as in compose.yaml) stopped and started again while episodes run: workers wait it out,
     the job ends with every episode counted once and stored once."""
     port = free_port()
-    server = ["redis-server", "--bind", "127.0.0.1", "--port", str(port), "--dir", str(tmp_path), "--save", "",
-              "--appendonly", "yes", "--appendfsync", "always"]
+    server = [
+        "redis-server",
+        "--bind",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--dir",
+        str(tmp_path),
+        "--save",
+        "",
+        "--appendonly",
+        "yes",
+        "--appendfsync",
+        "always",
+    ]
     redis_proc = subprocess.Popen(server, stdout=subprocess.DEVNULL)
     wait_port(port, 30)
     service = Service(tmp_path, f"redis://127.0.0.1:{port}/0")
     try:
         service.add_worker(concurrency=3)
-        job = {"experiment": "teacher", "task_registry": slow_registry(tmp_path / "slow", n=6, seconds=3),
-               "run_id": "restart"}
+        job = {
+            "experiment": "teacher",
+            "task_registry": slow_registry(tmp_path / "slow", n=6, seconds=3),
+            "run_id": "restart",
+        }
         assert service.http("POST", "/api/jobs", json=job).status_code == 201
         deadline = time.monotonic() + 120
         while not episodes(service.store, "teacher", "restart"):  # some stored, some running, some queued
@@ -373,9 +463,12 @@ def test_a_redis_restart_mid_job_loses_and_doubles_nothing(tmp_path):
 @pytest.mark.parametrize("where", ["embedded", "broker", "api"])
 def test_every_jobs_client_answers_alike(where, service):
     """The CLI's three ways to a job (this process, the broker, the API) submit, follow, list and cancel alike."""
-    settings = Settings(store_url=service.env["LORALOOP_STORE_URL"], api_token="s3cret",
-                        broker_url=service.env["LORALOOP_BROKER_URL"] if where != "embedded" else "",
-                        api_url=service.url if where == "api" else "")
+    settings = Settings(
+        store_url=service.env["LORALOOP_STORE_URL"],
+        api_token="s3cret",
+        broker_url=service.env["LORALOOP_BROKER_URL"] if where != "embedded" else "",
+        api_url=service.url if where == "api" else "",
+    )
     if where != "embedded":
         service.add_worker()
     jobs = jobs_client(settings)
@@ -397,17 +490,25 @@ def test_a_worker_prepares_every_kind_and_leaves_no_container(redis_url, tmp_pat
     """`loraloop worker` runs each kind's worker_start (the shell kind warms its pool: a spare container
     owned by the worker appears) and, stopped with SIGTERM once ready, each kind's worker_stop: none of its
     containers stays."""
-    env = {"LORALOOP_BROKER_URL": redis_url.rsplit("/", 1)[0] + "/6", "LORALOOP_POOL_SIZE": "1",
-           "LORALOOP_STORE_URL": f"file://{tmp_path}"}
+    env = {
+        "LORALOOP_BROKER_URL": redis_url.rsplit("/", 1)[0] + "/6",
+        "LORALOOP_POOL_SIZE": "1",
+        "LORALOOP_STORE_URL": f"file://{tmp_path}",
+    }
     log = tmp_path / "worker.log"
     with log.open("w") as out:
-        worker = subprocess.Popen(LORALOOP + ["worker", "--concurrency", "1", "--loglevel", "info"],
-                                  env={**os.environ, **env}, stdout=out, stderr=subprocess.STDOUT)
+        worker = subprocess.Popen(
+            LORALOOP + ["worker", "--concurrency", "1", "--loglevel", "info"],
+            env={**os.environ, **env},
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
     owned = ["docker", "ps", "-aq", "--filter", f"label={OWNER_LABEL}={socket.gethostname()}:{worker.pid}"]
     try:
         deadline = time.monotonic() + 120
-        while not (subprocess.run(owned, capture_output=True, text=True).stdout.split()
-                   and " ready." in log.read_text()):
+        while not (
+            subprocess.run(owned, capture_output=True, text=True).stdout.split() and " ready." in log.read_text()
+        ):
             assert worker.poll() is None and time.monotonic() < deadline, log.read_text()[-2000:]
             time.sleep(0.2)
     finally:

@@ -2,6 +2,7 @@
 of episodes, and driven in headless Chromium with Playwright: login with the API's token, runs, a run's
 episodes and its filters, an episode's steps with its screenshot, two episodes side by side, a corrupt
 episode. Every page is screenshotted into volumes/reports/viewer-test/."""
+
 import re
 import threading
 import time
@@ -20,14 +21,25 @@ from loraloop.store.trajectories import EpisodeRecorder
 TOKEN = "viewer-secret-token"
 SHOTS = Path("volumes/reports/viewer-test")
 # a 1x1 PNG: the screenshot a web step stored beside its episode
-PNG = bytes.fromhex("89504e470d0a1a0a0000000d4948445200000001000000010806000000"
-                    "1f15c4890000000d49444154789c63f8cfc0f01f0005000201e2f4e1a10000000049454e44ae426082")
+PNG = bytes.fromhex(
+    "89504e470d0a1a0a0000000d4948445200000001000000010806000000"
+    "1f15c4890000000d49444154789c63f8cfc0f01f0005000201e2f4e1a10000000049454e44ae426082"
+)
 
 
 def stored(store, mode, run, task, attempt, success, model, steps, error=None):
     rec = EpisodeRecorder(store, mode, run, task, attempt)
-    rec.add(EpisodeStart(task_id=task, mode=mode, run_id=run, attempt_idx=attempt, worker_model=model,
-                         first_observation=f"Task: {task} <b>bold?</b>", expected="3"))
+    rec.add(
+        EpisodeStart(
+            task_id=task,
+            mode=mode,
+            run_id=run,
+            attempt_idx=attempt,
+            worker_model=model,
+            first_observation=f"Task: {task} <b>bold?</b>",
+            expected="3",
+        )
+    )
     for i, (reply, action) in enumerate(steps):
         rec.add(
             Step(
@@ -43,8 +55,16 @@ def stored(store, mode, run, task, attempt, success, model, steps, error=None):
                 screenshot=f"trajectories/{mode}/{run}/{task}__attempt_{attempt}/step_000.png" if i == 0 else None,
             )
         )
-    rec.add(EpisodeEnd(success=success, reward=float(success), total_steps=len(steps), error=error,
-                       status="env_error" if error else "completed", answer="3" if success else "4"))
+    rec.add(
+        EpisodeEnd(
+            success=success,
+            reward=float(success),
+            total_steps=len(steps),
+            error=error,
+            status="env_error" if error else "completed",
+            answer="3" if success else "4",
+        )
+    )
     rec.flush()
     store.put_bytes(f"trajectories/{mode}/{run}/{task}__attempt_{attempt}/step_000.png", PNG)
 
@@ -58,14 +78,39 @@ def viewer(tmp_path, redis_url):
 
     store = FileStore(tmp_path / "store")
     for attempt in range(3):
-        stored(store, "smollm_bc", "run-b", "test-count-ext-00001", attempt, attempt != 1, "smollm_bc-v2",
-               [("Act: bash\n\n```bash\nls | wc -l\n```", "bash: ls | wc -l"), ("Act: answer(3)", "answer: 3")])
-    stored(store, "smollm_bc", "run-b", "test-grep-count-00000", 0, False, "smollm_bc-v1",
-           [("Think: hm", "invalid")], error="container died")
+        stored(
+            store,
+            "smollm_bc",
+            "run-b",
+            "test-count-ext-00001",
+            attempt,
+            attempt != 1,
+            "smollm_bc-v2",
+            [("Act: bash\n\n```bash\nls | wc -l\n```", "bash: ls | wc -l"), ("Act: answer(3)", "answer: 3")],
+        )
+    stored(
+        store,
+        "smollm_bc",
+        "run-b",
+        "test-grep-count-00000",
+        0,
+        False,
+        "smollm_bc-v1",
+        [("Think: hm", "invalid")],
+        error="container died",
+    )
     (tmp_path / "store" / "trajectories/smollm_bc/run-b/test-broken-00000__attempt_0.jsonl").write_text("{not json\n")
     for n in range(60):
-        stored(store, "smollm_zero", "run-a", f"test-files-{n:05d}", 0, n % 3 == 0, "SmolLM2-135M-Instruct",
-               [("Act: answer(1)", "answer: 1")])
+        stored(
+            store,
+            "smollm_zero",
+            "run-a",
+            f"test-files-{n:05d}",
+            0,
+            n % 3 == 0,
+            "SmolLM2-135M-Instruct",
+            [("Act: answer(1)", "answer: 1")],
+        )
     settings = Settings(broker_url=redis_url, store_url=store.url, api_token=TOKEN)
     server = uvicorn.Server(uvicorn.Config(create_app(settings), host="127.0.0.1", port=0, log_level="warning"))
     thread = threading.Thread(target=server.run, daemon=True)
@@ -88,23 +133,37 @@ def test_bad_keys_missing_runs_and_the_token(viewer):
         assert first.status_code == 303 and first.headers["location"].startswith("/ui/login")
         assert client.get("/ui", headers={"Authorization": "Bearer wrong"}, follow_redirects=False).status_code == 303
         assert client.get("/ui", headers=auth).status_code == 200
-        for key in ("trajectories/../../etc/passwd.jsonl", "trajectories/smollm_bc/run-b/../../../x.jsonl",
-                    "indexes/smollm_bc/run-b.json", "trajectories/smollm_bc/run-b/nope__attempt_0.jsonl"):
+        for key in (
+            "trajectories/../../etc/passwd.jsonl",
+            "trajectories/smollm_bc/run-b/../../../x.jsonl",
+            "indexes/smollm_bc/run-b.json",
+            "trajectories/smollm_bc/run-b/nope__attempt_0.jsonl",
+        ):
             response = client.get("/ui/episode", params={"key": key}, headers=auth)
             assert response.status_code == 404, key
             assert "root:" not in response.text
         assert client.get("/ui/file", params={"key": "trajectories/../secret.png"}, headers=auth).status_code == 404
-        for path in ("/ui/runs/smollm_bc/no-such-run", "/ui/runs/%2E%2E/etc", "/ui/runs/smollm_bc/%2E%2E",
-                     "/ui/runs/smollm_bc/..%5C.."):  # unknown, or no name a run is stored under: 404
+        for path in (
+            "/ui/runs/smollm_bc/no-such-run",
+            "/ui/runs/%2E%2E/etc",
+            "/ui/runs/smollm_bc/%2E%2E",
+            "/ui/runs/smollm_bc/..%5C..",
+        ):  # unknown, or no name a run is stored under: 404
             response = client.get(path, headers=auth)
             assert response.status_code == 404 and str(store.root) not in response.text, path
         assert not any(store.list("indexes/"))  # and nothing written for them
         assert client.get("/ui/compare", params={"key": "trajectories/a.jsonl"}, headers=auth).status_code == 400
-        corrupt = client.get("/ui/episode", headers=auth,
-                             params={"key": "trajectories/smollm_bc/run-b/test-broken-00000__attempt_0.jsonl"})
+        corrupt = client.get(
+            "/ui/episode",
+            headers=auth,
+            params={"key": "trajectories/smollm_bc/run-b/test-broken-00000__attempt_0.jsonl"},
+        )
         assert corrupt.status_code == 200 and "corrupt episode" in corrupt.text and "not JSON" in corrupt.text
-        page = client.get("/ui/episode", headers=auth,
-                          params={"key": "trajectories/smollm_bc/run-b/test-count-ext-00001__attempt_0.jsonl"})
+        page = client.get(
+            "/ui/episode",
+            headers=auth,
+            params={"key": "trajectories/smollm_bc/run-b/test-count-ext-00001__attempt_0.jsonl"},
+        )
         assert "&lt;script&gt;alert(0)&lt;/script&gt;" in page.text and "<script>alert" not in page.text
         assert TOKEN not in page.text and TOKEN not in client.get("/ui/login").text
 
@@ -121,7 +180,7 @@ def test_eval_table_counts_link_to_the_episodes_behind_them(viewer):
         for count, link in links:
             listed = int(count) + (1 if link.endswith("/run-b") else 0)  # the run's page lists the corrupt one too
             page = client.get(link)
-            assert page.status_code == 200 and f"<p class=\"muted\">{listed} of " in page.text, link
+            assert page.status_code == 200 and f'<p class="muted">{listed} of ' in page.text, link
 
 
 def test_the_run_index_is_written_once_and_rebuilt_when_the_run_grows(viewer):

@@ -1,4 +1,5 @@
 """The Compose stack: every file and profile validates, and the CI-sized stack runs for real."""
+
 import contextlib
 import json
 import os
@@ -16,14 +17,21 @@ from loraloop.settings import Settings
 from loraloop.store import open_store
 from tests.helpers import image_tag, smollm_adapter
 
-FILES = [["compose.yaml"], ["compose.yaml", "compose.cpu.yaml"],
-         ["compose.yaml", "compose.cpu.yaml", "compose.ci.yaml"], ["compose.train.yaml"],
-         ["compose.yaml", "compose.host-engine.yaml"]]
+FILES = [
+    ["compose.yaml"],
+    ["compose.yaml", "compose.cpu.yaml"],
+    ["compose.yaml", "compose.cpu.yaml", "compose.ci.yaml"],
+    ["compose.train.yaml"],
+    ["compose.yaml", "compose.host-engine.yaml"],
+]
 PROFILES = ["", "lora", "monitor", "*"]
 ENV_FILE = Path(tempfile.mkdtemp(prefix="loraloop-env-")) / "test.env"  # `make env`'s output: .env.example + a password
 subprocess.run(["bash", "scripts/env.sh", "new", str(ENV_FILE)], check=True, capture_output=True)
-CI = {"PROJECT": "loraloop-citest", "COMPOSE_FILES": "-f compose.yaml -f compose.cpu.yaml -f compose.ci.yaml",
-      "ENV_FILE": str(ENV_FILE)}
+CI = {
+    "PROJECT": "loraloop-citest",
+    "COMPOSE_FILES": "-f compose.yaml -f compose.cpu.yaml -f compose.ci.yaml",
+    "ENV_FILE": str(ENV_FILE),
+}
 CI_PORTS = {"vllm": 28000, "s3": 28333}  # compose.ci.yaml's defaults
 HOST_SOCKET = "/var/run/docker.sock"
 ENVD_SOCKET = "unix:///run/envd/docker.sock"
@@ -103,8 +111,9 @@ def test_adapter_sync_serves_the_stores_adapters_to_vllm(files):
 
 def socket_mounts(services: dict) -> list[str]:
     """The services that mount the host's Docker socket."""
-    return sorted(name for name, svc in services.items()
-                  if any(v.get("source") == HOST_SOCKET for v in svc.get("volumes", [])))
+    return sorted(
+        name for name, svc in services.items() if any(v.get("source") == HOST_SOCKET for v in svc.get("volumes", []))
+    )
 
 
 @pytest.mark.parametrize("files", FILES[:3], ids=["+".join(f) for f in FILES[:3]])
@@ -132,7 +141,8 @@ def test_worker_docker_host_and_the_host_engine_override(tmp_path):
     assert proc.returncode == 0, proc.stderr
     remote = json.loads(proc.stdout)["services"]
     assert {remote[n]["environment"]["DOCKER_HOST"] for n in ("rollout-worker", "task-server")} == {
-        "tcp://127.0.0.1:2376"}
+        "tcp://127.0.0.1:2376"
+    }
     host = json.loads(compose(["compose.yaml", "compose.host-engine.yaml"], "config", "--format", "json").stdout)
     assert "envd" not in host["services"] and socket_mounts(host["services"]) == ["rollout-worker", "task-server"]
     assert all("envd" not in host["services"][n]["depends_on"] for n in ("rollout-worker", "task-server"))
@@ -142,16 +152,22 @@ def test_make_up_refuses_an_env_file_that_points_workers_at_the_host_socket(tmp_
     """An .env from before envd names the host's socket, which no service mounts now: `make up` says so."""
     env_file = tmp_path / "old.env"
     env_file.write_text(ENV_FILE.read_text() + f"WORKER_DOCKER_HOST=unix://{HOST_SOCKET}\n")
-    proc = subprocess.run(["make", "up", f"ENV_FILE={env_file}", "PROJECT=loraloop-refused"], capture_output=True,
-                          text=True, timeout=60)
+    proc = subprocess.run(
+        ["make", "up", f"ENV_FILE={env_file}", "PROJECT=loraloop-refused"], capture_output=True, text=True, timeout=60
+    )
     assert proc.returncode != 0 and "compose.host-engine.yaml" in proc.stderr and "docker compose" not in proc.stdout
 
 
 def gpu_services(services: dict) -> list[str]:
     """The services that reserve a GPU."""
-    return [name for name, svc in services.items()
-            if any("gpu" in d.get("capabilities", []) for d in
-                   svc.get("deploy", {}).get("resources", {}).get("reservations", {}).get("devices", []))]
+    return [
+        name
+        for name, svc in services.items()
+        if any(
+            "gpu" in d.get("capabilities", [])
+            for d in svc.get("deploy", {}).get("resources", {}).get("reservations", {}).get("devices", [])
+        )
+    ]
 
 
 def test_one_gpu_runs_one_vllm_for_the_base_model_and_the_adapters(tmp_path):
@@ -159,8 +175,7 @@ def test_one_gpu_runs_one_vllm_for_the_base_model_and_the_adapters(tmp_path):
     and every adapter, its share of the GPU set by VLLM_GPU_MEMORY_UTILIZATION; the trainer's share beside it
     comes from LORALOOP_TRAIN_GPU_FRACTION."""
     env_file = tmp_path / "shared.env"
-    env_file.write_text(ENV_FILE.read_text()
-                        + "VLLM_GPU_MEMORY_UTILIZATION=0.35\nLORALOOP_TRAIN_GPU_FRACTION=0.6\n")
+    env_file.write_text(ENV_FILE.read_text() + "VLLM_GPU_MEMORY_UTILIZATION=0.35\nLORALOOP_TRAIN_GPU_FRACTION=0.6\n")
     proc = compose(["compose.yaml"], "--profile", "*", "config", "--format", "json", env_file=str(env_file))
     assert proc.returncode == 0, proc.stderr
     services = json.loads(proc.stdout)["services"]
@@ -169,8 +184,9 @@ def test_one_gpu_runs_one_vllm_for_the_base_model_and_the_adapters(tmp_path):
     command = vllm["command"]
     assert "--enable-lora" in command and vllm["environment"]["VLLM_ALLOW_RUNTIME_LORA_UPDATING"] == "True"
     assert command[command.index("--gpu-memory-utilization") + 1] == "0.35"
-    trainer = json.loads(compose(["compose.train.yaml"], "config", "--format", "json",
-                                 env_file=str(env_file)).stdout)["services"]["trainer"]
+    trainer = json.loads(compose(["compose.train.yaml"], "config", "--format", "json", env_file=str(env_file)).stdout)[
+        "services"
+    ]["trainer"]
     assert trainer["environment"]["LORALOOP_TRAIN_GPU_FRACTION"] == "0.6"
     assert trainer["environment"]["LORALOOP_VLLM_URL"] == "http://vllm:8000/v1"
 
@@ -178,21 +194,34 @@ def test_one_gpu_runs_one_vllm_for_the_base_model_and_the_adapters(tmp_path):
 @pytest.mark.parametrize("missing", ["MINIO_ROOT_USER", "MINIO_ROOT_PASSWORD", "TASK_SERVER_TOKEN"])
 def test_a_missing_secret_is_named(tmp_path, missing):
     env_file = tmp_path / "partial.env"
-    env_file.write_text("".join(f"{given}=something-long-enough\n" for given in
-                                ("MINIO_ROOT_USER", "MINIO_ROOT_PASSWORD", "TASK_SERVER_TOKEN") if given != missing))
+    env_file.write_text(
+        "".join(
+            f"{given}=something-long-enough\n"
+            for given in ("MINIO_ROOT_USER", "MINIO_ROOT_PASSWORD", "TASK_SERVER_TOKEN")
+            if given != missing
+        )
+    )
     proc = compose(["compose.yaml"], "config", "-q", env_file=str(env_file))
     assert proc.returncode != 0 and f"set {missing} in .env" in proc.stderr
 
 
-@pytest.mark.parametrize("line", ["", "MINIO_ROOT_PASSWORD=", "MINIO_ROOT_PASSWORD=change-me-please",
-                                  "MINIO_ROOT_PASSWORD=short"])
+@pytest.mark.parametrize(
+    "line", ["", "MINIO_ROOT_PASSWORD=", "MINIO_ROOT_PASSWORD=change-me-please", "MINIO_ROOT_PASSWORD=short"]
+)
 def test_make_up_refuses_an_env_file_without_a_password_of_its_own(tmp_path, line):
     """The example ships no working password; `make up` stops before Compose and says what to do."""
     env_file = tmp_path / "weak.env"
-    env_file.write_text("\n".join(entry for entry in Path(".env.example").read_text().splitlines()
-                                  if not entry.startswith("MINIO_ROOT_PASSWORD=")) + f"\n{line}\n")
-    proc = subprocess.run(["make", "up", f"ENV_FILE={env_file}", "PROJECT=loraloop-refused"], capture_output=True,
-                          text=True, timeout=60)
+    env_file.write_text(
+        "\n".join(
+            entry
+            for entry in Path(".env.example").read_text().splitlines()
+            if not entry.startswith("MINIO_ROOT_PASSWORD=")
+        )
+        + f"\n{line}\n"
+    )
+    proc = subprocess.run(
+        ["make", "up", f"ENV_FILE={env_file}", "PROJECT=loraloop-refused"], capture_output=True, text=True, timeout=60
+    )
     assert proc.returncode != 0 and "MINIO_ROOT_PASSWORD" in proc.stderr
     assert ("make env" in proc.stderr) if line != "MINIO_ROOT_PASSWORD=short" else ("8 or more" in proc.stderr)
     assert "docker compose" not in proc.stdout  # refused before anything started
@@ -202,8 +231,10 @@ def test_make_env_writes_a_random_password_readable_by_its_owner_only(tmp_path):
     first, second = tmp_path / "a.env", tmp_path / "b.env"
     for path in (first, second):
         subprocess.run(["make", "env", f"ENV_FILE={path}"], check=True, capture_output=True, timeout=60)
-    passwords = [next(line for line in p.read_text().splitlines() if line.startswith("MINIO_ROOT_PASSWORD=")) for p in
-                 (first, second)]
+    passwords = [
+        next(line for line in p.read_text().splitlines() if line.startswith("MINIO_ROOT_PASSWORD="))
+        for p in (first, second)
+    ]
     assert passwords[0] != passwords[1] and all(len(p.split("=", 1)[1]) == 32 for p in passwords)
     assert oct(first.stat().st_mode)[-3:] == "600"
     tokens = [
@@ -211,8 +242,9 @@ def test_make_env_writes_a_random_password_readable_by_its_owner_only(tmp_path):
         for p in (first, second)
     ]
     assert tokens[0] != tokens[1] and all(len(t.split("=", 1)[1]) == 32 for t in tokens)
-    task_server = json.loads(compose(["compose.yaml"], "config", "--format", "json",
-                                     env_file=str(first)).stdout)["services"]["task-server"]
+    task_server = json.loads(compose(["compose.yaml"], "config", "--format", "json", env_file=str(first)).stdout)[
+        "services"
+    ]["task-server"]
     assert task_server["environment"]["LORALOOP_TASK_SERVER_TOKEN"] == tokens[0].split("=", 1)[1]
     assert subprocess.run(["bash", "scripts/env.sh", "check", str(first)]).returncode == 0
     kept = first.read_text()
@@ -222,8 +254,13 @@ def test_make_env_writes_a_random_password_readable_by_its_owner_only(tmp_path):
 
 def make(*targets, timeout=900, **extra):
     env = {**os.environ, **CI, **{k: str(v) for k, v in extra.items()}}
-    proc = subprocess.run(["make", *targets, *[f"{k}={v}" for k, v in {**CI, **extra}.items()]], env=env,
-                          capture_output=True, text=True, timeout=timeout)
+    proc = subprocess.run(
+        ["make", *targets, *[f"{k}={v}" for k, v in {**CI, **extra}.items()]],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
     assert proc.returncode == 0, f"make {' '.join(targets)}:\n{proc.stdout[-2000:]}\n{proc.stderr[-3000:]}"
     return proc
 
@@ -232,10 +269,12 @@ def leftovers():
     """Containers, networks and volumes of the CI project, and environment containers it labelled."""
     project = CI["PROJECT"]
     found = {}
-    for kind, args in (("containers", ["ps", "-aq", "--filter", f"label=com.docker.compose.project={project}"]),
-                       ("env containers", ["ps", "-aq", "--filter", f"label=loraloop.project={project}"]),
-                       ("networks", ["network", "ls", "-q", "--filter", f"label=com.docker.compose.project={project}"]),
-                       ("volumes", ["volume", "ls", "-q", "--filter", f"label=com.docker.compose.project={project}"])):
+    for kind, args in (
+        ("containers", ["ps", "-aq", "--filter", f"label=com.docker.compose.project={project}"]),
+        ("env containers", ["ps", "-aq", "--filter", f"label=loraloop.project={project}"]),
+        ("networks", ["network", "ls", "-q", "--filter", f"label=com.docker.compose.project={project}"]),
+        ("volumes", ["volume", "ls", "-q", "--filter", f"label=com.docker.compose.project={project}"]),
+    ):
         found[kind] = subprocess.run(["docker", *args], capture_output=True, text=True).stdout.split()
     return found
 
@@ -247,8 +286,9 @@ def stack(*args) -> subprocess.CompletedProcess:
 
 def host_containers() -> set[str]:
     """The ids of every container on the host's engine."""
-    return set(subprocess.run(["docker", "ps", "-aq", "--no-trunc"], capture_output=True, text=True,
-                              check=True).stdout.split())
+    return set(
+        subprocess.run(["docker", "ps", "-aq", "--no-trunc"], capture_output=True, text=True, check=True).stdout.split()
+    )
 
 
 def only_envd_is_reachable() -> None:
@@ -258,13 +298,30 @@ def only_envd_is_reachable() -> None:
     host, redis = host_containers(), stack("ps", "-q", "redis").stdout.strip()
     assert redis in host
     for service in ("rollout-worker", "task-server"):
-        seen = stack("exec", "-T", service, "sh", "-c",
-                     f'test ! -e {HOST_SOCKET} && echo "$DOCKER_HOST" && docker ps -aq --no-trunc')
+        seen = stack(
+            "exec",
+            "-T",
+            service,
+            "sh",
+            "-c",
+            f'test ! -e {HOST_SOCKET} && echo "$DOCKER_HOST" && docker ps -aq --no-trunc',
+        )
         assert seen.returncode == 0, f"{service}: {HOST_SOCKET} is there, or no engine: {seen.stdout}{seen.stderr}"
         docker_host, *ids = seen.stdout.split()
         assert docker_host == ENVD_SOCKET and not host & set(ids), (service, docker_host, host & set(ids))
-    started = stack("exec", "-T", "rollout-worker", "docker", "run", "-d", "--network", "none",
-                    "loraloop/os-env:latest", "sleep", "60")
+    started = stack(
+        "exec",
+        "-T",
+        "rollout-worker",
+        "docker",
+        "run",
+        "-d",
+        "--network",
+        "none",
+        "loraloop/os-env:latest",
+        "sleep",
+        "60",
+    )
     assert started.returncode == 0, started.stderr
     container = started.stdout.strip()
     assert container not in host_containers()
@@ -275,10 +332,30 @@ def only_envd_is_reachable() -> None:
 def environment_containers_created():
     """While the block runs, the ids of the CI project's environment containers created in envd and on the
     host's engine, as two lists filled when it ends (`docker events`, streamed, so none is missed)."""
-    events = ["docker", "events", "--filter", "type=container", "--filter", "event=create", "--filter",
-              f"label=loraloop.project={CI['PROJECT']}", "--format", "{{.Actor.ID}}"]
-    compose_cmd = ["docker", "compose", "--env-file", str(ENV_FILE), *CI["COMPOSE_FILES"].split(), "-p",
-                   CI["PROJECT"], "exec", "-T", "envd"]
+    events = [
+        "docker",
+        "events",
+        "--filter",
+        "type=container",
+        "--filter",
+        "event=create",
+        "--filter",
+        f"label=loraloop.project={CI['PROJECT']}",
+        "--format",
+        "{{.Actor.ID}}",
+    ]
+    compose_cmd = [
+        "docker",
+        "compose",
+        "--env-file",
+        str(ENV_FILE),
+        *CI["COMPOSE_FILES"].split(),
+        "-p",
+        CI["PROJECT"],
+        "exec",
+        "-T",
+        "envd",
+    ]
     streams = [subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True) for cmd in (compose_cmd + events, events)]
     found: tuple[list[str], list[str]] = ([], [])
     try:
@@ -319,16 +396,25 @@ def stack_syncs_a_published_adapter(tmp_path) -> float:
 
     name, vllm = "ci-sync", f"http://127.0.0.1:{CI_PORTS['vllm']}/v1"
     shutil.rmtree(f"volumes/adapters/{name}", ignore_errors=True)
-    settings = Settings(store_url="s3://loraloop", s3_endpoint_url=f"http://127.0.0.1:{CI_PORTS['s3']}",
-                        s3_access_key="x", s3_secret_key="x", vllm_url=vllm, adapters_dir=tmp_path / "adapters")
+    settings = Settings(
+        store_url="s3://loraloop",
+        s3_endpoint_url=f"http://127.0.0.1:{CI_PORTS['s3']}",
+        s3_access_key="x",
+        s3_secret_key="x",
+        vllm_url=vllm,
+        adapters_dir=tmp_path / "adapters",
+    )
     try:
         start = time.monotonic()
-        assert publish(settings, smollm_adapter(tmp_path / "lora", random_b=True, seed=5), name,
-                       load=False)["version"] == "v1"
+        assert (
+            publish(settings, smollm_adapter(tmp_path / "lora", random_b=True, seed=5), name, load=False)["version"]
+            == "v1"
+        )
         assert served_root(vllm, f"{name}-v1") == f"/adapters/{name}/v1"  # served as <name>-v<k>
         took = time.monotonic() - start
-        dropped = httpx.post(f"{vllm.removesuffix('/v1')}/v1/unload_lora_adapter", json={"lora_name": f"{name}-v1"},
-                             timeout=30)
+        dropped = httpx.post(
+            f"{vllm.removesuffix('/v1')}/v1/unload_lora_adapter", json={"lora_name": f"{name}-v1"}, timeout=30
+        )
         assert dropped.status_code == 200, dropped.text
         assert served_root(vllm, f"{name}-v1") == f"/adapters/{name}/v1"
         return took
@@ -351,13 +437,16 @@ def test_ci_stack_rolls_out_into_the_store_and_goes_away_cleanly(capsys, tmp_pat
         only_envd_is_reachable()
         api = "http://127.0.0.1:28081"
         with environment_containers_created() as (in_envd, on_host):
-            proc = make("rollout", EXPERIMENT="teacher", SUBSET="test", SAMPLE_SIZE=6, ROLLOUTS_PER_TASK=2,
-                        LORALOOP_API_URL=api)
+            proc = make(
+                "rollout", EXPERIMENT="teacher", SUBSET="test", SAMPLE_SIZE=6, ROLLOUTS_PER_TASK=2, LORALOOP_API_URL=api
+            )
             summary = " ".join(proc.stderr.split())
             assert "12/12 solved" in summary and "s3://loraloop/trajectories/teacher/" in summary
             run_id = summary.split("teacher run ")[1].split()[0]
-            store = open_store("s3://loraloop", Settings(s3_endpoint_url=f"http://127.0.0.1:{CI_PORTS['s3']}",
-                                                         s3_access_key="x", s3_secret_key="x"))
+            store = open_store(
+                "s3://loraloop",
+                Settings(s3_endpoint_url=f"http://127.0.0.1:{CI_PORTS['s3']}", s3_access_key="x", s3_secret_key="x"),
+            )
             keys = list(store.list(f"trajectories/teacher/{run_id}/"))
             assert len(keys) == 12
             workers = {json.loads(store.get_bytes(k).splitlines()[0])["run_id"] for k in keys}
@@ -365,33 +454,54 @@ def test_ci_stack_rolls_out_into_the_store_and_goes_away_cleanly(capsys, tmp_pat
             jobs = httpx.get(f"{api}/api/jobs/{run_id}", timeout=30).json()
             assert jobs["done"] == 12 and jobs["state"] == "done"
             tasks = "http://127.0.0.1:25000/api"
-            token = next(line.split("=", 1)[1] for line in ENV_FILE.read_text().splitlines()
-                         if line.startswith("TASK_SERVER_TOKEN="))  # the stack's Task Server requires it
-            assert httpx.post(f"{tasks}/episode/start", json={"sample_id": "test-files-00000"},
-                              timeout=60).status_code == 401
+            token = next(
+                line.split("=", 1)[1]
+                for line in ENV_FILE.read_text().splitlines()
+                if line.startswith("TASK_SERVER_TOKEN=")
+            )  # the stack's Task Server requires it
+            assert (
+                httpx.post(f"{tasks}/episode/start", json={"sample_id": "test-files-00000"}, timeout=60).status_code
+                == 401
+            )
             auth = {"Authorization": f"Bearer {token}"}
-            episode = httpx.post(f"{tasks}/episode/start", json={"sample_id": "test-files-00000"}, headers=auth,
-                                 timeout=120).json()
+            episode = httpx.post(
+                f"{tasks}/episode/start", json={"sample_id": "test-files-00000"}, headers=auth, timeout=120
+            ).json()
             assert episode["observation"]["type"] == "messages"
-            assert httpx.post(f"{tasks}/episode/cancel", json={"episode_id": episode["episode_id"]}, headers=auth,
-                              timeout=60).json()["status"] == "cancelled"
+            assert (
+                httpx.post(
+                    f"{tasks}/episode/cancel", json={"episode_id": episode["episode_id"]}, headers=auth, timeout=60
+                ).json()["status"]
+                == "cancelled"
+            )
             assert len(list(store.list("trajectories/os-ci/"))) == 1
             model = make("rollout", EXPERIMENT="smollm_zero", SUBSET="test", SAMPLE_SIZE=2, LORALOOP_API_URL=api)
             model_run = " ".join(model.stderr.split()).split("smollm_zero run ")[1].split()[0]
-            steps = [json.loads(line) for key in store.list(f"trajectories/smollm_zero/{model_run}/")
-                     for line in store.get_bytes(key).splitlines()]
+            steps = [
+                json.loads(line)
+                for key in store.list(f"trajectories/smollm_zero/{model_run}/")
+                for line in store.get_bytes(key).splitlines()
+            ]
             assert len({s["task_id"] for s in steps if s["type"] == "episode_start"}) == 2
             assert {s["model"] for s in steps if s["type"] == "step"} == {"SmolLM2-135M-Instruct"}  # vLLM in the stack
         assert len(in_envd) >= 12 + 1 + 2 and on_host == [], (in_envd, on_host)  # each episode starts one at least
         root = stack("exec", "-T", "envd", "sh", "-c", "docker info -f '{{.Driver}}' && stat -f -c %T /var/lib/docker")
         assert root.stdout.split() == ["overlay2", "ext2/ext3"], root.stdout + root.stderr  # ENVD_FS=ext4, bounded
-        web = make("rollout", EXPERIMENT="web_teacher", TASK_REGISTRY="configs/tasks/web", SUBSET="test",
-                   SAMPLE_SIZE=4, LORALOOP_API_URL=api)
+        web = make(
+            "rollout",
+            EXPERIMENT="web_teacher",
+            TASK_REGISTRY="configs/tasks/web",
+            SUBSET="test",
+            SAMPLE_SIZE=4,
+            LORALOOP_API_URL=api,
+        )
         web_summary = " ".join(web.stderr.split())
         assert "4/4 solved" in web_summary and "s3://loraloop/trajectories/web_teacher/" in web_summary, web_summary
         web_run = web_summary.split("web_teacher run ")[1].split()[0]
-        episodes = [[json.loads(line) for line in store.get_bytes(key).splitlines()]
-                    for key in store.list(f"trajectories/web_teacher/{web_run}/")]
+        episodes = [
+            [json.loads(line) for line in store.get_bytes(key).splitlines()]
+            for key in store.list(f"trajectories/web_teacher/{web_run}/")
+        ]
         assert len(episodes) == 4 and len({e[0]["task_id"] for e in episodes}) == 4
         assert all(e[0]["type"] == "episode_start" and e[-1]["type"] == "episode_end" for e in episodes)
         assert all(e[-1]["success"] is True and e[-1]["error_count"] == 0 for e in episodes), [e[-1] for e in episodes]
@@ -399,9 +509,11 @@ def test_ci_stack_rolls_out_into_the_store_and_goes_away_cleanly(capsys, tmp_pat
         web_jobs = httpx.get(f"{api}/api/jobs/{web_run}", timeout=30).json()
         assert web_jobs["done"] == 4 and web_jobs["solved"] == 4 and web_jobs["state"] == "done"
         adapter_s = stack_syncs_a_published_adapter(tmp_path)
-        rates = (f"CI stack: up {up_s:.0f} s, shell rollout of 12 episodes {float(jobs['episodes_per_min']):.0f} "
-                 f"ep/min, web rollout of 4 episodes {float(web_jobs['episodes_per_min']):.0f} ep/min, "
-                 f"adapter in the store to served by vLLM in {adapter_s:.0f} s")
+        rates = (
+            f"CI stack: up {up_s:.0f} s, shell rollout of 12 episodes {float(jobs['episodes_per_min']):.0f} "
+            f"ep/min, web rollout of 4 episodes {float(web_jobs['episodes_per_min']):.0f} ep/min, "
+            f"adapter in the store to served by vLLM in {adapter_s:.0f} s"
+        )
     finally:
         sizes = built_images()
         make("down", timeout=300)

@@ -1,6 +1,7 @@
 """`make demo`'s bad input, caused for real: no Docker engine to be had, no disk space for the model, the
 model server's port taken. Each gets a message naming what is missing and the command that fixes it, with
 no traceback and nothing half-written."""
+
 import os
 import socket
 import subprocess
@@ -21,10 +22,13 @@ def test_no_docker_engine_and_no_dockerd_names_the_package_to_install(tmp_path):
         found = subprocess.run(["bash", "-c", f"command -v {tool}"], capture_output=True, text=True).stdout.strip()
         if found.startswith("/"):
             (bin_dir / tool).symlink_to(found)
-    env = {**os.environ, "PATH": str(bin_dir), "DOCKER_HOST": f"unix://{tmp_path}/no-engine.sock",
-           "LORALOOP_STATE_DIR": str(tmp_path / "state")}
-    proc = subprocess.run(["bash", "scripts/dockerd.sh", "start"], env=env, capture_output=True, text=True,
-                          timeout=60)
+    env = {
+        **os.environ,
+        "PATH": str(bin_dir),
+        "DOCKER_HOST": f"unix://{tmp_path}/no-engine.sock",
+        "LORALOOP_STATE_DIR": str(tmp_path / "state"),
+    }
+    proc = subprocess.run(["bash", "scripts/dockerd.sh", "start"], env=env, capture_output=True, text=True, timeout=60)
     assert proc.returncode == 1
     assert "dockerd is not installed" in proc.stderr and "apt-get install -y docker.io" in proc.stderr
 
@@ -40,8 +44,12 @@ def small_disk(tmp_path):
 
 
 def test_no_disk_space_for_the_model_is_named_and_nothing_is_written(small_disk):
-    proc = subprocess.run(LORALOOP + ["models", "prepare", "smollm2-135m", "--out", str(small_disk / "model")],
-                          capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        LORALOOP + ["models", "prepare", "smollm2-135m", "--out", str(small_disk / "model")],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode != 0 and "Traceback" not in proc.stderr
     message = " ".join(proc.stderr.split())
     assert "GiB free under" in message and str(small_disk) in message and "LORALOOP_MODEL_DIR" in message
@@ -56,8 +64,9 @@ def test_a_taken_port_is_named_with_the_setting_that_moves_vllm(tmp_path):
         taken.listen()
         port = taken.getsockname()[1]
         env = {**os.environ, "LORALOOP_VLLM_PORT": str(port), "LORALOOP_VLLM_URL": f"http://127.0.0.1:{port}/v1"}
-        proc = subprocess.run(LORALOOP + ["serve", "vllm", "start"], env=env, capture_output=True, text=True,
-                              timeout=60)
+        proc = subprocess.run(
+            LORALOOP + ["serve", "vllm", "start"], env=env, capture_output=True, text=True, timeout=60
+        )
     message = " ".join(proc.stderr.split())
     assert proc.returncode != 0 and "Traceback" not in proc.stderr, proc.stderr[-2000:]
     assert f"port {port} is taken" in message and "LORALOOP_VLLM_PORT" in message

@@ -4,6 +4,7 @@ and through `loraloop loop` (the orchestrator) over two seeds.
 The model's eval episodes are cut short (SHORT_EPISODES): vLLM CPU writes about 10 tokens/s here, and
 8 rounds of 192 tokens per episode made these two tests take 25 minutes; 2 rounds of 48 tokens still
 call the base model and the published adapter on every eval episode."""
+
 import json
 import os
 import re
@@ -32,10 +33,15 @@ def loop_env(tmp_path, vllm_url):
         experiments["experiments"][name]["max_steps"] = SHORT_EPISODES["max_steps"]
     short = tmp_path / "experiments.yaml"
     short.write_text(yaml.safe_dump(experiments))
-    return {**os.environ, "LORALOOP_STORE_URL": f"file://{tmp_path / 'store'}", "LORALOOP_VLLM_URL": vllm_url,
-            "LORALOOP_VLLM_PORT": vllm_url.rsplit(":", 1)[1].split("/")[0],
-            "LORALOOP_ADAPTERS_DIR": str(tmp_path / "adapters"), "LORALOOP_EXPERIMENTS_PATH": str(short),
-            "LORALOOP_MAX_TOKENS": str(SHORT_EPISODES["max_tokens"])}
+    return {
+        **os.environ,
+        "LORALOOP_STORE_URL": f"file://{tmp_path / 'store'}",
+        "LORALOOP_VLLM_URL": vllm_url,
+        "LORALOOP_VLLM_PORT": vllm_url.rsplit(":", 1)[1].split("/")[0],
+        "LORALOOP_ADAPTERS_DIR": str(tmp_path / "adapters"),
+        "LORALOOP_EXPERIMENTS_PATH": str(short),
+        "LORALOOP_MAX_TOKENS": str(SHORT_EPISODES["max_tokens"]),
+    }
 
 
 @pytest.mark.usefixtures("docker_ready")
@@ -49,16 +55,43 @@ def test_whole_loop(tmp_path, loop_env):
     cli("export", "--input", "trajectories/teacher/e2e", "--output_dir", str(tmp_path / "ds"), "--format", "bc")
     manifest = json.loads((tmp_path / "ds" / "manifest.json").read_text())
     assert manifest["episodes"] == 3 and manifest["rows"] == {"bc": 6}
-    cli("train", "bc", "--dataset_path", str(tmp_path / "ds" / "bc.jsonl"), "--output_dir", str(tmp_path / "lora"),
-        "--epochs", "1", "--lr", "1e-3", "--batch_size", "3")
+    cli(
+        "train",
+        "bc",
+        "--dataset_path",
+        str(tmp_path / "ds" / "bc.jsonl"),
+        "--output_dir",
+        str(tmp_path / "lora"),
+        "--epochs",
+        "1",
+        "--lr",
+        "1e-3",
+        "--batch_size",
+        "3",
+    )
     assert (tmp_path / "lora" / "adapter_model.safetensors").is_file()
     published = cli("publish", "--adapter", str(tmp_path / "lora"), "--name", "smollm_bc")
     assert "published smollm_bc v1" in published.stderr.replace("\n", " ")
     meta = json.loads((tmp_path / "store" / "adapters" / "smollm_bc" / "v1" / "metadata.json").read_text())
-    assert meta["dataset_digest"] == json.loads((tmp_path / "lora" / "training_metrics.json").read_text())[
-        "dataset_digest"]
-    cli("eval", "--experiment", "smollm_zero", "--experiment", "smollm_bc", "--subset", "test",
-                 "--sample_size", "2", "--eval_id", "e2e-eval", "--out", str(tmp_path / "report"))
+    assert (
+        meta["dataset_digest"]
+        == json.loads((tmp_path / "lora" / "training_metrics.json").read_text())["dataset_digest"]
+    )
+    cli(
+        "eval",
+        "--experiment",
+        "smollm_zero",
+        "--experiment",
+        "smollm_bc",
+        "--subset",
+        "test",
+        "--sample_size",
+        "2",
+        "--eval_id",
+        "e2e-eval",
+        "--out",
+        str(tmp_path / "report"),
+    )
     table = (tmp_path / "report" / "e2e-eval" / "report.md").read_text()
     for mode, model in (("smollm_zero", "SmolLM2-135M-Instruct"), ("smollm_bc", "smollm_bc-v1")):  # 2 tasks, 2 episodes
         assert re.search(rf"\| `{mode}` \| {model} \| 2 \| \[2\]\(http://[^)]+/ui/runs/{mode}/e2e-eval\) \|", table)
@@ -66,11 +99,25 @@ def test_whole_loop(tmp_path, loop_env):
     assert (tmp_path / "report" / "e2e-eval" / "success.png").stat().st_size > 1000
     stored = json.loads((tmp_path / "store" / "evals" / "e2e-eval" / "results.json").read_text())
     assert [r["experiment"] for r in stored] == ["smollm_zero", "smollm_bc"]
-    again = cli("eval", "--experiment", "smollm_zero", "--subset", "test", "--sample_size", "2", "--eval_id",
-                "e2e-eval", "--out", str(tmp_path / "report"))  # the same id goes on: nothing is played again
+    again = cli(
+        "eval",
+        "--experiment",
+        "smollm_zero",
+        "--subset",
+        "test",
+        "--sample_size",
+        "2",
+        "--eval_id",
+        "e2e-eval",
+        "--out",
+        str(tmp_path / "report"),
+    )  # the same id goes on: nothing is played again
     assert "going on" in again.stderr and "2 already stored" in again.stderr.replace("\n", " ")
-    bc_steps = [json.loads(line) for f in (tmp_path / "store" / "trajectories" / "smollm_bc").rglob("*.jsonl")
-                for line in f.read_text().splitlines()]
+    bc_steps = [
+        json.loads(line)
+        for f in (tmp_path / "store" / "trajectories" / "smollm_bc").rglob("*.jsonl")
+        for line in f.read_text().splitlines()
+    ]
     assert {r["model"] for r in bc_steps if r["type"] == "step"} == {"smollm_bc-v1"}  # the bare name, pinned
     assert {r["max_steps"] for r in bc_steps if r["type"] == "episode_start"} == {SHORT_EPISODES["max_steps"]}
 
@@ -91,8 +138,12 @@ def tiny_registry(root: Path, families=("count-ext",), train: int = 3) -> Path:
 
 def containers_of(pid: int) -> list[str]:
     """The ids of the environment containers process `pid` owns (the owner label every one carries)."""
-    return subprocess.run(["docker", "ps", "-aq", "--filter", f"label={OWNER_LABEL}={socket.gethostname()}:{pid}"],
-                          capture_output=True, text=True, check=True).stdout.split()
+    return subprocess.run(
+        ["docker", "ps", "-aq", "--filter", f"label={OWNER_LABEL}={socket.gethostname()}:{pid}"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
 
 
 @pytest.mark.timeout(900)
@@ -103,9 +154,22 @@ def test_the_demo_runs_its_plan_and_leaves_every_promised_artifact(tmp_path, loo
     exit 0, the report, its CSV, the success chart (each row 0/1 or 1/1: the chart once crashed on 10/10)
     and the loss curve; the closing summary names both arms with intervals, the stages' times and the paths;
     no environment container is left."""
-    demo = subprocess.Popen(LORALOOP + ["demo", "--epochs", "1", "--out", str(tmp_path / "demo"), "--task_registry",
-                                        str(tiny_registry(tmp_path / "tasks", ("count-ext",), train=2))],
-                            env=loop_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    demo = subprocess.Popen(
+        LORALOOP
+        + [
+            "demo",
+            "--epochs",
+            "1",
+            "--out",
+            str(tmp_path / "demo"),
+            "--task_registry",
+            str(tiny_registry(tmp_path / "tasks", ("count-ext",), train=2)),
+        ],
+        env=loop_env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     stdout, stderr = demo.communicate(timeout=850)
     proc = subprocess.CompletedProcess(demo.args, demo.returncode, stdout, stderr)
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -120,8 +184,15 @@ def test_the_demo_runs_its_plan_and_leaves_every_promised_artifact(tmp_path, loo
     for r in results.values():  # 0/1 or 1/1: a boundary row, drawn
         low, high = r["ci95"]
         assert low <= r["success_rate"] <= high and f"{r['solved']}/1 = " in proc.stderr
-    assert list(summary["stages_s"]) == ["prepare model", "start vLLM", "teacher rollouts", "export BC dataset",
-                                         "train BC LoRA", "publish adapter to vLLM", "eval base vs adapter"]
+    assert list(summary["stages_s"]) == [
+        "prepare model",
+        "start vLLM",
+        "teacher rollouts",
+        "export BC dataset",
+        "train BC LoRA",
+        "publish adapter to vLLM",
+        "eval base vs adapter",
+    ]
     assert "95% CI" in proc.stderr and "wall time" in proc.stderr
     assert containers_of(demo.pid) == [], "the demo left environment containers behind"
     assert vllm_server.is_ready(vllm_url), "the demo stopped a vLLM it did not start"
@@ -134,11 +205,32 @@ def test_loop_runs_a_turn_per_seed_and_reports_over_them(tmp_path, loop_env, vll
     per seed with its report and timed stages, a report over the seeds, and the server it found left
     running."""
     # lr 3e-3: two steps on six rows must move the adapter enough for publish's check to tell it from the base
-    proc = subprocess.run(LORALOOP + ["loop", "--task_registry", str(tiny_registry(tmp_path / "tasks")),
-                                      "--train_subset", "train", "--test_subset", "test", "--seeds", "1,2",
-                                      "--epochs", "1", "--lr", "3e-3", "--rollouts_per_task", "1",
-                                      "--out", str(tmp_path / "loop")],
-                          env=loop_env, capture_output=True, text=True, timeout=1700)
+    proc = subprocess.run(
+        LORALOOP
+        + [
+            "loop",
+            "--task_registry",
+            str(tiny_registry(tmp_path / "tasks")),
+            "--train_subset",
+            "train",
+            "--test_subset",
+            "test",
+            "--seeds",
+            "1,2",
+            "--epochs",
+            "1",
+            "--lr",
+            "3e-3",
+            "--rollouts_per_task",
+            "1",
+            "--out",
+            str(tmp_path / "loop"),
+        ],
+        env=loop_env,
+        capture_output=True,
+        text=True,
+        timeout=1700,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     (run,) = (tmp_path / "loop").iterdir()
     report = (run / "report.md").read_text()
@@ -149,8 +241,15 @@ def test_loop_runs_a_turn_per_seed_and_reports_over_them(tmp_path, loop_env, vll
     for seed, turn in zip((1, 2), turns):
         assert (run / f"seed-{seed}" / "report.md").is_file() and (run / f"seed-{seed}" / "success.png").is_file()
         assert turn["dataset"]["episodes"] == 3 and turn["training"]["rows"] == turn["dataset"]["rows"]["bc"] > 0
-        assert list(turn["stages_s"]) == ["prepare model", "start vLLM", "teacher rollouts", "export BC dataset",
-                                          "train BC LoRA", "publish adapter to vLLM", "eval base vs adapter"]
+        assert list(turn["stages_s"]) == [
+            "prepare model",
+            "start vLLM",
+            "teacher rollouts",
+            "export BC dataset",
+            "train BC LoRA",
+            "publish adapter to vLLM",
+            "eval base vs adapter",
+        ]
         assert {name: r["episodes"] for name, r in turn["results"].items()} == {"smollm_zero": 1, "smollm_bc": 1}
         for artifact in ("report.csv", "bc_lora/loss.png"):  # the turn's artifacts, as the demo's
             assert (run / f"seed-{seed}" / artifact).is_file(), artifact

@@ -4,6 +4,7 @@ The "GPU host" is an sshd on a loopback port with its own host key and authorize
 an HTTP server on another loopback port. The tunnel must bind 127.0.0.1 only, carry requests, say
 when the connection drops (its sshd session killed) and come back by itself.
 """
+
 import http.server
 import os
 import shutil
@@ -45,16 +46,20 @@ def gpu_host(tmp_path):
     Path("/run/sshd").mkdir(exist_ok=True)  # sshd's privilege separation directory
     ssh_port, service_port = free_port(), free_port()
     config = tmp_path / "sshd_config"
-    config.write_text(f"ListenAddress 127.0.0.1\nPort {ssh_port}\nHostKey {tmp_path / 'host_key'}\n"
-                      f"AuthorizedKeysFile {tmp_path / 'authorized_keys'}\nPidFile {tmp_path / 'sshd.pid'}\n"
-                      "PasswordAuthentication no\nKbdInteractiveAuthentication no\nUsePAM no\nStrictModes no\n"
-                      "PermitRootLogin prohibit-password\nAllowTcpForwarding yes\n")
+    config.write_text(
+        f"ListenAddress 127.0.0.1\nPort {ssh_port}\nHostKey {tmp_path / 'host_key'}\n"
+        f"AuthorizedKeysFile {tmp_path / 'authorized_keys'}\nPidFile {tmp_path / 'sshd.pid'}\n"
+        "PasswordAuthentication no\nKbdInteractiveAuthentication no\nUsePAM no\nStrictModes no\n"
+        "PermitRootLogin prohibit-password\nAllowTcpForwarding yes\n"
+    )
     sshd = subprocess.Popen([SSHD, "-D", "-e", "-f", str(config)], stderr=subprocess.PIPE, text=True)
     server = http.server.ThreadingHTTPServer(("127.0.0.1", service_port), Hello)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     wait_port(ssh_port)
-    opts = (f"-p {ssh_port} -i {tmp_path / 'client_key'} -o StrictHostKeyChecking=no "
-            f"-o UserKnownHostsFile=/dev/null -o LogLevel=ERROR")
+    opts = (
+        f"-p {ssh_port} -i {tmp_path / 'client_key'} -o StrictHostKeyChecking=no "
+        f"-o UserKnownHostsFile=/dev/null -o LogLevel=ERROR"
+    )
     yield opts, service_port, sshd.pid
     server.shutdown()
     sshd.terminate()
@@ -83,10 +88,13 @@ def test_tunnel_forwards_on_loopback_says_when_it_drops_and_reconnects(gpu_host,
     opts, service_port, sshd_pid = gpu_host
     local = free_port()
     log = open(tmp_path / "tunnel.log", "w+")
-    tunnel = subprocess.Popen(["make", "--no-print-directory", "tunnel", "GPU_HOST=root@127.0.0.1",
-                               f"TUNNEL_PORTS={local}:{service_port}"],
-                              env={**os.environ, "TUNNEL_SSH_OPTS": opts, "TUNNEL_RETRY_S": "1"},
-                              stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    tunnel = subprocess.Popen(
+        ["make", "--no-print-directory", "tunnel", "GPU_HOST=root@127.0.0.1", f"TUNNEL_PORTS={local}:{service_port}"],
+        env={**os.environ, "TUNNEL_SSH_OPTS": opts, "TUNNEL_RETRY_S": "1"},
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
     try:
         assert fetch(local) == "served on the gpu host\n"
         assert listening(local) == [f"127.0.0.1:{local}"]  # loopback only, never 0.0.0.0

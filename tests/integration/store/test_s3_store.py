@@ -1,4 +1,5 @@
 """The trajectory store on a real S3 server (SeaweedFS): whole-episode writes, listing, put_new's If-None-Match."""
+
 from loraloop.settings import Settings
 from loraloop.store import open_store
 from loraloop.store.backends import sha256
@@ -30,11 +31,13 @@ def test_verify_finds_a_damaged_object_on_s3(s3_endpoint):
     store = open_store("s3://loraloop-verify", settings)
     keys = [record_episode(store, task=f"t-{i:05d}") for i in range(3)]
     record_plan(store, "mode", "run1", keys + ["trajectories/mode/run1/t-00009__attempt_0.jsonl"])
-    client = boto3.client("s3", endpoint_url=s3_endpoint, aws_access_key_id="any", aws_secret_access_key="any",
-                          region_name="us-east-1")
+    client = boto3.client(
+        "s3", endpoint_url=s3_endpoint, aws_access_key_id="any", aws_secret_access_key="any", region_name="us-east-1"
+    )
     head = client.head_object(Bucket="loraloop-verify", Key=keys[0])
-    client.put_object(Bucket="loraloop-verify", Key=keys[0], Body=store.get_bytes(keys[0])[:-5] + b"oops\n",
-                      Metadata=head["Metadata"])
+    client.put_object(
+        Bucket="loraloop-verify", Key=keys[0], Body=store.get_bytes(keys[0])[:-5] + b"oops\n", Metadata=head["Metadata"]
+    )
     client.put_object(Bucket="loraloop-verify", Key=keys[1], Body=store.get_bytes(keys[1]))
     check = verify_run(store, "run1")
     assert list(check.corrupt) == [keys[0]] and "bytes changed since written" in check.corrupt[keys[0]]

@@ -1,5 +1,6 @@
 """A fault survived: the S3 store stops for 30 s in the middle of a job. Episodes that end meanwhile wait it out
 (backoff), nothing is lost, and the job says which episodes waited."""
+
 import json
 import subprocess
 import time
@@ -22,18 +23,33 @@ def test_a_30_s_store_outage_loses_no_episode(tmp_path, docker_ready, s3_endpoin
     weed = start_weed(tmp_path / "weed", ports)
     tasks = tmp_path / "slow"
     tasks.mkdir()
-    (tasks / "slow.json").write_text(json.dumps([
-        {"description": f"Wait, then print {i}.", "evaluation": {"match": str(i), "example": f"sleep 6; echo {i}"}}
-        for i in range(4)]))
-    settings = Settings(store_url="s3://outage", s3_endpoint_url=f"http://127.0.0.1:{ports[0]}",
-                        s3_access_key="any", s3_secret_key="any", store_retry_s=120)
+    (tasks / "slow.json").write_text(
+        json.dumps(
+            [
+                {
+                    "description": f"Wait, then print {i}.",
+                    "evaluation": {"match": str(i), "example": f"sleep 6; echo {i}"},
+                }
+                for i in range(4)
+            ]
+        )
+    )
+    settings = Settings(
+        store_url="s3://outage",
+        s3_endpoint_url=f"http://127.0.0.1:{ports[0]}",
+        s3_access_key="any",
+        s3_secret_key="any",
+        store_retry_s=120,
+    )
     jobs = LocalJobs(settings, concurrency=4)
     try:
         jobs.submit(JobRequest(experiment="teacher", task_registry=str(tasks), run_id="outage"))
         deadline = time.monotonic() + 60  # every episode in its container (none can end within 6 s)
         mine = f"label={OWNER_LABEL}={owner_id()}"  # this process's: tests of other workers run beside it
-        while len(subprocess.run(["docker", "ps", "-q", "--filter", mine], capture_output=True,
-                                 text=True).stdout.split()) < 4:
+        while (
+            len(subprocess.run(["docker", "ps", "-q", "--filter", mine], capture_output=True, text=True).stdout.split())
+            < 4
+        ):
             assert time.monotonic() < deadline, "the episodes never started"
             time.sleep(0.2)
         weed.terminate()

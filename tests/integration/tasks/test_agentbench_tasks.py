@@ -1,5 +1,6 @@
 """Every AgentBench-format fixture task played end to end in real containers: its example solves it and
 a wrong answer fails it; the teacher answers check-only tasks whose script reads the answer."""
+
 import subprocess
 from pathlib import Path
 
@@ -37,10 +38,18 @@ def test_every_fixture_task_is_solved_by_its_example_and_fails_when_wrong(task, 
 @pytest.mark.usefixtures("docker_ready")
 def test_teacher_answers_check_only_tasks_whose_script_reads_the_answer(settings_for):
     """AgentBench passes the answer as argv[1] to every check: a script reading it needs one."""
+
     def task(check, example):
-        return parse_shell_task({"description": "Which number is in /root/n?", "create": {"init": "echo 42 > /root/n"},
-                                 "evaluation": {"check": check, "example": example}},
-                                file="f.json", number=0, index="t-00000")
+        return parse_shell_task(
+            {
+                "description": "Which number is in /root/n?",
+                "create": {"init": "echo 42 > /root/n"},
+                "evaluation": {"check": check, "example": example},
+            },
+            file="f.json",
+            number=0,
+            index="t-00000",
+        )
 
     reads_python = task(
         [{"language": "python", "code": "import sys\nsys.exit(0 if sys.argv[1].strip() == '42' else 1)"}], "cat /root/n"

@@ -1,6 +1,7 @@
 """Every bundled web task (configs/tasks/web) on the bundled sites: each task's solution passes and its
 wrong path fails, driven through loraloop's WebEnv in real Chromium by
 ARIA role and accessible name. The sites' own protocol tests live with them (services/loraloop_sites/tests)."""
+
 from __future__ import annotations
 
 import pytest
@@ -32,8 +33,9 @@ def test_task_solution_passes_and_wrong_path_fails(sites_url, index):
     env = WebEnv(task, Settings(sites_url=sites_url), max_rounds=len(task.solution) + len(task.wrong_path) + 2)
     try:
         solved = play(env, ScriptedWebTeacher(task, env.origin))
-        assert solved.info["success"] and solved.reward == 1.0, \
+        assert solved.info["success"] and solved.reward == 1.0, (
             f"solution fails evals {[r for r in solved.info['evals'] if not r['passed']]}"
+        )
         wrong = play(env, ScriptedWebTeacher(task, env.origin, steps=task.wrong_path))
         assert wrong.info["success"] is False and wrong.reward == 0.0, "the wrong path passes every eval"
     finally:

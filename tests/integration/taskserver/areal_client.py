@@ -5,6 +5,7 @@ or `index`, observations turned into chat history (`messages` replaces it, `text
 user turn), and the episode cancelled on any exception. `base_urls` is a list: each call goes
 to the next URL in turn, as a round-robin load balancer in front of replicas would send it.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -25,8 +26,9 @@ class TaskServerClient:
         self.headers = headers or {}  # a subclass's custom headers: `Authorization: Bearer <the server's token>`
 
     async def _post(self, path: str, body: dict) -> dict:
-        async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=self.timeout),
-                                         headers=self.headers) as session:
+        async with aiohttp.ClientSession(
+            timeout=aiohttp.ClientTimeout(total=self.timeout), headers=self.headers
+        ) as session:
             async with session.post(f"{next(self._urls)}/api{path}", json=body) as resp:
                 if resp.status >= 400:
                     raise RuntimeError(f"{path}: HTTP {resp.status}: {await resp.text()}")
@@ -42,11 +44,16 @@ class TaskServerClient:
             for _ in range(start["info"]["max_turns"]):
                 action = await policy(history)
                 history.append({"role": "assistant", "content": action})
-                step = await self._post("/episode/step", {"episode_id": episode_id,
-                                                          "action": {"type": "text", "content": action}})
+                step = await self._post(
+                    "/episode/step", {"episode_id": episode_id, "action": {"type": "text", "content": action}}
+                )
                 if step["done"]:
-                    return {"sample_id": sample_id, "reward": step["reward"], "info": step["info"],
-                            "episode_id": episode_id}
+                    return {
+                        "sample_id": sample_id,
+                        "reward": step["reward"],
+                        "info": step["info"],
+                        "episode_id": episode_id,
+                    }
                 history = self.to_messages(step["observation"], history)
             raise RuntimeError(f"{sample_id}: no end after {start['info']['max_turns']} turns")
         except BaseException:

@@ -1,4 +1,5 @@
 """Task Server API over real HTTP and real containers, driven the way AReaL's TaskServerWorkflow drives it."""
+
 import json
 import os
 import subprocess
@@ -16,8 +17,11 @@ pytestmark = pytest.mark.usefixtures("docker_ready")
 @pytest.fixture(scope="module")
 def server():
     port = free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "loraloop.cli", "serve", "task-server", "--task", "os-test",
-                             "--port", str(port)], env=os.environ.copy(), stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "loraloop.cli", "serve", "task-server", "--task", "os-test", "--port", str(port)],
+        env=os.environ.copy(),
+        stderr=subprocess.PIPE,
+    )
     wait_port(port, 60)
     yield f"http://127.0.0.1:{port}"
     proc.terminate()
@@ -31,8 +35,11 @@ def call(base, method, path, body=None):
 
 
 def test_health_and_info(server):
-    assert call(server, "GET", "/api/health").json() == {"status": "healthy", "active_episodes": 0,
-                                                           "task_name": "os-test"}
+    assert call(server, "GET", "/api/health").json() == {
+        "status": "healthy",
+        "active_episodes": 0,
+        "task_name": "os-test",
+    }
     info = call(server, "GET", "/api/task/info").json()
     from loraloop.task_registry import load_registry
 
@@ -57,12 +64,23 @@ def test_dataset_rows_like_areal(server):
             assert start["observation"]["type"] == "messages" and start["info"]["turn"] == 0
             assert {m["role"] for m in start["observation"]["content"]} == {"system", "user", "assistant"}
             code = task.example.source(task.scripts_dir)
-            step = call(server, "POST", "/api/episode/step", {"episode_id": episode, "action": {
-                "type": "text", "content": f"Think: go.\nAct: bash\n```bash\n{code}\n```"}}).json()
+            step = call(
+                server,
+                "POST",
+                "/api/episode/step",
+                {
+                    "episode_id": episode,
+                    "action": {"type": "text", "content": f"Think: go.\nAct: bash\n```bash\n{code}\n```"},
+                },
+            ).json()
             assert step["done"] is False and step["observation"]["content"].startswith("The output of the OS")
             answer = step["observation"]["content"].strip().splitlines()[-1]
-            end = call(server, "POST", "/api/episode/step", {"episode_id": episode, "action": {
-                "type": "text", "content": f"Act: answer({answer})"}}).json()
+            end = call(
+                server,
+                "POST",
+                "/api/episode/step",
+                {"episode_id": episode, "action": {"type": "text", "content": f"Act: answer({answer})"}},
+            ).json()
             assert end["done"] and end["observation"] is None and end["info"]["status"] == "completed"
             rewards.append(end["reward"])
             again = call(server, "POST", "/api/episode/step", {"episode_id": episode, "action": {"content": "x"}})
@@ -83,16 +101,20 @@ def test_errors(server):
     cancelled = call(server, "POST", "/api/episode/cancel", {"episode_id": start["episode_id"]}).json()
     assert cancelled == {"status": "cancelled", "episode_id": start["episode_id"]}
     assert call(server, "GET", "/api/health").json()["active_episodes"] == 0
-    labels = subprocess.run(["docker", "ps", "-q", "--filter", f"label=loraloop.episode={start['episode_id']}"],
-                            capture_output=True, text=True).stdout
+    labels = subprocess.run(
+        ["docker", "ps", "-q", "--filter", f"label=loraloop.episode={start['episode_id']}"],
+        capture_output=True,
+        text=True,
+    ).stdout
     assert labels.strip() == ""
 
 
 def test_tool_call_protocol_through_the_api(server):
     bad = call(server, "POST", "/api/episode/start", {"sample_id": 0, "config": {"protocol": "xml"}})
     assert bad.status_code == 400 and "config.protocol" in bad.json()["detail"]
-    start = call(server, "POST", "/api/episode/start", {"sample_id": "test-files-00000",
-                                                         "config": {"protocol": "tools"}}).json()
+    start = call(
+        server, "POST", "/api/episode/start", {"sample_id": "test-files-00000", "config": {"protocol": "tools"}}
+    ).json()
     assert "bash_action" in start["observation"]["content"][0]["content"]
     action = {"type": "text", "content": '{"name": "answer_action", "arguments": {"answer": "no idea"}}'}
     end = call(server, "POST", "/api/episode/step", {"episode_id": start["episode_id"], "action": action}).json()
@@ -100,9 +122,24 @@ def test_tool_call_protocol_through_the_api(server):
 
 
 def start_replica(port, env, extra=()):
-    proc = subprocess.Popen([sys.executable, "-m", "loraloop.cli", "serve", "task-server", "--task", "os-shared",
-                             "--port", str(port), "--run_id", "shared", *extra], env={**os.environ, **env},
-                            stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "loraloop.cli",
+            "serve",
+            "task-server",
+            "--task",
+            "os-shared",
+            "--port",
+            str(port),
+            "--run_id",
+            "shared",
+            *extra,
+        ],
+        env={**os.environ, **env},
+        stderr=subprocess.DEVNULL,
+    )
     wait_port(port, 60)
     return proc
 
@@ -118,12 +155,18 @@ def replicas(tmp_path, redis_url):
     env = {"LORALOOP_BROKER_URL": redis_url.rsplit("/", 1)[0] + "/3", "LORALOOP_STORE_URL": f"file://{tmp_path}"}
     ports = [free_port(), free_port()]
     procs = [start_replica(port, env) for port in ports]
-    handle = {"urls": [f"http://127.0.0.1:{p}" for p in ports], "ports": ports, "procs": procs, "env": env,
-              "store": tmp_path}
+    handle = {
+        "urls": [f"http://127.0.0.1:{p}" for p in ports],
+        "ports": ports,
+        "procs": procs,
+        "env": env,
+        "store": tmp_path,
+    }
     yield handle
     for proc in handle["procs"]:
         stop(proc)
     import redis
+
     redis.Redis.from_url(env["LORALOOP_BROKER_URL"]).flushdb()
 
 
@@ -171,6 +214,7 @@ def test_areal_workflow_runs_a_whole_dataset_over_two_replicas(replicas):
 
         async def act(messages):
             return teacher.act(messages).text
+
         return act
 
     async def main():
@@ -192,9 +236,25 @@ def test_areal_workflow_runs_a_whole_dataset_over_two_replicas(replicas):
 
 def test_idle_episodes_expire_and_are_stored(tmp_path):
     port = free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "loraloop.cli", "serve", "task-server", "--task", "os-idle",
-                             "--port", str(port), "--idle_timeout", "2", "--run_id", "idle"],
-                            env={**os.environ, "LORALOOP_STORE_URL": f"file://{tmp_path}"}, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "loraloop.cli",
+            "serve",
+            "task-server",
+            "--task",
+            "os-idle",
+            "--port",
+            str(port),
+            "--idle_timeout",
+            "2",
+            "--run_id",
+            "idle",
+        ],
+        env={**os.environ, "LORALOOP_STORE_URL": f"file://{tmp_path}"},
+        stderr=subprocess.DEVNULL,
+    )
     try:
         wait_port(port, 60)
         base = f"http://127.0.0.1:{port}"
@@ -202,12 +262,15 @@ def test_idle_episodes_expire_and_are_stored(tmp_path):
         deadline = time.monotonic() + 30
         while call(base, "GET", "/api/health").json()["active_episodes"] and time.monotonic() < deadline:
             time.sleep(0.5)
-        assert call(base, "POST", "/api/episode/step", {"episode_id": episode,
-                                                         "action": {"content": "x"}}).status_code == 400
+        assert (
+            call(base, "POST", "/api/episode/step", {"episode_id": episode, "action": {"content": "x"}}).status_code
+            == 400
+        )
         deadline = time.monotonic() + 15
         while time.monotonic() < deadline:  # the container goes right after the episode is claimed
-            left = subprocess.run(["docker", "ps", "-aq", "--filter", f"label=loraloop.episode={episode}"],
-                                  capture_output=True, text=True).stdout
+            left = subprocess.run(
+                ["docker", "ps", "-aq", "--filter", f"label=loraloop.episode={episode}"], capture_output=True, text=True
+            ).stdout
             if not left.strip():
                 break
             time.sleep(0.3)
@@ -227,9 +290,23 @@ def test_a_stopped_memory_mode_server_stores_its_open_episodes(tmp_path):
     """Without Redis no other process can go on with an episode: stopping the server ends and stores each open
     one as `interrupted` and removes its container (it used to leave both behind)."""
     port = free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "loraloop.cli", "serve", "task-server", "--task", "os-stop",
-                             "--port", str(port), "--run_id", "stop"], stderr=subprocess.DEVNULL,
-                            env={**os.environ, "LORALOOP_STORE_URL": f"file://{tmp_path}"})
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "loraloop.cli",
+            "serve",
+            "task-server",
+            "--task",
+            "os-stop",
+            "--port",
+            str(port),
+            "--run_id",
+            "stop",
+        ],
+        stderr=subprocess.DEVNULL,
+        env={**os.environ, "LORALOOP_STORE_URL": f"file://{tmp_path}"},
+    )
     try:
         wait_port(port, 60)
         base = f"http://127.0.0.1:{port}"
@@ -243,8 +320,9 @@ def test_a_stopped_memory_mode_server_stores_its_open_episodes(tmp_path):
     assert [r["type"] for r in lines] == ["episode_start", "step", "episode_end"] and lines[-1][
         "status"
     ] == "interrupted"
-    left = subprocess.run(["docker", "ps", "-aq", "--filter", f"label=loraloop.episode={episode}"],
-                          capture_output=True, text=True).stdout
+    left = subprocess.run(
+        ["docker", "ps", "-aq", "--filter", f"label=loraloop.episode={episode}"], capture_output=True, text=True
+    ).stdout
     assert left.strip() == ""
 
 
@@ -255,10 +333,11 @@ def test_slow_steps_past_the_cap_get_429_and_health_stays_quick(tmp_path):
     from concurrent.futures import ThreadPoolExecutor
 
     port = free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "loraloop.cli", "serve", "task-server", "--task", "os-cap",
-                             "--port", str(port)], stderr=subprocess.DEVNULL,
-                            env={**os.environ, "LORALOOP_STORE_URL": f"file://{tmp_path}",
-                                 "LORALOOP_API_MAX_IN_FLIGHT": "3"})
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "loraloop.cli", "serve", "task-server", "--task", "os-cap", "--port", str(port)],
+        stderr=subprocess.DEVNULL,
+        env={**os.environ, "LORALOOP_STORE_URL": f"file://{tmp_path}", "LORALOOP_API_MAX_IN_FLIGHT": "3"},
+    )
     try:
         wait_port(port, 60)
         base = f"http://127.0.0.1:{port}"
@@ -296,8 +375,10 @@ def test_web_tasks_are_served_too_and_stay_on_the_replica_that_started_them(site
     registry = load_registry("configs/tasks/web")
     task = registry.get("loraloop.shop-6")
     settings = settings_for(sites_url=sites_url, broker_url=redis_url)
-    apps = [create_app(registry, "web-test", settings, run_id="r1",
-                       states=open_states(settings, "web-test")) for _ in range(2)]
+    apps = [
+        create_app(registry, "web-test", settings, run_id="r1", states=open_states(settings, "web-test"))
+        for _ in range(2)
+    ]
     with TestClient(apps[0]) as first, TestClient(apps[1]) as second:
         info = first.get("/api/task/info").json()
         assert info["env_kinds"] == ["web"] and info["max_episode_length"] == 15
@@ -311,8 +392,13 @@ def test_web_tasks_are_served_too_and_stay_on_the_replica_that_started_them(site
         elsewhere = second.post("/api/episode/step", json={"episode_id": episode, "action": {"content": "noop()"}})
         assert elsewhere.status_code == 409 and "lives on replica" in elsewhere.json()["detail"]
         for scripted in task.solution:
-            reply = first.post("/api/episode/step", json={"episode_id": episode, "action": {
-                "content": f"Action: {step_action(scripted, page, sites_url)}"}}).json()
+            reply = first.post(
+                "/api/episode/step",
+                json={
+                    "episode_id": episode,
+                    "action": {"content": f"Action: {step_action(scripted, page, sites_url)}"},
+                },
+            ).json()
             if reply["done"]:
                 break
             page = reply["observation"]["content"]
@@ -329,8 +415,13 @@ def test_web_tasks_are_served_too_and_stay_on_the_replica_that_started_them(site
 def test_a_port_in_use_is_one_clear_line_without_a_banner(server):
     """The module's server holds its port: a second serve-api there must not claim to serve."""
     port = int(server.rsplit(":", 1)[1])
-    proc = subprocess.run([sys.executable, "-m", "loraloop.cli", "serve", "task-server", "--port", str(port)],
-                          capture_output=True, text=True, timeout=60, env={**os.environ, "COLUMNS": "200"})
+    proc = subprocess.run(
+        [sys.executable, "-m", "loraloop.cli", "serve", "task-server", "--port", str(port)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "COLUMNS": "200"},
+    )
     assert proc.returncode == 1 and "Task server" not in proc.stderr + proc.stdout
     assert proc.stderr.strip() == f"error: cannot listen on 127.0.0.1:{port}: Address already in use"
 
@@ -357,8 +448,12 @@ def test_hostile_bodies_get_a_4xx_that_names_the_field(server):
     assert long_action.status_code == 422 and long_action.json()["detail"][0]["loc"] == ["body", "action", "content"]
     long_id = call(server, "POST", "/api/episode/step", {"episode_id": "e" * 500_000, "action": {"content": "x"}})
     assert long_id.status_code == 422 and "at most 128 characters" in long_id.text and "eeee" not in long_id.text
-    chunked = httpx.post(server + "/api/episode/step", content=iter([b'{"episode_id": "', b"e" * (1 << 20), b'"}']),
-                         headers={"Content-Type": "application/json"}, timeout=60)  # no Content-Length to trust
+    chunked = httpx.post(
+        server + "/api/episode/step",
+        content=iter([b'{"episode_id": "', b"e" * (1 << 20), b'"}']),
+        headers={"Content-Type": "application/json"},
+        timeout=60,
+    )  # no Content-Length to trust
     assert chunked.status_code == 413
     assert call(server, "GET", "/api/health").json()["active_episodes"] == 0
 
@@ -381,8 +476,9 @@ def test_a_fork_bomb_ends_the_episode_as_an_environment_failure_and_frees_its_co
         {"episode_id": episode, "action": {"content": bash("{ while :; do sleep 3600 & done; } 2>/dev/null &")}},
     )
     assert bomb.status_code == 200 and bomb.json()["done"] is False
-    (box,) = subprocess.run(["docker", "ps", "-q", "--filter", f"label=loraloop.episode={episode}"],
-                            capture_output=True, text=True).stdout.split()
+    (box,) = subprocess.run(
+        ["docker", "ps", "-q", "--filter", f"label=loraloop.episode={episode}"], capture_output=True, text=True
+    ).stdout.split()
     deadline = time.monotonic() + 60
     while subprocess.run(["docker", "exec", box, "true"], capture_output=True, timeout=30).returncode == 0:
         assert time.monotonic() < deadline, "the fork bomb never took the container's last pid"

@@ -4,6 +4,7 @@ iteration's rollout and started again: it must go on from the last published ver
 and publish no version twice. The tasks' check is a coin flip (tests/fixtures/rl_coin), so groups differ
 once the policy answers: a BC warm start (trained here on the two tasks' opening prompts) makes SmolLM2 answer, and is
 published as version 1. Learning itself is measured by bench/rl.py."""
+
 import json
 import os
 import signal
@@ -34,23 +35,65 @@ MODEL = ROOT / "volumes/models/SmolLM2-135M-Instruct"
 def warm_start(folder: Path) -> Path:
     """A BC adapter that answers the coin tasks at once, trained on their opening prompts as the policy sees them."""
     instructions, examples = PROTOCOLS["text"]
-    rows = [{"prompt": build_messages(instructions, examples, task_prompt(task.description), []),
-             "completion": [{"role": "assistant", "content": "Think: I know it.\n\nAct: answer(root)"}]}
-            for task in load_registry("tests/fixtures/rl_coin").select("train")]
+    rows = [
+        {
+            "prompt": build_messages(instructions, examples, task_prompt(task.description), []),
+            "completion": [{"role": "assistant", "content": "Think: I know it.\n\nAct: answer(root)"}],
+        }
+        for task in load_registry("tests/fixtures/rl_coin").select("train")
+    ]
     data = folder / "bc.jsonl"
     data.parent.mkdir(parents=True)
     data.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    train_bc(BCConfig(base_model=str(MODEL), dataset_path=str(data), output_dir=str(folder), epochs=4, batch_size=2,
-                      lr=3e-3, lora_r=8))
+    train_bc(
+        BCConfig(
+            base_model=str(MODEL),
+            dataset_path=str(data),
+            output_dir=str(folder),
+            epochs=4,
+            batch_size=2,
+            lr=3e-3,
+            lora_r=8,
+        )
+    )
     return folder
 
 
 def rl_command(out: Path, name: str, init: Path) -> list[str]:
     """Two iterations of 2 tasks x 4 rollouts from the warm start, short episodes, one held-out task."""
-    return [sys.executable, "-m", "loraloop.cli", "train", "rl", "--dataset_path", "tests/fixtures/rl_coin",
-            "--output_dir", str(out), "--adapter_name", name, "--experiment", "rl_test", "--iterations", "2",
-            "--tasks_per_iteration", "2", "--rollouts_per_task", "4", "--eval_tasks", "1", "--eval_every", "2",
-            "--lora_r", "8", "--batch_size", "8", "--base_model", str(MODEL), "--init_adapter", str(init)]
+    return [
+        sys.executable,
+        "-m",
+        "loraloop.cli",
+        "train",
+        "rl",
+        "--dataset_path",
+        "tests/fixtures/rl_coin",
+        "--output_dir",
+        str(out),
+        "--adapter_name",
+        name,
+        "--experiment",
+        "rl_test",
+        "--iterations",
+        "2",
+        "--tasks_per_iteration",
+        "2",
+        "--rollouts_per_task",
+        "4",
+        "--eval_tasks",
+        "1",
+        "--eval_every",
+        "2",
+        "--lora_r",
+        "8",
+        "--batch_size",
+        "8",
+        "--base_model",
+        str(MODEL),
+        "--init_adapter",
+        str(init),
+    ]
 
 
 def iteration_run(name: str, iteration: int) -> str:
@@ -61,18 +104,27 @@ def iteration_run(name: str, iteration: int) -> str:
 @pytest.mark.timeout(1800)  # about 5 CPU-minutes; 16 wall minutes were seen on the shared, loaded 2-core VM
 def test_rl_runs_trains_publishes_versions_and_survives_kill_9(vllm_url, tmp_path, docker_ready):
     experiments = tmp_path / "experiments.yaml"
-    experiments.write_text("experiments:\n  rl_test:\n    policy: openai\n    model: SmolLM2-135M-Instruct\n"
-                           "    max_steps: 2\n    temperature: 1.0\n")
+    experiments.write_text(
+        "experiments:\n  rl_test:\n    policy: openai\n    model: SmolLM2-135M-Instruct\n"
+        "    max_steps: 2\n    temperature: 1.0\n"
+    )
     store_url = f"file://{tmp_path / 'store'}"
-    env = {**os.environ, "LORALOOP_VLLM_URL": vllm_url, "LORALOOP_STORE_URL": store_url,
-           "LORALOOP_EXPERIMENTS_PATH": str(experiments), "LORALOOP_MAX_TOKENS": "40",
-           "LORALOOP_ADAPTERS_DIR": str(tmp_path / "adapters"), "PYTHONPATH": str(ROOT / "services")}
+    env = {
+        **os.environ,
+        "LORALOOP_VLLM_URL": vllm_url,
+        "LORALOOP_STORE_URL": store_url,
+        "LORALOOP_EXPERIMENTS_PATH": str(experiments),
+        "LORALOOP_MAX_TOKENS": "40",
+        "LORALOOP_ADAPTERS_DIR": str(tmp_path / "adapters"),
+        "PYTHONPATH": str(ROOT / "services"),
+    }
     name, out = f"rl{uuid.uuid4().hex[:6]}", tmp_path / "rl"
     store = open_store(store_url)
     init = warm_start(tmp_path / "bc")
 
-    first = subprocess.Popen(rl_command(out, name, init), cwd=ROOT, env=env, stdout=subprocess.PIPE,
-                             stderr=subprocess.STDOUT, text=True)
+    first = subprocess.Popen(
+        rl_command(out, name, init), cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
     deadline = time.monotonic() + 600
     while not list(store.list(iteration_run(name, 1))):  # v2 is published and iteration 2's episodes are landing
         assert first.poll() is None, f"the run ended before it could be killed:\n{first.stdout.read()}"
@@ -88,16 +140,16 @@ def test_rl_runs_trains_publishes_versions_and_survives_kill_9(vllm_url, tmp_pat
 
     # goes on from v2: one more version, none twice; the killed run's episodes kept, none played twice
     assert adapters.versions(store, name) == [1, 2, 3]
-    assert [adapters.read_metadata(store, name, v)["training_metrics"].get("rl_iteration")
-            for v in ("v1", "v2", "v3")] == [None, 0, 1]
+    assert [
+        adapters.read_metadata(store, name, v)["training_metrics"].get("rl_iteration") for v in ("v1", "v2", "v3")
+    ] == [None, 0, 1]
     assert all(store.get_bytes(key) == data for key, data in kept.items())
     for iteration, sampled_with in ((0, "v1"), (1, "v2")):
         episodes = list(iter_episodes(store, iteration_run(name, iteration)))
         assert len(episodes) == 8  # 2 tasks x 4 rollouts, each once
         assert {e.start.adapter.version if e.start.adapter else None for e in episodes} == {sampled_with}
         steps = [s for e in episodes for s in e.steps if s.action_source == "worker"]
-        assert steps and all(s.completion_token_ids and len(s.logprobs) == len(s.completion_token_ids)
-                             for s in steps)
+        assert steps and all(s.completion_token_ids and len(s.logprobs) == len(s.completion_token_ids) for s in steps)
 
     # the training batch holds exactly the tokens vLLM sampled, episode by episode
     episodes = list(iter_episodes(store, iteration_run(name, 1)))
@@ -122,4 +174,5 @@ def test_rl_runs_trains_publishes_versions_and_survives_kill_9(vllm_url, tmp_pat
         ("rl_test · test", 1, "bc", f"{name}-eval-v1", 1),
         ("rl_test · test", 3, "rl (RL iteration 2)", f"{name}-eval-v3", 1),
         ("rl_test · train", 1, "bc", f"{name}-it0000", 8),
-        ("rl_test · train", 2, "rl (RL iteration 1)", f"{name}-it0001", 8)]
+        ("rl_test · train", 2, "rl (RL iteration 1)", f"{name}-it0001", 8),
+    ]

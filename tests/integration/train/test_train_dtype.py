@@ -1,4 +1,5 @@
 """Training loads the model in the dtype LORALOOP_DTYPE (or this CPU) chose, and records it."""
+
 import json
 
 import pytest
@@ -17,12 +18,25 @@ def test_training_runs_in_the_chosen_dtype_and_records_it(setting, monkeypatch, 
     monkeypatch.setenv("LORALOOP_DTYPE", setting)
     get_settings.cache_clear()
     try:
-        rows = [{"prompt": [{"role": "user", "content": f"Task: count files in /d{i}"}],
-                 "completion": [{"role": "assistant", "content": f"Act: answer({i})"}]} for i in range(4)]
+        rows = [
+            {
+                "prompt": [{"role": "user", "content": f"Task: count files in /d{i}"}],
+                "completion": [{"role": "assistant", "content": f"Act: answer({i})"}],
+            }
+            for i in range(4)
+        ]
         data = tmp_path / "bc.jsonl"
         data.write_text("".join(json.dumps(r) + "\n" for r in rows))
-        metrics = train_bc(BCConfig(base_model=str(tiny_model), dataset_path=str(data),
-                                    output_dir=str(tmp_path / "out"), epochs=1, batch_size=4, lora_r=4))
+        metrics = train_bc(
+            BCConfig(
+                base_model=str(tiny_model),
+                dataset_path=str(data),
+                output_dir=str(tmp_path / "out"),
+                epochs=1,
+                batch_size=4,
+                lora_r=4,
+            )
+        )
     finally:
         get_settings.cache_clear()
     expected = choose_dtype(setting)

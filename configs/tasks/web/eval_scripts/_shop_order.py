@@ -3,6 +3,7 @@
 The scripts beside this file run as `python eval_shop_<n>.py STATE.json` (REAL's way); Python puts
 their folder on the import path, so they import this module.
 """
+
 import json
 import sys
 

@@ -2,6 +2,7 @@
 
 Run as `python eval_mail_20.py STATE.json` on the `/finish` document; prints SUCCESS or FAILURE.
 """
+
 import json
 import sys
 

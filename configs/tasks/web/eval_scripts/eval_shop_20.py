@@ -2,6 +2,7 @@
 
 Run as `python eval_shop_20.py STATE.json` on the `/finish` document; prints SUCCESS or FAILURE.
 """
+
 from _shop_order import run
 
-run(items={'p32': 1}, speed='overnight', total=48.98)
+run(items={"p32": 1}, speed="overnight", total=48.98)

@@ -2,6 +2,7 @@
 
 Run as `python eval_shop_23.py STATE.json` on the `/finish` document; prints SUCCESS or FAILURE.
 """
+
 from _shop_order import run
 
 run(

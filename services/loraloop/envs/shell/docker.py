@@ -1,4 +1,5 @@
 """A thin client over the docker CLI (it honours DOCKER_HOST and contexts like users expect)."""
+
 from __future__ import annotations
 
 import os
@@ -33,8 +34,9 @@ def _docker(*args: str, input: str | None = None, timeout: float = 60.0) -> subp
     if shutil.which("docker") is None:
         raise ServiceUnavailable("docker CLI not found: install Docker (e.g. 'apt-get install -y docker.io')")
     try:
-        proc = subprocess.run(["docker", *args], input=input, capture_output=True, text=True,
-                              timeout=timeout, errors="replace")
+        proc = subprocess.run(
+            ["docker", *args], input=input, capture_output=True, text=True, timeout=timeout, errors="replace"
+        )
     except subprocess.TimeoutExpired as exc:
         raise EnvironmentFailure(f"docker {args[0]} timed out after {timeout:.0f} s") from exc
     if proc.returncode != 0 and "Cannot connect to the Docker daemon" in proc.stderr:
@@ -57,19 +59,47 @@ class Limits:
     @classmethod
     def from_settings(cls, settings, network: str = "none") -> Limits:
         """The limits configured in the settings (LORALOOP_CONTAINER_*)."""
-        return cls(memory=settings.container_memory, pids=settings.container_pids, cpus=settings.container_cpus,
-                   max_file_mb=settings.container_max_file_mb, tmp_mb=settings.container_tmp_mb,
-                   disk=settings.container_disk, network=network)
+        return cls(
+            memory=settings.container_memory,
+            pids=settings.container_pids,
+            cpus=settings.container_cpus,
+            max_file_mb=settings.container_max_file_mb,
+            tmp_mb=settings.container_tmp_mb,
+            disk=settings.container_disk,
+            network=network,
+        )
 
     def args(self) -> list[str]:
         """`docker run` flags: no network by default, memory without swap, pids, CPUs, file size, /tmp."""
         fsize = self.max_file_mb * 1024 * 1024
-        args = ["--network", self.network, "--memory", self.memory, "--memory-swap", self.memory,
-                "--pids-limit", str(self.pids), "--cpus", str(self.cpus),
-                "--ulimit", f"fsize={fsize}:{fsize}", "--tmpfs", f"/tmp:rw,exec,size={self.tmp_mb}m",
-                "--security-opt", "no-new-privileges",
-                "--cap-drop", "NET_RAW", "--cap-drop", "MKNOD", "--cap-drop", "SYS_CHROOT",
-                "--cap-drop", "AUDIT_WRITE", "--cap-drop", "SETFCAP"]
+        args = [
+            "--network",
+            self.network,
+            "--memory",
+            self.memory,
+            "--memory-swap",
+            self.memory,
+            "--pids-limit",
+            str(self.pids),
+            "--cpus",
+            str(self.cpus),
+            "--ulimit",
+            f"fsize={fsize}:{fsize}",
+            "--tmpfs",
+            f"/tmp:rw,exec,size={self.tmp_mb}m",
+            "--security-opt",
+            "no-new-privileges",
+            "--cap-drop",
+            "NET_RAW",
+            "--cap-drop",
+            "MKNOD",
+            "--cap-drop",
+            "SYS_CHROOT",
+            "--cap-drop",
+            "AUDIT_WRITE",
+            "--cap-drop",
+            "SETFCAP",
+        ]
         if self.disk:
             args += ["--storage-opt", f"size={self.disk}"]
         return args
@@ -118,8 +148,14 @@ def reap(owner: str | None = None) -> int:
 
     Running containers of live processes, and containers of other hosts sharing the engine, are left alone.
     """
-    proc = _docker("ps", "-a", "--filter", f"label={LABEL}", "--format",
-                   f'{{{{.ID}}}} {{{{.State}}}} {{{{.Label "{OWNER_LABEL}"}}}}')
+    proc = _docker(
+        "ps",
+        "-a",
+        "--filter",
+        f"label={LABEL}",
+        "--format",
+        f'{{{{.ID}}}} {{{{.State}}}} {{{{.Label "{OWNER_LABEL}"}}}}',
+    )
     host = socket.gethostname()
     doomed = []
     for line in proc.stdout.splitlines():

@@ -1,4 +1,5 @@
 """ShellEnv: one container per episode, an interactive bash, AgentBench's protocol and grading."""
+
 from __future__ import annotations
 
 import time
@@ -30,9 +31,16 @@ TOOL_FORMAT_ERROR = "Your reply has no valid tool call: call bash_action, answer
 class ShellEnv:
     """An AgentBench OS-interaction episode in a fresh, limited, network-less container."""
 
-
-    def __init__(self, task: ShellTask, settings: Settings | None = None, *, max_rounds: int = ROUND_LIMIT,
-                 episode_id: str | None = None, shared: bool = False, protocol: str = "text") -> None:
+    def __init__(
+        self,
+        task: ShellTask,
+        settings: Settings | None = None,
+        *,
+        max_rounds: int = ROUND_LIMIT,
+        episode_id: str | None = None,
+        shared: bool = False,
+        protocol: str = "text",
+    ) -> None:
         self.task = task
         self.settings = settings or get_settings()
         self.max_rounds = max_rounds
@@ -51,8 +59,18 @@ class ShellEnv:
         self._expected: str | None = None
 
     @classmethod
-    def attach(cls, task: ShellTask, settings: Settings, *, episode_id: str, container: str, turn: int,
-               expected: str | None, max_rounds: int = ROUND_LIMIT, protocol: str = "text") -> ShellEnv:
+    def attach(
+        cls,
+        task: ShellTask,
+        settings: Settings,
+        *,
+        episode_id: str,
+        container: str,
+        turn: int,
+        expected: str | None,
+        max_rounds: int = ROUND_LIMIT,
+        protocol: str = "text",
+    ) -> ShellEnv:
         """Go on with a shared episode another process started: a new shell restores the saved state.
 
         The keyword arguments are what `handle()` returned in that process.
@@ -65,8 +83,14 @@ class ShellEnv:
 
     def handle(self) -> dict:
         """What another process needs to `attach` to this episode (plain JSON)."""
-        return {"episode_id": self.episode_id, "container": self.container, "turn": self.turn,
-                "expected": self._expected, "max_rounds": self.max_rounds, "protocol": self.protocol}
+        return {
+            "episode_id": self.episode_id,
+            "container": self.container,
+            "turn": self.turn,
+            "expected": self._expected,
+            "max_rounds": self.max_rounds,
+            "protocol": self.protocol,
+        }
 
     @property
     def expected(self) -> str | None:
@@ -95,20 +119,24 @@ class ShellEnv:
         self.turn, self.done = 0, False
         pool = get_pool(self.settings.pool_size, self.settings.output_cap_bytes)
         self.container, self.session = pool.acquire(
-            self.image(), docker.Limits.from_settings(self.settings, network=self.task.network or "none"),
-            labels={"episode": self.episode_id, "task": self.task.index})
+            self.image(),
+            docker.Limits.from_settings(self.settings, network=self.task.network or "none"),
+            labels={"episode": self.episode_id, "task": self.task.index},
+        )
         self.session.save_state = self.shared
         try:
             for i, script in enumerate(self.task.init):
                 try:
                     result = run_script(self.container, script, self.task, timeout=self.settings.init_timeout_s)
                 except EnvironmentFailure as exc:  # `docker exec timed out after N s`
-                    raise EnvironmentFailure(f"task {self.task.index}: init script #{i}: {exc} "
-                                             f"(LORALOOP_INIT_TIMEOUT_S)") from exc
+                    raise EnvironmentFailure(
+                        f"task {self.task.index}: init script #{i}: {exc} (LORALOOP_INIT_TIMEOUT_S)"
+                    ) from exc
                 if result.returncode != 0:
                     raise EnvironmentFailure(
                         f"task {self.task.index}: init script #{i} failed with exit {result.returncode}: "
-                        f"{failure_cause(result)}")
+                        f"{failure_cause(result)}"
+                    )
             if self.task.start:  # on the shell's stdin, as AgentBench: `su - jack` takes the shell over
                 self.session.start(self.task.start, timeout=self.settings.command_timeout_s)
                 time.sleep(0.5)  # let a background process write its first lines

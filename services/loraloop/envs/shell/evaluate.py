@@ -1,4 +1,5 @@
 """Grading as AgentBench does it: `match` on the answer, or a chain of `check` scripts."""
+
 from __future__ import annotations
 
 import re
@@ -25,8 +26,9 @@ def failure_cause(result: docker.ExecResult) -> str:
     return "(no output)"
 
 
-def run_script(container: str, script: Script, task: ShellTask, args: list[str] = (),
-               timeout: float = SCRIPT_TIMEOUT_S) -> docker.ExecResult:
+def run_script(
+    container: str, script: Script, task: ShellTask, args: list[str] = (), timeout: float = SCRIPT_TIMEOUT_S
+) -> docker.ExecResult:
     """Run a task script inside the container, its text on stdin and `args` as argv."""
     text = script.source(task.scripts_dir)
     return docker.exec_in(container, [*INTERPRETERS[script.language], *args], input=text, timeout=timeout)
@@ -38,8 +40,9 @@ def expected_output(container: str, task: ShellTask) -> str | None:
         return None
     result = run_script(container, task.example, task)
     if result.returncode != 0:
-        raise EnvironmentFailure(f"task {task.index}: example solution failed with exit {result.returncode}: "
-                                 f"{failure_cause(result)}")
+        raise EnvironmentFailure(
+            f"task {task.index}: example solution failed with exit {result.returncode}: {failure_cause(result)}"
+        )
     return result.stdout
 
 

@@ -1,4 +1,5 @@
 """The shell kind: AgentBench's OS-interaction tasks in a fresh container with one bash shell."""
+
 from __future__ import annotations
 
 import threading
@@ -23,8 +24,14 @@ def make_env(task: ShellTask, settings, options: EnvOptions):
     """A ShellEnv for the task: its container, its shell and AgentBench's grading."""
     from loraloop.envs.shell.env import ShellEnv
 
-    return ShellEnv(task, settings, max_rounds=options.max_steps or ROUND_LIMIT, protocol=options.protocol,
-                    episode_id=options.episode_id, shared=options.shared)
+    return ShellEnv(
+        task,
+        settings,
+        max_rounds=options.max_steps or ROUND_LIMIT,
+        protocol=options.protocol,
+        episode_id=options.episode_id,
+        shared=options.shared,
+    )
 
 
 def attach(task: ShellTask, settings, handle: dict):
@@ -91,8 +98,9 @@ def worker_start(settings, say: Callable[[str], None]) -> None:
     if reaped:
         say(f"removed {reaped} environment container(s) left by a process that died")
     reap_every(settings.reap_interval_s, say)
-    get_pool(settings.pool_size, settings.output_cap_bytes).warm(settings.os_env_image,
-                                                                docker.Limits.from_settings(settings))
+    get_pool(settings.pool_size, settings.output_cap_bytes).warm(
+        settings.os_env_image, docker.Limits.from_settings(settings)
+    )
 
 
 def worker_stop() -> None:
@@ -103,10 +111,22 @@ def worker_stop() -> None:
 
 
 KIND = EnvKind(
-    name="shell", parse_task=parse_task, owns=owns, make_env=make_env, teacher=teacher,
-    canonical_action=canonical_action, prompt_style="chat", layout=agentbench_registry,
-    missing_files=missing_scripts, tools=lambda protocol, _task: TOOLS if protocol == "tools" else None,
-    attach=attach, release=release, preflight=preflight, protocols=("text", "tools"), max_steps=ROUND_LIMIT,
+    name="shell",
+    parse_task=parse_task,
+    owns=owns,
+    make_env=make_env,
+    teacher=teacher,
+    canonical_action=canonical_action,
+    prompt_style="chat",
+    layout=agentbench_registry,
+    missing_files=missing_scripts,
+    tools=lambda protocol, _task: TOOLS if protocol == "tools" else None,
+    attach=attach,
+    release=release,
+    preflight=preflight,
+    protocols=("text", "tools"),
+    max_steps=ROUND_LIMIT,
     description="AgentBench OS-interaction tasks in a Docker container",
-    worker_start=worker_start, worker_stop=worker_stop,
+    worker_start=worker_start,
+    worker_stop=worker_stop,
 )

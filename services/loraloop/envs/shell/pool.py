@@ -6,6 +6,7 @@ hands out fresh ones and refills itself in the background. One pool per process 
 worker, per API replica); its containers carry the process as owner, so a dead process's spares
 are reaped like any other leftover, and `close()` removes them on a clean shutdown.
 """
+
 from __future__ import annotations
 
 import atexit

@@ -1,4 +1,5 @@
 """AgentBench's OS-interaction text protocol: prompts, action parsing and observation strings."""
+
 from __future__ import annotations
 
 import re
@@ -29,8 +30,10 @@ ONE_SHOT = [
     {"role": "assistant", "content": "Think: There are 3 files.\n\nAct: answer(3)"},
 ]
 
-FORMAT_ERROR = ("Your reply has no valid action. Write 'Think: ...' and then 'Act: bash' with one "
-                "```bash code block, 'Act: answer(...)' or 'Act: finish'.")
+FORMAT_ERROR = (
+    "Your reply has no valid action. Write 'Think: ...' and then 'Act: bash' with one "
+    "```bash code block, 'Act: answer(...)' or 'Act: finish'."
+)
 
 _ACT = re.compile(r"Act:\s*(.+)")
 _THINK = re.compile(r"Think:\s*(.+)")
@@ -64,7 +67,7 @@ def parse_action(text: str) -> OSAction:
             left, right = rest.find("("), rest.rfind(")")
             if left == -1 or right == -1 or right < left:
                 continue
-            return OSAction("answer", rest[left + 1: right], thought)
+            return OSAction("answer", rest[left + 1 : right], thought)
     return OSAction("invalid", thought=thought, error="no 'Act: bash', 'Act: answer(...)' or 'Act: finish' line")
 
 

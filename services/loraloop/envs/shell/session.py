@@ -13,6 +13,7 @@ them, so the user who took over can write his own, and a timeout kills what that
 not the shell. When it exits, the shell below (root's) answers again, with the marker of the
 `start` that launched it.
 """
+
 from __future__ import annotations
 
 import base64
@@ -37,19 +38,20 @@ COMMAND_FILE_NAME = re.compile(r"/tmp/\.loraloop_cmd\.\d+: ")
 # functions, aliases, options, umask and the working directory (a POSIX sh, e.g. the dash a
 # `su - jack` may start: variables, exports, umask, directory). Jobs keep running in the container.
 SAVE_STATE = (
-    "if [ -n \"$BASH_VERSION\" ]; then "
+    'if [ -n "$BASH_VERSION" ]; then '
     "{ declare -p $(compgen -v | grep -Ev '^(BASH.*|FUNCNAME|PIPESTATUS|GROUPS|DIRSTACK|PPID|UID|EUID|"
     "RANDOM|SRANDOM|SECONDS|LINENO|EPOCH.*|SHLVL|HIST.*|COMP.*|_|__ll_rc|SHELLOPTS)$'); declare -f; "
     "alias -p; shopt -p; shopt -po; umask -p; printf 'cd %q\\n' \"$PWD\"; } >| " + STATE_FILE + " 2>/dev/null; "
-    "else { set; export -p; echo \"umask $(umask)\"; echo 'cd \"$PWD\"'; } >| " + STATE_FILE + " 2>/dev/null; fi; "
+    'else { set; export -p; echo "umask $(umask)"; echo \'cd "$PWD"\'; } >| ' + STATE_FILE + " 2>/dev/null; fi; "
 )
 # The saved state to go on from (the newest, whoever's shell wrote it), its owner, and who we are.
-FIND_STATE = ("f=$(ls -t /tmp/.loraloop_state.* 2>/dev/null | head -n 1); "
-              "[ -n \"$f\" ] && echo \"$(stat -c %U \"$f\") $(id -un) $f\"")
+FIND_STATE = (
+    'f=$(ls -t /tmp/.loraloop_state.* 2>/dev/null | head -n 1); [ -n "$f" ] && echo "$(stat -c %U "$f") $(id -un) $f"'
+)
 KILL_TREE = (
     "keep=\" $(tr '\\n' ' ' < /tmp/.loraloop_jobs.{pid} 2>/dev/null) \"; "
     "tree() {{ for c in $(ps -o pid= --ppid $1); do tree $c; done; kill -KILL $1 2>/dev/null; }}; "
-    "for p in $(ps -o pid= --ppid {pid}); do case \"$keep\" in *\" $p \"*) ;; *) tree $p;; esac; done"
+    'for p in $(ps -o pid= --ppid {pid}); do case "$keep" in *" $p "*) ;; *) tree $p;; esac; done'
 )
 
 
@@ -76,7 +78,9 @@ class ShellSession:
         self._taken_over: set[int] = set()  # `start` commands whose shell still reads our lines
         self._proc = subprocess.Popen(
             ["docker", "exec", "-i", container, "bash", "--login"],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
         )
         self._buffer = b""
         self.pid = 0  # the shell that reads our lines (set by every marker: it changes after `su`)
@@ -99,9 +103,11 @@ class ShellSession:
         stdin = "" if own_stdin else " </dev/null"
         # A `start` that took over returns only when its shell exits: the state saved is that shell's.
         save = SAVE_STATE if self.save_state and not own_stdin else ""
-        line = (f"printf %s {encoded} | base64 -d >| {COMMAND_FILE}; {{ command . {COMMAND_FILE}; }}{stdin} 2>&1; "
-                f"__ll_rc=$?; jobs -p >| {JOBS_FILE} 2>/dev/null; {save}"
-                f"printf '\\n%s_%d %d %d\\n' {self._token} {self._seq} $__ll_rc $$\n")
+        line = (
+            f"printf %s {encoded} | base64 -d >| {COMMAND_FILE}; {{ command . {COMMAND_FILE}; }}{stdin} 2>&1; "
+            f"__ll_rc=$?; jobs -p >| {JOBS_FILE} 2>/dev/null; {save}"
+            f"printf '\\n%s_%d %d %d\\n' {self._token} {self._seq} $__ll_rc $$\n"
+        )
         try:
             self._proc.stdin.write(line.encode())
             self._proc.stdin.flush()
@@ -188,7 +194,7 @@ class ShellSession:
         while True:
             match = pattern.search(kept)
             if match:
-                output, rest = kept[: match.start()], kept[match.end():]
+                output, rest = kept[: match.start()], kept[match.end() :]
                 self._buffer = bytes(rest)
                 self.pid = int(match.group(3))
                 return self._result(bytes(output), int(match.group(2)), dropped), int(match.group(1))
@@ -211,14 +217,12 @@ class ShellSession:
     def _result(self, raw: bytes, code: int | None, dropped: int) -> CommandResult:
         text = ANSI.sub(b"", raw).decode("utf-8", errors="replace").replace("\r\n", "\n")
         # bash names the sourced file first ("FILE: line 1: …"), dash after its own name ("-sh: 1: FILE: …")
-        text = COMMAND_FILE_NAME.sub(lambda m: "bash: " if m.start() == 0 or text[m.start() - 1] == "\n" else "",
-                                     text)
+        text = COMMAND_FILE_NAME.sub(lambda m: "bash: " if m.start() == 0 or text[m.start() - 1] == "\n" else "", text)
         return CommandResult(text, code, truncated_bytes=dropped)
 
     def _kill_foreground(self) -> None:
         script = KILL_TREE.format(pid=self.pid)
-        subprocess.run(["docker", "exec", self.container, "sh", "-c", script],
-                       capture_output=True, timeout=30)
+        subprocess.run(["docker", "exec", self.container, "sh", "-c", script], capture_output=True, timeout=30)
 
     def close(self) -> None:
         """End the shell process (the container is removed by its owner)."""

@@ -1,4 +1,5 @@
 """The scripted shell expert: replays a task's example solution, then answers with its output or finishes."""
+
 from __future__ import annotations
 
 import time

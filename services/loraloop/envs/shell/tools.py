@@ -5,6 +5,7 @@ travels as text, `{"name": "bash_action", "arguments": {"script": "ls"}}` (argum
 a JSON string, as OpenAI's tool_calls carry them), so the Task Server and the trajectory store
 see one action string per step whichever protocol the agent speaks.
 """
+
 from __future__ import annotations
 
 import json
@@ -12,15 +13,30 @@ import json
 from loraloop.envs.shell.protocol import OSAction
 
 TOOLS = [
-    {"type": "function", "function": {
-        "name": "bash_action", "description": "Run a bash script in the Linux shell and see its output.",
-        "parameters": {"type": "object", "properties": {"script": {"type": "string"}}, "required": ["script"]}}},
-    {"type": "function", "function": {
-        "name": "answer_action", "description": "Give the final answer to the task.",
-        "parameters": {"type": "object", "properties": {"answer": {"type": "string"}}, "required": ["answer"]}}},
-    {"type": "function", "function": {
-        "name": "finish_action", "description": "Say the task (a change to the system) is done.",
-        "parameters": {"type": "object", "properties": {"thought": {"type": "string"}}, "required": []}}},
+    {
+        "type": "function",
+        "function": {
+            "name": "bash_action",
+            "description": "Run a bash script in the Linux shell and see its output.",
+            "parameters": {"type": "object", "properties": {"script": {"type": "string"}}, "required": ["script"]},
+        },
+    },
+    {
+        "type": "function",
+        "function": {
+            "name": "answer_action",
+            "description": "Give the final answer to the task.",
+            "parameters": {"type": "object", "properties": {"answer": {"type": "string"}}, "required": ["answer"]},
+        },
+    },
+    {
+        "type": "function",
+        "function": {
+            "name": "finish_action",
+            "description": "Say the task (a change to the system) is done.",
+            "parameters": {"type": "object", "properties": {"thought": {"type": "string"}}, "required": []},
+        },
+    },
 ]
 ARGUMENT = {"bash_action": "script", "answer_action": "answer", "finish_action": None}
 KIND = {"bash_action": "bash", "answer_action": "answer", "finish_action": "finish"}

@@ -7,6 +7,7 @@ message to the user, and returns the tool's result or the user's reply; when tau
 `events`: the tool results and the user simulator's calls (model, URL, latency, usage), and at the end
 tau2's reward breakdown.
 """
+
 from __future__ import annotations
 
 import json
@@ -62,8 +63,9 @@ class TaskGymEnv(AgentGymEnv):
             user_tools = self._get_environment().get_user_tools()
         except ValueError:  # a domain without user tools
             user_tools = None
-        return RecordedUser(self.user_llm, self.user_turns, tools=user_tools,
-                            instructions=self.task.tau2_task.user_scenario)
+        return RecordedUser(
+            self.user_llm, self.user_turns, tools=user_tools, instructions=self.task.tau2_task.user_scenario
+        )
 
     def _run_orchestrator(self) -> None:
         try:
@@ -77,8 +79,16 @@ class TaskGymEnv(AgentGymEnv):
 class Tau2Env:
     """A tau2 episode: the policy, tools and user as tau2 defines them; the agent's replies as text."""
 
-    def __init__(self, task: Tau2Task, settings: Settings | None = None, *, max_rounds: int = MAX_STEPS,
-                 protocol: str = "text", config: dict | None = None, episode_id: str | None = None) -> None:
+    def __init__(
+        self,
+        task: Tau2Task,
+        settings: Settings | None = None,
+        *,
+        max_rounds: int = MAX_STEPS,
+        protocol: str = "text",
+        config: dict | None = None,
+        episode_id: str | None = None,
+    ) -> None:
         self.task = task
         self.settings = settings or get_settings()
         self.max_rounds = max_rounds
@@ -159,8 +169,11 @@ class Tau2Env:
     def _evaluation(self, reward_info: str | None) -> dict:
         """The `evaluation` event: why tau2's simulation ended and its evaluator's reward breakdown."""
         reason = self.gym._simulation_run.termination_reason
-        return {"type": "evaluation", "termination_reason": getattr(reason, "value", reason),
-                **json.loads(reward_info or "{}")}
+        return {
+            "type": "evaluation",
+            "termination_reason": getattr(reason, "value", reason),
+            **json.loads(reward_info or "{}"),
+        }
 
     def _cut(self) -> dict:
         """End tau2's simulation at the round limit as tau2 ends one at its own step limit (`max_steps`), and let its
@@ -174,8 +187,11 @@ class Tau2Env:
     def _events(self) -> list[dict]:
         """The tool results the agent got since the last call, then the user simulator's calls made since."""
         messages = self.gym._agent.observation if self.gym._agent is not None else []
-        events = [{"type": "tool_result", "id": m.id, "content": m.content, "error": m.error}
-                  for m in messages[self._seen:] if isinstance(m, ToolMessage)]
+        events = [
+            {"type": "tool_result", "id": m.id, "content": m.content, "error": m.error}
+            for m in messages[self._seen :]
+            if isinstance(m, ToolMessage)
+        ]
         self._seen = len(messages)
         events += self.gym.user_turns
         self.gym.user_turns.clear()
@@ -187,8 +203,9 @@ class Tau2Env:
         if isinstance(failure, LoraloopError):
             raise failure
         if failure is not None:
-            raise EnvironmentFailure(f"task {self.task.index}: tau2's simulation failed: "
-                                     f"{type(failure).__name__}: {failure}") from failure
+            raise EnvironmentFailure(
+                f"task {self.task.index}: tau2's simulation failed: {type(failure).__name__}: {failure}"
+            ) from failure
 
     def _stop_simulation(self) -> None:
         """End tau2's simulation thread: the agent turn it waits for is answered with tau2's stop token."""

@@ -1,5 +1,6 @@
 """The tau2 kind: tau2-bench's customer-service domains (airline, retail, telecom, mock) through tau2's gym
 interface, an LLM playing the user; tasks come from snapshots (`loraloop tasks snapshot --source tau2`)."""
+
 from __future__ import annotations
 
 import httpx
@@ -16,8 +17,14 @@ def make_env(task: Tau2Task, settings, options: EnvOptions):
     """A Tau2Env for the task: tau2's gym on it, the user simulator the options' econfig or the settings name."""
     from loraloop.envs.tau2.env import Tau2Env
 
-    return Tau2Env(task, settings, max_rounds=options.max_steps or MAX_STEPS, protocol=options.protocol,
-                   config=options.config, episode_id=options.episode_id)
+    return Tau2Env(
+        task,
+        settings,
+        max_rounds=options.max_steps or MAX_STEPS,
+        protocol=options.protocol,
+        config=options.config,
+        episode_id=options.episode_id,
+    )
 
 
 def teacher(task: Tau2Task, _env):
@@ -58,13 +65,24 @@ def preflight(tasks: list[Tau2Task], settings) -> None:
     try:
         httpx.get(f"{url.rstrip('/')}/models", timeout=5).raise_for_status()
     except httpx.HTTPError as exc:
-        raise ServiceUnavailable(f"tau2 user simulator unreachable at {url} ({type(exc).__name__}): start vLLM "
-                                 f"(`make vllm-up`) or set LORALOOP_TAU2_USER_LLM_BASE_URL") from exc
+        raise ServiceUnavailable(
+            f"tau2 user simulator unreachable at {url} ({type(exc).__name__}): start vLLM "
+            f"(`make vllm-up`) or set LORALOOP_TAU2_USER_LLM_BASE_URL"
+        ) from exc
 
 
 KIND = EnvKind(
-    name="tau2", parse_task=parse_task, owns=owns, make_env=make_env, teacher=teacher,
-    canonical_action=canonical_action, prompt_style="chat", layout=snapshot_registry, tools=tools,
-    preflight=preflight, protocols=("text", "tools"), max_steps=MAX_STEPS,
+    name="tau2",
+    parse_task=parse_task,
+    owns=owns,
+    make_env=make_env,
+    teacher=teacher,
+    canonical_action=canonical_action,
+    prompt_style="chat",
+    layout=snapshot_registry,
+    tools=tools,
+    preflight=preflight,
+    protocols=("text", "tools"),
+    max_steps=MAX_STEPS,
     description="tau2-bench customer-service tasks (tau2's gym; an LLM plays the user)",
 )

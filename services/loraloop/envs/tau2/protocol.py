@@ -7,6 +7,7 @@ tau2's functional form `create_task(user_id="u1")`; any other reply is a message
 the tool schemas; with `tools` the server gets them natively. A reply that tries a tool call and fails
 (bad JSON, an unknown tool, arguments that are no object) is not sent: it becomes an error observation.
 """
+
 from __future__ import annotations
 
 import json

@@ -1,4 +1,5 @@
 """The scripted tau2 expert: replays a task's reference tool calls, tells the user what it must, then calls `done`."""
+
 from __future__ import annotations
 
 import json
@@ -17,8 +18,10 @@ class ScriptedTau2Teacher:
     def __init__(self, task: Tau2Task) -> None:
         self.script = [tool_call_text(action["name"], action.get("arguments") or {}) for action in task.actions]
         if task.user_actions:  # the user's own tools: ask for each call, as an agent would
-            self.script.append("Please do this on your device: " + "; ".join(
-                f"{a['name']}({json.dumps(a.get('arguments') or {})})" for a in task.user_actions))
+            self.script.append(
+                "Please do this on your device: "
+                + "; ".join(f"{a['name']}({json.dumps(a.get('arguments') or {})})" for a in task.user_actions)
+            )
         if task.communicate and not task.solo:
             self.script.append(" ".join(task.communicate))
         self.script.append(tool_call_text(STOP_TOOL, {}))

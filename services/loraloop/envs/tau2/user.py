@@ -5,6 +5,7 @@ names set another: `econfig.user_llm` and `econfig.user_llm_base_url` in a Task 
 LORALOOP_TAU2_USER_LLM_ALLOWED_URLS allows), or LORALOOP_TAU2_USER_LLM and LORALOOP_TAU2_USER_LLM_BASE_URL for
 every episode.
 """
+
 from __future__ import annotations
 
 import time
@@ -36,8 +37,9 @@ def econfig(config: dict) -> dict[str, Any]:
         if found.get(name) is not None and not isinstance(found[name], kind):
             raise ConfigError(f"config econfig.{name} must be a {kind.__name__}, got {str(found[name])[:100]!r}")
     if found.get("user_llm") is not None and not MODEL_NAME.fullmatch(found["user_llm"]):
-        raise ConfigError("config econfig.user_llm must be a served model name: 1 to 256 characters, no spaces or "
-                          "control characters")
+        raise ConfigError(
+            "config econfig.user_llm must be a served model name: 1 to 256 characters, no spaces or control characters"
+        )
     return {name: found[name] for name in ECONFIG_TYPES if found.get(name) is not None}
 
 
@@ -62,22 +64,35 @@ class UserLLM:
         found = econfig(config)
         configured = settings.tau2_user_llm_base_url or settings.vllm_url
         asked = found.get("user_llm_base_url")
-        if asked is not None and not any(same_url(asked, url) for url in
-                                         [configured, *url_list(settings.tau2_user_llm_allowed_urls)]):
-            raise ConfigError(f"config econfig.user_llm_base_url {asked[:200]!r} is not a user simulator this server "
-                              f"allows: leave it out (the server's own) or name one of "
-                              f"LORALOOP_TAU2_USER_LLM_ALLOWED_URLS")
+        if asked is not None and not any(
+            same_url(asked, url) for url in [configured, *url_list(settings.tau2_user_llm_allowed_urls)]
+        ):
+            raise ConfigError(
+                f"config econfig.user_llm_base_url {asked[:200]!r} is not a user simulator this server "
+                f"allows: leave it out (the server's own) or name one of "
+                f"LORALOOP_TAU2_USER_LLM_ALLOWED_URLS"
+            )
         base_url = asked or configured
         api_key = settings.tau2_user_llm_api_key or settings.vllm_api_key if same_url(base_url, configured) else "EMPTY"
-        return cls(model=found.get("user_llm") or settings.tau2_user_llm or settings.base_model_name,
-                   base_url=base_url, api_key=api_key, max_tokens=settings.max_tokens,
-                   timeout_s=settings.request_timeout_s, retries=settings.model_retries)
+        return cls(
+            model=found.get("user_llm") or settings.tau2_user_llm or settings.base_model_name,
+            base_url=base_url,
+            api_key=api_key,
+            max_tokens=settings.max_tokens,
+            timeout_s=settings.request_timeout_s,
+            retries=settings.model_retries,
+        )
 
     def litellm(self) -> tuple[str, dict]:
         """tau2's `llm` and `llm_args` for this server: litellm's OpenAI-compatible route to base_url, greedy."""
-        return f"openai/{self.model}", {"api_base": self.base_url, "api_key": self.api_key, "temperature": 0.0,
-                                        "max_tokens": self.max_tokens, "timeout": self.timeout_s,
-                                        "num_retries": self.retries}
+        return f"openai/{self.model}", {
+            "api_base": self.base_url,
+            "api_key": self.api_key,
+            "temperature": 0.0,
+            "max_tokens": self.max_tokens,
+            "timeout": self.timeout_s,
+            "num_retries": self.retries,
+        }
 
 
 class RecordedUser(UserSimulator):
@@ -97,12 +112,19 @@ class RecordedUser(UserSimulator):
             reply, state = super().generate_next_message(message, state)
         except Exception as exc:
             server = self.server
-            failure = model_failure(exc, "tau2 user simulator", server.base_url, server.model, server.timeout_s,
-                                    server.retries)
+            failure = model_failure(
+                exc, "tau2 user simulator", server.base_url, server.model, server.timeout_s, server.retries
+            )
             raise failure or EnvironmentFailure(f"tau2 user simulator failed: {type(exc).__name__}: {exc}") from exc
-        self.turns.append({
-            "type": "user_turn", "content": reply.content,
-            "tool_calls": [{"name": c.name, "arguments": c.arguments} for c in reply.tool_calls or []] or None,
-            "model": self.server.model, "url": self.server.base_url, "usage": reply.usage,
-            "latency_ms": round((time.perf_counter() - started) * 1000, 1)})
+        self.turns.append(
+            {
+                "type": "user_turn",
+                "content": reply.content,
+                "tool_calls": [{"name": c.name, "arguments": c.arguments} for c in reply.tool_calls or []] or None,
+                "model": self.server.model,
+                "url": self.server.base_url,
+                "usage": reply.usage,
+                "latency_ms": round((time.perf_counter() - started) * 1000, 1),
+            }
+        )
         return reply, state

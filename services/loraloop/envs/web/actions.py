@@ -3,6 +3,7 @@
 `parse_action(text)` finds the action in a model's output (a fenced block, an `Action:` line or a
 bare call) and returns an Action (name + bound arguments) or raises ActionError naming what is wrong.
 """
+
 from __future__ import annotations
 
 import ast
@@ -61,21 +62,24 @@ class Action:
         """The canonical action string (`click('12')`), as BrowserGym writes it."""
         required = [p for p, default in SIGNATURES[self.name] if default is REQUIRED]
         parts = [repr(self.args[p]) for p in required]
-        parts += [f"{p}={self.args[p]!r}" for p, default in SIGNATURES[self.name]
-                  if default is not REQUIRED and self.args.get(p, default) != default]
+        parts += [
+            f"{p}={self.args[p]!r}"
+            for p, default in SIGNATURES[self.name]
+            if default is not REQUIRED and self.args.get(p, default) != default
+        ]
         return f"{self.name}({', '.join(parts)})"
 
 
-def bind_arguments(name: str, call: ast.Call, params: tuple[tuple[str, Any], ...],
-                   error: type[Exception] = ActionError) -> dict[str, Any]:
+def bind_arguments(
+    name: str, call: ast.Call, params: tuple[tuple[str, Any], ...], error: type[Exception] = ActionError
+) -> dict[str, Any]:
     """The call's literal arguments by parameter name, defaults filled in; `error` names what is wrong (an argument
     missing, unknown, given twice or not a literal). Shared by actions and agents/macros.py's macro calls."""
     try:
         positional = [ast.literal_eval(a) for a in call.args]
         keywords = {k.arg: ast.literal_eval(k.value) for k in call.keywords}
     except (ValueError, SyntaxError, TypeError) as exc:
-        raise error(f"{name}: arguments must be literals (strings, numbers, lists), got "
-                    f"{ast.unparse(call)!r}") from exc
+        raise error(f"{name}: arguments must be literals (strings, numbers, lists), got {ast.unparse(call)!r}") from exc
     if len(positional) > len(params):
         raise error(f"{name} takes at most {len(params)} argument(s), got {len(positional)}")
     args = dict(zip((p for p, _ in params), positional))
@@ -120,7 +124,7 @@ def _candidates(text: str) -> list[str]:
     for match in re.finditer(r"(?im)^\s*(?:action|act)\s*:\s*(.+)$", text):
         found.append(match.group(1).strip().strip("`"))
     for match in _CALL_START.finditer(text):
-        found.append(text[match.start():])
+        found.append(text[match.start() :])
     found += re.findall(r"(?m)^\s*([A-Za-z_]\w*\(.*)$", text)  # a call of an unknown name gets named
     return found
 
@@ -151,5 +155,4 @@ def parse_action(text: str) -> Action:
             return action
     if unknown is not None:
         raise unknown
-    raise ActionError("no action found: end your reply with one action such as click('12') or "
-                      "send_msg_to_user('done')")
+    raise ActionError("no action found: end your reply with one action such as click('12') or send_msg_to_user('done')")

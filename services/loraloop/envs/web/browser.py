@@ -4,6 +4,7 @@ Episodes in any thread of the process call `run(coro)`; their browser work inter
 so one slow page does not hold the others. Each episode gets a fresh context. A browser that died
 (crash, kill) is noticed at the next `context()` and started again.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -17,9 +18,17 @@ from typing import Any
 from loraloop.errors import EnvironmentFailure
 from loraloop.logs import get_logger
 
-LAUNCH_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-background-networking",
-               "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-quic",
-               "--disable-features=Translate,MediaRouter"]
+LAUNCH_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-dev-shm-usage",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--disable-quic",
+    "--disable-features=Translate,MediaRouter",
+]
 log = get_logger("loraloop.web")
 
 
@@ -61,7 +70,8 @@ class BrowserHost:
                     raise EnvironmentFailure(f"Playwright's driver did not start ({exc}){driver_diagnosis()}") from exc
             try:
                 self.browser = await self.playwright.chromium.launch(
-                    executable_path=self.executable, headless=self.headless, args=LAUNCH_ARGS)
+                    executable_path=self.executable, headless=self.headless, args=LAUNCH_ARGS
+                )
             except Exception as exc:
                 raise EnvironmentFailure(f"cannot start Chromium at {self.executable}: {exc}") from exc
             self.launches += 1

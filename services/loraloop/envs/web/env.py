@@ -3,6 +3,7 @@
 reset() prepares the site (`/config?run_id&task_id`) and opens the task URL; step() runs one
 action; `send_msg_to_user`/`report_infeasible` read the site's `/finish` state and grade it.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -29,7 +30,7 @@ _BID = re.compile(r"^[a-z]*[0-9]+$")
 def task_url(task: WebTask, settings: Settings) -> str:
     """The task's site URL, with the bundled sites' origin mapped to where they run."""
     if task.url.startswith(BUNDLED_ORIGIN):
-        return settings.sites_url.rstrip("/") + task.url[len(BUNDLED_ORIGIN):]
+        return settings.sites_url.rstrip("/") + task.url[len(BUNDLED_ORIGIN) :]
     return task.url
 
 
@@ -45,8 +46,15 @@ class PageState:
 class WebEnv:
     """One REAL episode: a fresh context on this process's Chromium; the env the HALO seed trains on."""
 
-    def __init__(self, task: WebTask, settings: Settings | None = None, *, max_rounds: int = 15,
-                 episode_id: str | None = None, screenshots: bool = False) -> None:
+    def __init__(
+        self,
+        task: WebTask,
+        settings: Settings | None = None,
+        *,
+        max_rounds: int = 15,
+        episode_id: str | None = None,
+        screenshots: bool = False,
+    ) -> None:
         self.task = task
         self.settings = settings or get_settings()
         self.max_rounds = max_rounds
@@ -127,8 +135,9 @@ class WebEnv:
             self.page = await self.context.new_page()
             await self.page.goto(self.url, wait_until="domcontentloaded")
         except Exception as exc:
-            raise EnvironmentFailure(f"task {self.task.index}: site {self.url} did not load: "
-                                     f"{_first_line(exc)}") from exc
+            raise EnvironmentFailure(
+                f"task {self.task.index}: site {self.url} did not load: {_first_line(exc)}"
+            ) from exc
         self.events.new_tabs = 0
         return await self._observe(goal=True)
 
@@ -171,8 +180,9 @@ class WebEnv:
             await self.page.wait_for_load_state("domcontentloaded", timeout=self.settings.web_load_timeout_ms)
         except Exception as exc:
             await (await self._cdp()).send("Page.stopLoading")  # keep the page that was there
-            raise ActionError(f"the page did not load within {self.settings.web_load_timeout_ms / 1000:g} s "
-                              f"({_first_line(exc)})") from exc
+            raise ActionError(
+                f"the page did not load within {self.settings.web_load_timeout_ms / 1000:g} s ({_first_line(exc)})"
+            ) from exc
 
     async def _keep_on_site(self, before: str) -> str:
         """Leaving the task's site is refused: the page goes back and the agent is told."""
@@ -258,8 +268,15 @@ class WebEnv:
         self.events.dialogs, self.events.new_tabs = [], 0
         if self.screenshots:
             self.last_screenshot = await self.page.screenshot(type="png")
-        self.observation = format_observation(goal=self.task.goal if goal else None, url=self.page.url,
-                                              title=title, tabs=tabs, error=self.last_error, notes=notes, tree=tree)
+        self.observation = format_observation(
+            goal=self.task.goal if goal else None,
+            url=self.page.url,
+            title=title,
+            tabs=tabs,
+            error=self.last_error,
+            notes=notes,
+            tree=tree,
+        )
         return self.observation
 
     async def _cdp(self):
@@ -275,16 +292,26 @@ class WebEnv:
             await page.goto(f"{self.url}/finish", wait_until="domcontentloaded")
             state = json.loads(await page.inner_text("pre"))
         except Exception as exc:
-            raise EnvironmentFailure(f"task {self.task.index}: cannot read {self.url}/finish: "
-                                     f"{_first_line(exc)}") from exc
+            raise EnvironmentFailure(
+                f"task {self.task.index}: cannot read {self.url}/finish: {_first_line(exc)}"
+            ) from exc
         finally:
             await page.close()
-        judge = (Judge(self.settings.judge_url, self.settings.judge_model, self.settings.judge_api_key)
-                 if self.settings.judge_url else None)
+        judge = (
+            Judge(self.settings.judge_url, self.settings.judge_model, self.settings.judge_api_key)
+            if self.settings.judge_url
+            else None
+        )
         result = await asyncio.get_running_loop().run_in_executor(None, grade, self.task, state, answer, judge)
         self.done = True
-        info.update(status="completed", success=result.success, answer=answer, num_turns=self.turn,
-                    evals=result.results, final_state_differences=state.get("differences"))
+        info.update(
+            status="completed",
+            success=result.success,
+            answer=answer,
+            num_turns=self.turn,
+            evals=result.results,
+            final_state_differences=state.get("differences"),
+        )
         return StepResult(None, result.reward, True, False, info)
 
 

@@ -2,6 +2,7 @@
 
 Reward = the task's points iff every criterion passes (REAL's WebCloneEvaluator).
 """
+
 from __future__ import annotations
 
 import json
@@ -45,8 +46,11 @@ class Judge:
 
         client = openai.OpenAI(base_url=self.base_url, api_key=self.api_key, timeout=self.timeout)
         reply = client.chat.completions.create(
-            model=self.model, temperature=0.0, max_tokens=16,
-            messages=[{"role": "user", "content": JUDGE_PROMPT.format(answer=answer, rubric=rubric)}])
+            model=self.model,
+            temperature=0.0,
+            max_tokens=16,
+            messages=[{"role": "user", "content": JUDGE_PROMPT.format(answer=answer, rubric=rubric)}],
+        )
         text = (reply.choices[0].message.content or "").strip()
         try:
             score = float(text)
@@ -76,17 +80,21 @@ def run_script(task: WebTask, name: str, state: dict) -> tuple[bool, dict]:
     try:
         with os.fdopen(fd, "w") as f:
             json.dump(state, f)
-        proc = subprocess.run([sys.executable, script, state_path], capture_output=True, text=True,
-                              timeout=SCRIPT_TIMEOUT_S)
+        proc = subprocess.run(
+            [sys.executable, script, state_path], capture_output=True, text=True, timeout=SCRIPT_TIMEOUT_S
+        )
     except subprocess.TimeoutExpired:
         return False, {"script": name, "error": f"script {name} timed out after {SCRIPT_TIMEOUT_S} s"}
     finally:
         os.unlink(state_path)
         if name in task.scripts:
             os.unlink(script)
-    return "SUCCESS" in proc.stdout.upper(), {"script": name, "output": proc.stdout.strip()[-500:],
-                                              "stderr": proc.stderr.strip()[-500:] or None,
-                                              "return_code": proc.returncode}
+    return "SUCCESS" in proc.stdout.upper(), {
+        "script": name,
+        "output": proc.stdout.strip()[-500:],
+        "stderr": proc.stderr.strip()[-500:] or None,
+        "return_code": proc.returncode,
+    }
 
 
 def check(task: WebTask, ev: WebEval, state: dict, answer: str, judge: Judge | None) -> tuple[bool, dict]:
@@ -96,8 +104,11 @@ def check(task: WebTask, ev: WebEval, state: dict, answer: str, judge: Judge | N
             actual: Any = jmespath.search(ev.query, state)
         except jmespath.exceptions.JMESPathError as exc:
             return False, {"query": ev.query, "error": f"{exc}"}
-        return actual == ev.expected_value, {"query": ev.query, "actual_value": actual,
-                                             "expected_value": ev.expected_value}
+        return actual == ev.expected_value, {
+            "query": ev.query,
+            "actual_value": actual,
+            "expected_value": ev.expected_value,
+        }
     if ev.type == "script":
         return run_script(task, ev.script, state)
     if judge is None:

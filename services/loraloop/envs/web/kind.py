@@ -1,4 +1,5 @@
 """The web kind: REAL's website tasks in a fresh Chromium context, BrowserGym's actions."""
+
 from __future__ import annotations
 
 import httpx
@@ -17,8 +18,13 @@ MAX_STEPS = 15
 
 def make_env(task: WebTask, settings, options: EnvOptions):
     """A WebEnv for the task: a fresh context on this process's browser."""
-    return WebEnv(task, settings, max_rounds=options.max_steps or MAX_STEPS, screenshots=options.screenshots,
-                  episode_id=options.episode_id)
+    return WebEnv(
+        task,
+        settings,
+        max_rounds=options.max_steps or MAX_STEPS,
+        screenshots=options.screenshots,
+        episode_id=options.episode_id,
+    )
 
 
 def teacher(task: WebTask, env):
@@ -41,8 +47,10 @@ def require_sites(sites_url: str) -> None:
     try:
         httpx.get(f"{sites_url.rstrip('/')}/healthz", timeout=5).raise_for_status()
     except httpx.HTTPError as exc:
-        raise ServiceUnavailable(f"task sites unreachable at {sites_url} ({type(exc).__name__}): start them with "
-                                 f"`loraloop serve sites` or set LORALOOP_SITES_URL") from exc
+        raise ServiceUnavailable(
+            f"task sites unreachable at {sites_url} ({type(exc).__name__}): start them with "
+            f"`loraloop serve sites` or set LORALOOP_SITES_URL"
+        ) from exc
 
 
 def preflight(tasks: list[WebTask], settings) -> None:
@@ -56,9 +64,17 @@ def preflight(tasks: list[WebTask], settings) -> None:
 
 
 KIND = EnvKind(
-    name="web", parse_task=parse_task, owns=owns, make_env=make_env, teacher=teacher,
-    canonical_action=canonical_action, prompt_style="web", prompt_builder=build_web_messages,
-    layout=snapshot_registry, preflight=preflight, max_steps=MAX_STEPS,
+    name="web",
+    parse_task=parse_task,
+    owns=owns,
+    make_env=make_env,
+    teacher=teacher,
+    canonical_action=canonical_action,
+    prompt_style="web",
+    prompt_builder=build_web_messages,
+    layout=snapshot_registry,
+    preflight=preflight,
+    max_steps=MAX_STEPS,
     description="REAL website tasks in Chromium (Playwright)",
     worker_stop=close_browsers,  # a worker's shutdown ends the Chromium it started
 )

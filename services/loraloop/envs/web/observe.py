@@ -4,6 +4,7 @@ Every element gets a `bid` attribute (kept across steps, new elements get new on
 own accessibility tree (CDP `Accessibility.getFullAXTree`) is joined to the bids through the DOM's
 backend node ids and flattened one node a line, tab-indented: `[bid] role 'name', prop=value`.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -20,8 +21,22 @@ MARK_JS = """() => {
 }"""
 
 SKIPPED_ROLES = {"none", "LineBreak", "InlineTextBox", "ListMarker"}
-SHOWN_PROPERTIES = ("focused", "expanded", "selected", "checked", "pressed", "disabled", "required",
-                    "readonly", "level", "valuemin", "valuemax", "multiselectable", "invalid", "hasPopup")
+SHOWN_PROPERTIES = (
+    "focused",
+    "expanded",
+    "selected",
+    "checked",
+    "pressed",
+    "disabled",
+    "required",
+    "readonly",
+    "level",
+    "valuemin",
+    "valuemax",
+    "multiselectable",
+    "invalid",
+    "hasPopup",
+)
 
 
 def _value(field: dict | None) -> Any:
@@ -60,8 +75,9 @@ def _line(node: dict, bid: str | None) -> str | None:
         pvalue = _value(prop.get("value"))
         if pname not in SHOWN_PROPERTIES or pvalue in (None, False, "false", ""):
             continue
-        props.append(pname if pvalue is True else f"{pname}={pvalue!r}" if isinstance(pvalue, str)
-                     else f"{pname}={pvalue}")
+        props.append(
+            pname if pvalue is True else f"{pname}={pvalue!r}" if isinstance(pvalue, str) else f"{pname}={pvalue}"
+        )
     head = f"[{bid}] {role} {name!r}" if bid is not None and role != "StaticText" else f"{role} {name!r}"
     return head + (", " + ", ".join(props) if props else "")
 

@@ -1,4 +1,5 @@
 """The web agent's instructions, observation text (BrowserGym's layout: goal, tabs, error, AX tree) and prompts."""
+
 from __future__ import annotations
 
 import re
@@ -23,12 +24,15 @@ Think: <one sentence about what to do next>
 Action: <one action, e.g. click('12')>"""
 
 
-def format_observation(*, goal: str | None, url: str, title: str, tabs: list[tuple[str, bool]], error: str,
-                       notes: list[str], tree: str) -> str:
+def format_observation(
+    *, goal: str | None, url: str, title: str, tabs: list[tuple[str, bool]], error: str, notes: list[str], tree: str
+) -> str:
     """One observation: the goal (first turn only), open tabs, the last action's error, the AX tree."""
     parts = [f"# Goal\n{goal}"] if goal else []
-    parts.append("# Open tabs\n" + "\n".join(
-        f"Tab {i}{' (active)' if active else ''}: {tab_url}" for i, (tab_url, active) in enumerate(tabs)))
+    parts.append(
+        "# Open tabs\n"
+        + "\n".join(f"Tab {i}{' (active)' if active else ''}: {tab_url}" for i, (tab_url, active) in enumerate(tabs))
+    )
     parts.append(f"# Current page\nURL: {url}\nTitle: {title}")
     if error:
         parts.append(f"# Error from the last action\n{error}")
@@ -58,8 +62,13 @@ def _action_line(output: str) -> str:
     return acts[0][:200] if acts else "(no valid action)"
 
 
-def build_web_messages(instructions: str, _examples: list[Message], first_observation: str,
-                       turns: list[tuple[str, str]], char_budget: int = 4000) -> list[Message]:
+def build_web_messages(
+    instructions: str,
+    _examples: list[Message],
+    first_observation: str,
+    turns: list[tuple[str, str]],
+    char_budget: int = 4000,
+) -> list[Message]:
     """System + one user message: goal, the past actions (newest kept), then only the current page.
 
     BrowserGym's agents prompt this way: the page is large and only its latest state matters, so

@@ -1,4 +1,5 @@
 """The scripted web expert: replays a REAL task's `solution` steps, finding each element by role and name."""
+
 from __future__ import annotations
 
 import ast
@@ -15,8 +16,11 @@ _NODE = re.compile(r"^\t*\[(?P<bid>[^\]]+)\] (?P<role>\S+) (?P<name>'(?:[^'\\]|\
 
 def find_bid(observation: str, role: str, name: str, nth: int = 0) -> str | None:
     """The bid of the nth element with this ARIA role and exact accessible name in an observation."""
-    hits = [m["bid"] for m in _NODE.finditer(observation)
-            if m["role"] == role and " ".join(ast.literal_eval(m["name"]).split()) == " ".join(name.split())]
+    hits = [
+        m["bid"]
+        for m in _NODE.finditer(observation)
+        if m["role"] == role and " ".join(ast.literal_eval(m["name"]).split()) == " ".join(name.split())
+    ]
     return hits[nth] if len(hits) > nth else None
 
 
@@ -39,8 +43,13 @@ def step_action(step: ScriptStep, observation: str, origin: str = "") -> str:
 class ScriptedWebTeacher:
     """An expert policy for web tasks: each turn maps the next solution step onto the current page."""
 
-    def __init__(self, task: WebTask, origin: str = "", steps: tuple[ScriptStep, ...] | None = None,
-                 page: Callable[[], str] | None = None) -> None:
+    def __init__(
+        self,
+        task: WebTask,
+        origin: str = "",
+        steps: tuple[ScriptStep, ...] | None = None,
+        page: Callable[[], str] | None = None,
+    ) -> None:
         self.steps = task.solution if steps is None else steps
         if not self.steps:
             raise TaskSkipped(f"task {task.index} has no solution steps: the scripted teacher cannot play it")

@@ -12,6 +12,7 @@
 OpenAI routes answer errors in OpenAI's shape ({"error": {"message", "type", "code"}}), the
 session routes in FastAPI's ({"detail": …}); a body over LORALOOP_GATEWAY_MAX_BODY_BYTES gets 413.
 """
+
 from __future__ import annotations
 
 import secrets
@@ -47,14 +48,21 @@ NOT_SAMPLING = ("messages", "model", "stream", "stream_options", "logprobs", "to
 class StartSession(RequestBody):
     """POST /rl/start_session (AReaL's body, plus loraloop's experiment and run_id)."""
 
-    task_id: str = Field(min_length=1, max_length=256, description="the task the session plays; its episodes are "
-                                                                   "grouped by it")
-    api_key: str | None = Field(None, min_length=16, max_length=256, pattern=r"^[\x21-\x7e]+$",
-                                description="a previous session's key: that session is stored and a new one starts "
-                                            "with the same key (AReaL's refresh); visible ASCII only, as a key sent "
-                                            "in an Authorization header must be")
-    experiment: Identifier | None = Field(None, description="the episode's mode (trajectories/<experiment>/); "
-                                          "default LORALOOP_GATEWAY_EXPERIMENT")
+    task_id: str = Field(
+        min_length=1, max_length=256, description="the task the session plays; its episodes are grouped by it"
+    )
+    api_key: str | None = Field(
+        None,
+        min_length=16,
+        max_length=256,
+        pattern=r"^[\x21-\x7e]+$",
+        description="a previous session's key: that session is stored and a new one starts "
+        "with the same key (AReaL's refresh); visible ASCII only, as a key sent "
+        "in an Authorization header must be",
+    )
+    experiment: Identifier | None = Field(
+        None, description="the episode's mode (trajectories/<experiment>/); default LORALOOP_GATEWAY_EXPERIMENT"
+    )
     run_id: Identifier | None = Field(None, description="the run folder (default: today, UTC)")
 
 
@@ -80,8 +88,10 @@ def bearer(request: Request) -> str:
 def openai_error(exc: SessionError) -> JSONResponse:
     """An error in OpenAI's shape, which OpenAI clients read and raise."""
     kinds = {401: "authentication_error", 404: "not_found_error", 409: "conflict_error", 502: "upstream_error"}
-    return JSONResponse({"error": {"message": str(exc), "type": kinds.get(exc.status, "invalid_request_error"),
-                                   "code": exc.status}}, status_code=exc.status)
+    return JSONResponse(
+        {"error": {"message": str(exc), "type": kinds.get(exc.status, "invalid_request_error"), "code": exc.status}},
+        status_code=exc.status,
+    )
 
 
 def chat_body(raw: bytes) -> dict[str, Any]:
@@ -197,11 +207,22 @@ def create_app(settings: Settings, states: EpisodeStates | None = None) -> FastA
         started = time.perf_counter()
 
         async def record(completion) -> None:
-            await off_loop(sessions.record, key, completion, body["messages"], sampling, adapter,
-                           (time.perf_counter() - started) * 1000)
+            await off_loop(
+                sessions.record,
+                key,
+                completion,
+                body["messages"],
+                sampling,
+                adapter,
+                (time.perf_counter() - started) * 1000,
+            )
 
-        sent = upstream.client.build_request("POST", "/chat/completions", content=orjson.dumps(upstream_body(body)),
-                                             headers={"Content-Type": "application/json"})
+        sent = upstream.client.build_request(
+            "POST",
+            "/chat/completions",
+            content=orjson.dumps(upstream_body(body)),
+            headers={"Content-Type": "application/json"},
+        )
         try:
             reply = await upstream.client.send(sent, stream=body.get("stream", False))
         except httpx.HTTPError as exc:

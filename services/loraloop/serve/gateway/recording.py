@@ -6,6 +6,7 @@ step holds exactly what was sampled. The client gets vLLM's reply as it would ha
 gateway: the fields it did not ask for are taken out again, everything else (content, tool calls,
 finish reason, usage) passes through unchanged.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -79,8 +80,9 @@ class Completion:
 
 def completion_of(payload: dict[str, Any]) -> Completion:
     """The completion a whole (non-streamed) vLLM reply holds: its first choice."""
-    completion = Completion(id=payload.get("id", ""), model=payload.get("model", ""),
-                            prompt_token_ids=payload.get("prompt_token_ids"))
+    completion = Completion(
+        id=payload.get("id", ""), model=payload.get("model", ""), prompt_token_ids=payload.get("prompt_token_ids")
+    )
     completion.add_choice(payload["choices"][0])
     return completion
 

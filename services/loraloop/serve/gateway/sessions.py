@@ -13,6 +13,7 @@ Rewards follow AReaL: a reward names a completion (`interaction_id`, the complet
 to the last one; the episode's reward is the sum of its steps' rewards (AReaL's turn_discount 1),
 and it is a success when that sum is positive.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -92,8 +93,9 @@ class Sessions:
                 return attempt
 
     # -- the session's life -----------------------------------------------------------------------
-    def start(self, task_id: str, experiment: str | None = None, run_id: str | None = None,
-              api_key: str | None = None) -> dict[str, Any]:
+    def start(
+        self, task_id: str, experiment: str | None = None, run_id: str | None = None, api_key: str | None = None
+    ) -> dict[str, Any]:
         """Open a session for a task and return its id and key; `api_key` of an open session ends that one first
         (AReaL's refresh: it is stored, and the new session keeps the key)."""
         if api_key is not None:
@@ -107,16 +109,44 @@ class Sessions:
         run_id = run_id or time.strftime("%Y%m%d", time.gmtime())
         attempt = self._next_attempt(mode, run_id, task_id)
         session_id = f"{task_id}-{attempt}-{uuid.uuid4().hex[:8]}"
-        start = EpisodeStart(run_id=run_id, task_id=task_id, mode=mode, attempt_idx=attempt, env=POLICY, policy=POLICY,
-                             protocol="chat", model_url=self.settings.vllm_url, session_id=session_id)
+        start = EpisodeStart(
+            run_id=run_id,
+            task_id=task_id,
+            mode=mode,
+            attempt_idx=attempt,
+            env=POLICY,
+            policy=POLICY,
+            protocol="chat",
+            model_url=self.settings.vllm_url,
+            session_id=session_id,
+        )
         snapshot = {"char_budget": self.settings.prompt_char_budget, "records": [stamped(start)]}
-        self.states.put(EpisodeState(episode_id=key_digest(api_key), sample_id=session_id, task_id=task_id,
-                                     attempt=attempt, session=snapshot, owner=self.replica, protocol="chat"))
-        return {"session_id": session_id, "api_key": api_key,
-                "episode_key": episode_key(mode, run_id, task_id, attempt)}
+        self.states.put(
+            EpisodeState(
+                episode_id=key_digest(api_key),
+                sample_id=session_id,
+                task_id=task_id,
+                attempt=attempt,
+                session=snapshot,
+                owner=self.replica,
+                protocol="chat",
+            )
+        )
+        return {
+            "session_id": session_id,
+            "api_key": api_key,
+            "episode_key": episode_key(mode, run_id, task_id, attempt),
+        }
 
-    def record(self, api_key: str, completion: Completion, messages: list[dict[str, Any]],
-               sampling: dict[str, Any], adapter: Adapter | None, latency_ms: float) -> None:
+    def record(
+        self,
+        api_key: str,
+        completion: Completion,
+        messages: list[dict[str, Any]],
+        sampling: dict[str, Any],
+        adapter: Adapter | None,
+        latency_ms: float,
+    ) -> None:
         """Add a completion to its session as one step (the model's turn: action_source `worker`)."""
         digest = key_digest(api_key)
         with self.states.lock(digest):
@@ -129,14 +159,30 @@ class Sessions:
                 start["worker_model"] = completion.model
                 start["sampling"] = sampling
             shown = last_text(messages)
-            records.append(stamped(Step(
-                run_id=start["run_id"], step_idx=len(records) - 1, observation=shown, obs_summary=shown[:400],
-                raw_output=completion.action, action_source="worker", model=completion.model,
-                model_latency_ms=round(latency_ms, 1), completion_tokens=len(completion.completion_token_ids),
-                prompt_token_ids=completion.prompt_token_ids, completion_token_ids=completion.completion_token_ids,
-                logprobs=completion.logprobs, adapter=adapter, sampling=sampling, messages=messages,
-                interaction_id=completion.id, finish_reason=completion.finish_reason,
-                tool_calls=completion.tool_calls or None)))
+            records.append(
+                stamped(
+                    Step(
+                        run_id=start["run_id"],
+                        step_idx=len(records) - 1,
+                        observation=shown,
+                        obs_summary=shown[:400],
+                        raw_output=completion.action,
+                        action_source="worker",
+                        model=completion.model,
+                        model_latency_ms=round(latency_ms, 1),
+                        completion_tokens=len(completion.completion_token_ids),
+                        prompt_token_ids=completion.prompt_token_ids,
+                        completion_token_ids=completion.completion_token_ids,
+                        logprobs=completion.logprobs,
+                        adapter=adapter,
+                        sampling=sampling,
+                        messages=messages,
+                        interaction_id=completion.id,
+                        finish_reason=completion.finish_reason,
+                        tool_calls=completion.tool_calls or None,
+                    )
+                )
+            )
             self.states.put(state)
 
     def reward(self, api_key: str, reward: float, interaction_id: str | None = None) -> dict[str, Any]:
@@ -151,8 +197,9 @@ class Sessions:
             else:
                 step = next((s for s in steps if s.get("interaction_id") == interaction_id), None)
                 if step is None:
-                    raise SessionError(f"interaction_id {interaction_id!r} is not a completion of session "
-                                       f"{state.sample_id}", 404)
+                    raise SessionError(
+                        f"interaction_id {interaction_id!r} is not a completion of session {state.sample_id}", 404
+                    )
             step["reward"] = reward
             self.states.put(state)
             return {"session_id": state.sample_id, "interaction_id": step.get("interaction_id"), "reward": reward}
@@ -172,8 +219,7 @@ class Sessions:
         total = sum(step.reward for step in session.recorder.records[1:])
         session.outcome.update(success=total > 0, reward=total)
         stored = session.finish(status)
-        return {"session_id": state.sample_id, "episode_key": session.key, "stored": stored,
-                **session.summary()}
+        return {"session_id": state.sample_id, "episode_key": session.key, "stored": stored, **session.summary()}
 
     def expire(self) -> list[str]:
         """Store every session idle past the timeout as `expired` (never dropped); their session ids."""

@@ -1,4 +1,5 @@
 """The gateway's vLLM: which models it serves, the adapter version each stands for, and the HTTP client to it."""
+
 from __future__ import annotations
 
 import time
@@ -22,9 +23,12 @@ class Upstream:
         self.url = settings.vllm_url.rstrip("/")
         self.base_model = settings.base_model_name
         self.store = store
-        self.client = httpx.AsyncClient(base_url=self.url, timeout=settings.request_timeout_s,
-                                        headers={"Authorization": f"Bearer {settings.vllm_api_key}"},
-                                        limits=httpx.Limits(max_connections=256, max_keepalive_connections=64))
+        self.client = httpx.AsyncClient(
+            base_url=self.url,
+            timeout=settings.request_timeout_s,
+            headers={"Authorization": f"Bearer {settings.vllm_api_key}"},
+            limits=httpx.Limits(max_connections=256, max_keepalive_connections=64),
+        )
         self.served: set[str] = set()
         self.asked_at = 0.0
         self.adapters: dict[str, Adapter | None] = {}
@@ -51,9 +55,11 @@ class Upstream:
         if model not in self.served and time.monotonic() - self.asked_at > REFRESH_S:
             await self.models()
         if model not in self.served:
-            raise SessionError(f"model {model!r} is not served by the gateway's vLLM (served: "
-                               f"{', '.join(sorted(self.served)) or 'none'}); publish it first (`loraloop publish`)",
-                               404)
+            raise SessionError(
+                f"model {model!r} is not served by the gateway's vLLM (served: "
+                f"{', '.join(sorted(self.served)) or 'none'}); publish it first (`loraloop publish`)",
+                404,
+            )
         if model not in self.adapters:
             self.adapters[model] = self.provenance(model)
         return self.adapters[model]

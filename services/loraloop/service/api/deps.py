@@ -1,4 +1,5 @@
 """What the routes depend on: the settings, the job book and Celery app of this API, and the bearer token."""
+
 from __future__ import annotations
 
 from typing import Annotated
@@ -34,9 +35,11 @@ BookDep = Annotated[JobBook, Depends(get_book)]
 QueueDep = Annotated[Celery, Depends(get_queue)]
 
 
-def authorised(settings: SettingsDep,
-               credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)]) -> None:
+def authorised(
+    settings: SettingsDep, credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)]
+) -> None:
     """With LORALOOP_API_TOKEN set, refuse (401) a request without `Authorization: Bearer <that token>`."""
     if not token_ok(settings.api_token, credentials):
-        raise HTTPException(401, "missing or wrong bearer token (LORALOOP_API_TOKEN)",
-                            headers={"WWW-Authenticate": "Bearer"})
+        raise HTTPException(
+            401, "missing or wrong bearer token (LORALOOP_API_TOKEN)", headers={"WWW-Authenticate": "Bearer"}
+        )

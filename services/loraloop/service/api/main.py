@@ -3,6 +3,7 @@
 Jobs are booked in Redis and run by `loraloop worker` processes anywhere; this process only plans,
 queues and reports, so replicas of it can sit behind a load balancer.
 """
+
 from __future__ import annotations
 
 import redis
@@ -28,9 +29,12 @@ def _status(exc: LoraloopError) -> int:
 
 def create_app(settings: Settings) -> FastAPI:
     """The rollout API over the broker named in the settings."""
-    app = FastAPI(title="loraloop rollout API", version="1",
-                  description="Rollout jobs on Celery workers. With LORALOOP_API_TOKEN set, the jobs routes need "
-                              "`Authorization: Bearer <token>`.")
+    app = FastAPI(
+        title="loraloop rollout API",
+        version="1",
+        description="Rollout jobs on Celery workers. With LORALOOP_API_TOKEN set, the jobs routes need "
+        "`Authorization: Bearer <token>`.",
+    )
     app.state.settings = settings
     app.state.book = JobBook(settings.broker_url)
     app.state.queue = celery_for(settings)

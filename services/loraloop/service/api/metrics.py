@@ -1,4 +1,5 @@
 """Prometheus collector over the counters workers keep in the Redis job book."""
+
 from __future__ import annotations
 
 from collections.abc import Iterator
@@ -21,8 +22,7 @@ class JobMetrics:
         for status, count in raw["episodes"].items():
             episodes.add_metric([status], count)
         yield episodes
-        failures = CounterMetricFamily("loraloop_episode_failures", "Episodes that failed, by cause",
-                                       labels=["cause"])
+        failures = CounterMetricFamily("loraloop_episode_failures", "Episodes that failed, by cause", labels=["cause"])
         for cause, count in raw["failures"].items():
             failures.add_metric([cause], count)
         yield failures
@@ -31,10 +31,12 @@ class JobMetrics:
             for bound in [*map(str, LATENCY_BUCKETS_S), "+Inf"]:
                 cumulative += counts.get(bound, 0.0)
                 buckets.append((bound, cumulative))
-            yield HistogramMetricFamily(f"loraloop_{name}_latency_seconds", doc, buckets=buckets,
-                                        sum_value=counts.get("sum", 0.0))
-        yield GaugeMetricFamily("loraloop_queue_depth", "Episodes waiting in the broker queue",
-                                value=self.book.queue_depth())
+            yield HistogramMetricFamily(
+                f"loraloop_{name}_latency_seconds", doc, buckets=buckets, sum_value=counts.get("sum", 0.0)
+            )
+        yield GaugeMetricFamily(
+            "loraloop_queue_depth", "Episodes waiting in the broker queue", value=self.book.queue_depth()
+        )
         states = GaugeMetricFamily("loraloop_jobs", "Recent jobs by state", labels=["state"])
         jobs = self.book.list(200)
         for state in ("queued", "running", "done", "cancelled"):

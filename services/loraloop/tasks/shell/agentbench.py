@@ -16,6 +16,7 @@ that live in `scripts/7/`. It becomes split `train`, index prefix `train-0317-` 
 name; `train-` for a copy of the set kept outside a `train_*` folder, e.g. training.json with
 scripts/7/ beside it).
 """
+
 from __future__ import annotations
 
 import json
@@ -71,22 +72,33 @@ def _train_prefix(folder: Path) -> str:
 def agentbench_sets(layout: Layout, root: Path | None = None) -> list[TaskSet]:
     """The os-dev, os-std and training sets of a layout, with paths relative to `root` (absolute
     when `root` is None)."""
+
     def rel(path: Path) -> str:
         return path.relative_to(root).as_posix() if root is not None else str(path)
 
     sets = []
     data, scripts = layout.data, layout.scripts
     if data is not None and (data / DEV_FILE).is_file():
-        sets.append(TaskSet(split="dev", files=rel(data / DEV_FILE), scripts=rel(scripts / "dev"),
-                            index_prefix="dev-001-"))
+        sets.append(
+            TaskSet(split="dev", files=rel(data / DEV_FILE), scripts=rel(scripts / "dev"), index_prefix="dev-001-")
+        )
     for folder in _numbered(data) if data is not None else []:
         number = int(folder.name)
-        sets.append(TaskSet(split=f"std-{number:03d}", files=rel(folder) + "/*.json",
-                            scripts=rel(scripts / folder.name), index_prefix=f"std-{number:03d}-"))
+        sets.append(
+            TaskSet(
+                split=f"std-{number:03d}",
+                files=rel(folder) + "/*.json",
+                scripts=rel(scripts / folder.name),
+                index_prefix=f"std-{number:03d}-",
+            )
+        )
     for folder in layout.train:
         files = "*.json" if folder == root else rel(folder) + "/*.json"
-        sets.append(TaskSet(split="train", files=files, scripts=rel(scripts / TRAIN_SCRIPTS),
-                            index_prefix=_train_prefix(folder)))
+        sets.append(
+            TaskSet(
+                split="train", files=files, scripts=rel(scripts / TRAIN_SCRIPTS), index_prefix=_train_prefix(folder)
+            )
+        )
     return sets
 
 
@@ -125,7 +137,7 @@ def _registry_yaml(name: str, sets: list[TaskSet], source: tuple[Path, Path]) ->
         f"# AgentBench OS-interaction tasks, imported by `loraloop tasks import {FORMAT}`",
         f"# from {source[0]} (tasks) and {source[1]} (scripts).",
         "# As in AgentBench's configs/tasks/os.yaml: task i of file STEM.json in a set is",
-        "# index_prefix + STEM + \"-%05d\" % i, and script files are relative to the set's `scripts`.",
+        '# index_prefix + STEM + "-%05d" % i, and script files are relative to the set\'s `scripts`.',
         f"name: {json.dumps(name)}",
         "env: shell",
         "sets:",
@@ -167,8 +179,10 @@ def import_agentbench_os(data: Path, scripts: Path, out: Path, *, force: bool = 
     source = _source_layout(data.absolute(), scripts.absolute())
     source_sets = agentbench_sets(source)
     if not source_sets:
-        raise TaskFormatError(f"--data {data}: neither {DEV_FILE}, numbered set folders (1/, 2/, …) with .json "
-                              f"task files, nor a training set ({TRAIN_FILE} in it or in train_*/ beside it)")
+        raise TaskFormatError(
+            f"--data {data}: neither {DEV_FILE}, numbered set folders (1/, 2/, …) with .json "
+            f"task files, nor a training set ({TRAIN_FILE} in it or in train_*/ beside it)"
+        )
     _validate(load_sets(out.name, Path("/"), source_sets, parse_task, env="shell"))
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         if not force:
@@ -188,8 +202,12 @@ def import_agentbench_os(data: Path, scripts: Path, out: Path, *, force: bool = 
             shutil.copy2(task_file, dest / task_file.name)
         if (scripts / scripts_name).is_dir() and not (out / "scripts" / scripts_name).exists():
             shutil.copytree(scripts / scripts_name, out / "scripts" / scripts_name)
-    layout = Layout(root=out, data=out / "data" if _has_sets(out / "data") else None, scripts=out / "scripts",
-                    train=tuple(out / _train_dest(folder) for folder in source.train))
+    layout = Layout(
+        root=out,
+        data=out / "data" if _has_sets(out / "data") else None,
+        scripts=out / "scripts",
+        train=tuple(out / _train_dest(folder) for folder in source.train),
+    )
     sets = agentbench_sets(layout, out)
     (out / REGISTRY_FILE).write_text(_registry_yaml(out.name, sets, (data, scripts)))
     registry = load_sets(out.name, out, sets, parse_task, env="shell")  # what registry.yaml now says

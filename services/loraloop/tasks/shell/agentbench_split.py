@@ -9,6 +9,7 @@ descriptions say "count"); the rules are ordered, the first that matches names t
 `loraloop tasks split` writes the two id lists (configs/tasks/agentbench-os/heldout.txt and train.txt) that
 the registry's two sets keep (tasks.base.read_id_list).
 """
+
 from __future__ import annotations
 
 import random
@@ -46,8 +47,9 @@ def heldout_split(tasks: list[Task], size: int, seed: int) -> tuple[dict[str, st
     """({index: family} held out, {index: family} to train on): `size` tasks drawn with `seed`, each family
     getting its share of `size` (largest remainder), the rest for training; both in the tasks' order."""
     if not 0 < size < len(tasks):
-        raise TaskFormatError(f"--size must be between 1 and {len(tasks) - 1} (the set has {len(tasks)} tasks), "
-                              f"got {size}")
+        raise TaskFormatError(
+            f"--size must be between 1 and {len(tasks) - 1} (the set has {len(tasks)} tasks), got {size}"
+        )
     named = {task.index: family(task) for task in tasks if isinstance(task, ShellTask)}
     counts: dict[str, int] = defaultdict(int)
     for name in named.values():

@@ -1,4 +1,5 @@
 """AgentBench OS-interaction tasks as plain data, with a validator that names file, task and field."""
+
 from __future__ import annotations
 
 import logging
@@ -36,7 +37,6 @@ class Script:
             raise TaskFormatError(f"script file {path} cannot be read: {exc.strerror}") from exc
         except UnicodeDecodeError as exc:
             raise TaskFormatError(f"script file {path} is not UTF-8 text (byte {exc.start})") from exc
-
 
     def reads_arguments(self, scripts_dir: Path | None) -> bool:
         """True when the script's text refers to its arguments (see ShellTask.uses_answer)."""
@@ -167,8 +167,7 @@ def _evaluation(value: Any, where: _Where) -> tuple[MatchEval | CheckEval, Scrip
         raw = value["check"]
         items = raw if isinstance(raw, list) else [raw]
         checks = tuple(
-            None if item is None else _script(item, where.at("check").at(f"[{i}]"))
-            for i, item in enumerate(items)
+            None if item is None else _script(item, where.at("check").at(f"[{i}]")) for i, item in enumerate(items)
         )
         if not checks:
             raise where.at("check").fail("needs at least one script")
@@ -185,8 +184,9 @@ def _start(value: Any, where: _Where, scripts_dir: Path | None) -> str:
     """
     script = _script(value, where)
     if script.language != "bash":
-        raise where.at("language").fail(f"must be 'bash': start runs in the interactive bash shell, "
-                                        f"got {script.language!r}")
+        raise where.at("language").fail(
+            f"must be 'bash': start runs in the interactive bash shell, got {script.language!r}"
+        )
     if script.code is not None:
         return script.code
     path = (scripts_dir or Path(".")) / script.file
@@ -198,8 +198,16 @@ def _start(value: Any, where: _Where, scripts_dir: Path | None) -> str:
         raise where.at("file").fail(f"{path} is not UTF-8 text (byte {exc.start})") from exc
 
 
-def parse_shell_task(raw: Any, *, file: str, number: int, index: str, split: str = "",
-                     category: str = "", scripts_dir: Path | None = None) -> ShellTask:
+def parse_shell_task(
+    raw: Any,
+    *,
+    file: str,
+    number: int,
+    index: str,
+    split: str = "",
+    category: str = "",
+    scripts_dir: Path | None = None,
+) -> ShellTask:
     """Validate one raw AgentBench task object and return it as a ShellTask."""
     where = _Where(file, number)
     if not isinstance(raw, dict):
@@ -214,8 +222,11 @@ def parse_shell_task(raw: Any, *, file: str, number: int, index: str, split: str
         # create`, both false for a list: default image, no init. Do the same, and say so.
         if (file, number) not in _WARNED:
             _WARNED.add((file, number))
-            log.warning("%s: task #%d, field 'create' is a list; ignored as AgentBench does "
-                        "(default image, no init)", file, number)
+            log.warning(
+                "%s: task #%d, field 'create' is a list; ignored as AgentBench does (default image, no init)",
+                file,
+                number,
+            )
         create = {}
     if not isinstance(create, dict):
         raise where.at("create").fail(f"must be an object, got {type(create).__name__}")
@@ -233,17 +244,34 @@ def parse_shell_task(raw: Any, *, file: str, number: int, index: str, split: str
         if create.get(name) is not None and not isinstance(create[name], str):
             raise where.at("create").at(name).fail("must be a string")
     return ShellTask(
-        index=index, description=description, evaluation=evaluation, example=example,
-        image=create.get("image"), local=create.get("local"), network=create.get("network"), init=init, start=start,
-        labels=tuple(labels), split=split, category=category, scripts_dir=scripts_dir,
+        index=index,
+        description=description,
+        evaluation=evaluation,
+        example=example,
+        image=create.get("image"),
+        local=create.get("local"),
+        network=create.get("network"),
+        init=init,
+        start=start,
+        labels=tuple(labels),
+        split=split,
+        category=category,
+        scripts_dir=scripts_dir,
         source=f"{file}#{number}",
     )
 
 
 def parse_task(raw: Any, ctx: TaskContext) -> ShellTask:
     """The shell kind's parser: a raw AgentBench task read at `ctx`, named by AgentBench's index rule."""
-    return parse_shell_task(raw, file=ctx.file, number=ctx.number, index=ctx.index, split=ctx.split,
-                            category=ctx.stem, scripts_dir=ctx.scripts_dir)
+    return parse_shell_task(
+        raw,
+        file=ctx.file,
+        number=ctx.number,
+        index=ctx.index,
+        split=ctx.split,
+        category=ctx.stem,
+        scripts_dir=ctx.scripts_dir,
+    )
 
 
 def missing_scripts(task: ShellTask) -> list[str]:

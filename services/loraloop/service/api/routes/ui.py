@@ -7,6 +7,7 @@ the login form, which sets a cookie holding a digest of it (never the token itse
 in LOGIN_WINDOW_S from one address the form answers 429 with Retry-After; every page carries HARDENING's headers
 (no script, no framing, no referrer).
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -37,10 +38,15 @@ LOGIN_TRIES = 5  # wrong tokens an address may send in LOGIN_WINDOW_S before the
 LOGIN_WINDOW_S = 60.0
 HARDENING = {  # the pages run no script, load nothing from elsewhere and are never framed
     "Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'; img-src 'self'; form-action 'self'; "
-                               "frame-ancestors 'none'; base-uri 'none'",
-    "X-Frame-Options": "DENY", "Referrer-Policy": "no-referrer", "X-Content-Type-Options": "nosniff"}
-templates = Environment(loader=FileSystemLoader(Path(__file__).resolve().parent.parent / "templates"),
-                        autoescape=select_autoescape(["html"]))  # observations hold web pages' HTML: escaped
+    "frame-ancestors 'none'; base-uri 'none'",
+    "X-Frame-Options": "DENY",
+    "Referrer-Policy": "no-referrer",
+    "X-Content-Type-Options": "nosniff",
+}
+templates = Environment(
+    loader=FileSystemLoader(Path(__file__).resolve().parent.parent / "templates"),
+    autoescape=select_autoescape(["html"]),
+)  # observations hold web pages' HTML: escaped
 
 
 class LoginNeeded(Exception):
@@ -90,12 +96,16 @@ def cookie_value(token: str) -> str:
     return hashlib.sha256(f"loraloop-ui\0{token}".encode()).hexdigest()
 
 
-def viewer_allowed(request: Request, settings: SettingsDep,
-                   credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)]) -> None:
+def viewer_allowed(
+    request: Request,
+    settings: SettingsDep,
+    credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)],
+) -> None:
     """With LORALOOP_API_TOKEN set, let through a request with the bearer token or the login cookie; send a
     browser without either to the login form."""
     if token_ok(settings.api_token, credentials) or secrets.compare_digest(
-            request.cookies.get(COOKIE, "").encode(), cookie_value(settings.api_token).encode()):
+        request.cookies.get(COOKIE, "").encode(), cookie_value(settings.api_token).encode()
+    ):
         return
     raise LoginNeeded(str(request.url.path) + (f"?{request.url.query}" if request.url.query else ""))
 
@@ -117,7 +127,7 @@ def html(template: str, **values) -> HTMLResponse:
 
 def paged(items: list, page: int) -> tuple[list, int]:
     """The items of a 1-based page and the number of pages (at least 1)."""
-    return items[(page - 1) * PAGE: page * PAGE], max(1, math.ceil(len(items) / PAGE))
+    return items[(page - 1) * PAGE : page * PAGE], max(1, math.ceil(len(items) / PAGE))
 
 
 def stored_key(key: str, suffix: str) -> str:
@@ -152,13 +162,31 @@ def runs_page(store: StoreDep, mode: str = "", page: Annotated[int, Query(ge=1)]
     runs = browse.runs(store)
     chosen = [r for r in runs if not mode or r.mode == mode]
     shown, count = paged(chosen, page)
-    return html("runs.html", title="Runs", runs=shown, total=len(runs), shown=len(chosen), page=page, pages=count,
-                store_url=store.url, mode=mode, modes=sorted({r.mode for r in runs}), query=urlencode({"mode": mode}))
+    return html(
+        "runs.html",
+        title="Runs",
+        runs=shown,
+        total=len(runs),
+        shown=len(chosen),
+        page=page,
+        pages=count,
+        store_url=store.url,
+        mode=mode,
+        modes=sorted({r.mode for r in runs}),
+        query=urlencode({"mode": mode}),
+    )
 
 
 @pages.get("/runs/{mode}/{run_id}", response_class=HTMLResponse)
-def run_page(mode: str, run_id: str, store: StoreDep, task: str = "", outcome: str = "", model: str = "",
-             page: Annotated[int, Query(ge=1)] = 1) -> HTMLResponse:
+def run_page(
+    mode: str,
+    run_id: str,
+    store: StoreDep,
+    task: str = "",
+    outcome: str = "",
+    model: str = "",
+    page: Annotated[int, Query(ge=1)] = 1,
+) -> HTMLResponse:
     """A run's episodes, filtered by task (part of its id), outcome and model, 50 a page. A mode or run id that
     no run could be stored under (`..`, a slash…) is a 404 like an unknown run, and nothing is read for it."""
     if identifier_problem(mode, "mode") or identifier_problem(run_id, "run_id"):
@@ -168,10 +196,21 @@ def run_page(mode: str, run_id: str, store: StoreDep, task: str = "", outcome: s
         raise HTTPException(404, f"no run {mode}/{run_id} in the store")
     chosen = browse.select(entries, task=task, outcome=outcome, model=model)
     shown, count = paged(chosen, page)
-    return html("run.html", title=f"{mode} / {run_id}", episodes=shown, total=len(entries), shown=len(chosen),
-                solved=sum(e.success for e in chosen), task=task, outcome=outcome, model=model, page=page,
-                pages=count, models=sorted({e.model for e in entries if e.model}),
-                query=urlencode({"task": task, "outcome": outcome, "model": model}))
+    return html(
+        "run.html",
+        title=f"{mode} / {run_id}",
+        episodes=shown,
+        total=len(entries),
+        shown=len(chosen),
+        solved=sum(e.success for e in chosen),
+        task=task,
+        outcome=outcome,
+        model=model,
+        page=page,
+        pages=count,
+        models=sorted({e.model for e in entries if e.model}),
+        query=urlencode({"task": task, "outcome": outcome, "model": model}),
+    )
 
 
 @pages.get("/episode", response_class=HTMLResponse)
@@ -218,8 +257,12 @@ async def login(request: Request, settings: SettingsDep) -> RedirectResponse:
     who = request.client.host if request.client else ""
     wait = attempts.wait_s(who)
     if wait:
-        raise HTTPException(429, f"more than {attempts.tries} wrong tokens in {attempts.window_s:.0f} s from this "
-                                 f"address: try again in {wait} s", headers={"Retry-After": str(wait)})
+        raise HTTPException(
+            429,
+            f"more than {attempts.tries} wrong tokens in {attempts.window_s:.0f} s from this "
+            f"address: try again in {wait} s",
+            headers={"Retry-After": str(wait)},
+        )
     if not settings.api_token or not secrets.compare_digest(token.encode(), settings.api_token.encode()):
         attempts.failed(who)
         return RedirectResponse(f"/ui/login?{urlencode({'next': target, 'wrong': 'true'})}", status_code=303)
@@ -234,4 +277,3 @@ router.include_router(pages)
 def login_redirect(_request: Request, exc: LoginNeeded) -> RedirectResponse:
     """The exception handler that sends a browser without the token to the login form."""
     return RedirectResponse(f"/ui/login?{urlencode({'next': exc.next_url})}", status_code=303)
-
