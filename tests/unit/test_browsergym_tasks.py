@@ -11,10 +11,10 @@ from loraloop.envs import env_kind, kind_of_raw
 from loraloop.envs.browsergym.teacher import SOLVED, Node, goal_of, nodes, solve
 from loraloop.envs.web.observe import flatten_axtree
 from loraloop.errors import ConfigError
+from loraloop.task_registry import load_registry
 from loraloop.tasks.base import TaskContext
 from loraloop.tasks.browsergym.format import parse_task, registered, task_entrypoint
 from loraloop.tasks.browsergym.miniwob import HELDOUT_SEEDS, MAX_TRAIN_TYPES, TRAIN_SEEDS, task_files, train_types
-from loraloop.tasks.registry import load_registry
 from tests.helpers import ROOT
 
 FOLDER = ROOT / "configs" / "tasks" / "miniwob"

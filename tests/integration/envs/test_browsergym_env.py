@@ -14,7 +14,7 @@ from loraloop.envs.browsergym.kind import preflight
 from loraloop.envs.browsergym.miniwob import local_url
 from loraloop.envs.browsergym.teacher import goal_of, nodes, solve
 from loraloop.errors import ConfigError, EnvironmentFailure, ServiceUnavailable, TaskFormatError
-from loraloop.tasks.registry import load_registry
+from loraloop.task_registry import load_registry
 from tests.helpers import free_port
 
 pytestmark = pytest.mark.usefixtures("chromium")

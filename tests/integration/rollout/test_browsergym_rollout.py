@@ -3,7 +3,7 @@ typed records, each on the seed its rollout seed picks, and exported to BC."""
 
 import json
 
-from loraloop.tasks.registry import load_registry
+from loraloop.task_registry import load_registry
 
 
 def test_miniwob_teacher_rollout_stores_episodes_and_exports_bc(tmp_path, chromium, settings_for):

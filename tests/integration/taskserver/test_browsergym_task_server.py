@@ -16,7 +16,7 @@ def test_a_miniwob_episode_on_an_asked_seed_through_the_task_server(redis_url, s
 
     from loraloop.store import open_store
     from loraloop.store.trajectories import iter_episodes
-    from loraloop.tasks.registry import load_registry
+    from loraloop.task_registry import load_registry
     from loraloop.taskserver.app import create_app, open_states
 
     registry = load_registry("configs/tasks/miniwob")
