@@ -100,7 +100,8 @@ def test_broken_json_names_file_and_line(tmp_path):
 
 
 def test_validate_a_folder_of_registries_checks_each(tmp_path):
-    """configs/tasks holds agentbench-os/ and os/ (shell) and web/ (web) registries: each is checked."""
+    """configs/tasks holds agentbench-os/ and os/ (shell), miniwob/ (browsergym) and web/ (web) registries: each is
+    checked."""
     import os
     import shutil
     import subprocess
@@ -118,18 +119,19 @@ def test_validate_a_folder_of_registries_checks_each(tmp_path):
     proc = validate("configs/tasks")
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.splitlines()
-    assert len(lines) == 3 and lines[0] == (
+    assert len(lines) == 4 and lines[0] == (
         "configs/tasks/agentbench-os/registry.yaml: 1000 valid tasks (train: 900, heldout: 100)"
     )
-    assert lines[1].startswith("configs/tasks/os/registry.yaml: ")
-    assert lines[2].startswith("configs/tasks/web/registry.yaml: ") and "valid tasks (train: " in lines[2]
+    assert lines[1].startswith("configs/tasks/miniwob/registry.yaml: ")
+    assert lines[2].startswith("configs/tasks/os/registry.yaml: ")
+    assert lines[3].startswith("configs/tasks/web/registry.yaml: ") and "valid tasks (train: " in lines[3]
     copy = tmp_path / "tasks"
     shutil.copytree("configs/tasks", copy)
     (copy / "web" / "eval_scripts" / "eval_shop_9.py").unlink()
     broken = validate(copy)
     assert broken.returncode == 1 and f"{copy}/os/registry.yaml: " in broken.stdout
     error = " ".join(broken.stderr.split())
-    assert f"1 of 3 registries under {copy} are invalid: {copy}/web/registry.yaml: " in error
+    assert f"1 of 4 registries under {copy} are invalid: {copy}/web/registry.yaml: " in error
     assert "eval_shop_9.py" in error
     alone = validate(copy / "web" / "test" / "shop-9.json")  # a web task outside its registry
     assert alone.returncode == 1 and "no scripts folder is set" in alone.stderr

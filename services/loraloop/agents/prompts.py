@@ -60,5 +60,5 @@ def builder(style: str) -> PromptBuilder:
     for kind in kinds():  # the kinds after the one that names the style are not imported
         if kind.prompt_builder and kind.prompt_style == style:
             return kind.prompt_builder
-    known = [CHAT, *(k.prompt_style for k in kinds() if k.prompt_builder)]
+    known = dict.fromkeys([CHAT, *(k.prompt_style for k in kinds() if k.prompt_builder)])  # browsergym uses web's
     raise ValueError(f"unknown prompt style {style!r} (known: {', '.join(known)})")
