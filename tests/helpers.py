@@ -291,6 +291,7 @@ def fuzz_stateful(
             stateful_step_count=steps,
             deadline=None,
             database=None,
+            derandomize=True,  # the same scenarios on every run: a failure is reproducible, a pass is not luck
             suppress_health_check=list(HealthCheck),
         )
     )

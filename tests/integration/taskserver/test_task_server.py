@@ -466,21 +466,20 @@ def test_a_fork_bomb_ends_the_episode_as_an_environment_failure_and_frees_its_co
     episode = call(a, "POST", "/api/episode/start", {"sample_id": "test-files-00000", "config": {}}).json()[
         "episode_id"
     ]
-    # The classic `:(){ :|:& };:` churns: its children die as fast as they fork, so a `docker exec` now and then
-    # found a free pid (in CI it did for 60 s). This bomb forks processes that stay, in the background, until
-    # none is left: once full, no pid is ever freed, so what follows is the same on every run.
-    bomb = call(
-        a,
-        "POST",
-        "/api/episode/step",
-        {"episode_id": episode, "action": {"content": bash("{ while :; do sleep 3600 & done; } 2>/dev/null &")}},
-    )
+    # The classic `:(){ :|:& };:` churns: its children die as fast as they fork, so a new shell now and then found
+    # a free pid. This bomb forks processes that stay, in the background, until none is left: once full, no pid is
+    # ever freed, so what follows is the same on every run.
+    flood = "{ while :; do sleep 3600 & done; } 2>/dev/null &"
+    bomb = call(a, "POST", "/api/episode/step", {"episode_id": episode, "action": {"content": bash(flood)}})
     assert bomb.status_code == 200 and bomb.json()["done"] is False
     (box,) = subprocess.run(
         ["docker", "ps", "-q", "--filter", f"label=loraloop.episode={episode}"], capture_output=True, text=True
     ).stdout.split()
+    # `docker exec box true` is no test of it: joining a cgroup is not a fork, so exec works at pids.max. A shell
+    # that runs two commands must fork for the first, as the Task Server's new shell must: wait until that fails.
+    forks = ["docker", "exec", box, "sh", "-c", "ls / >/dev/null; true"]
     deadline = time.monotonic() + 60
-    while subprocess.run(["docker", "exec", box, "true"], capture_output=True, timeout=30).returncode == 0:
+    while subprocess.run(forks, capture_output=True, timeout=30).returncode == 0:
         assert time.monotonic() < deadline, "the fork bomb never took the container's last pid"
         time.sleep(0.5)
     after = call(b, "POST", "/api/episode/step", {"episode_id": episode, "action": {"content": bash("echo hi")}})
