@@ -275,8 +275,8 @@ def _one_seed(
         if due:
             run_rl(_rl_config(settings, folder, plan, seed), evaluating)
     with progress.stage(f"eval BC+RL (seed {seed})") as due:
-        if due:  # run_rl again: nothing is left to train, and it loads the newest version into vLLM
-            served = run_rl(_rl_config(settings, folder, plan, seed), evaluating)["adapter"]
+        if due:  # RL's newest stored version, loaded again into vLLM (a run going on after a restart)
+            served = _served(settings, folder / "rl" / "adapter", plan.run_id("rl", seed))
             rollout(plan.evaluator, plan.run_id("rl", seed), plan.heldout_subset, plan.eval_tasks, served)
 
 

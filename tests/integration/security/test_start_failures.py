@@ -61,11 +61,9 @@ def test_task_server_start_failing_at_each_step_leaves_no_container(
     failed_only(open_store(settings=settings), 1)
 
 
-@pytest.mark.parametrize("step", list(FAILING))
-def test_rollout_worker_episode_failing_at_each_step_leaves_no_container(step, registry, settings_for, docker_ready):
-    settings = settings_for(init_timeout_s=30, command_timeout_s=10)
-    task = load_registry(registry).tasks[list(FAILING).index(step)]
-    spec = EpisodeSpec(
+def scripted_spec(registry, task) -> EpisodeSpec:
+    """The one episode of `task` a rollout worker plays with the scripted teacher, in run fail/fail."""
+    return EpisodeSpec(
         mode="fail",
         run_id="fail",
         task_registry=str(registry),
@@ -79,6 +77,13 @@ def test_rollout_worker_episode_failing_at_each_step_leaves_no_container(step, r
         model=None,
         max_steps=3,
     )
+
+
+@pytest.mark.parametrize("step", list(FAILING))
+def test_rollout_worker_episode_failing_at_each_step_leaves_no_container(step, registry, settings_for, docker_ready):
+    settings = settings_for(init_timeout_s=30, command_timeout_s=10)
+    task = load_registry(registry).tasks[list(FAILING).index(step)]
+    spec = scripted_spec(registry, task)
     before = my_containers()
     summary = run_episode(spec, settings)
     after = my_containers()
@@ -100,20 +105,7 @@ def test_rollout_worker_with_the_store_unreachable_starts_no_container(registry,
         store_retry_s=0,
     )
     task = load_registry(registry).tasks[0]
-    spec = EpisodeSpec(
-        mode="fail",
-        run_id="fail",
-        task_registry=str(registry),
-        task_id=task.index,
-        task_index=0,
-        attempt=0,
-        seed=1,
-        task_seed=1,
-        temperature=0.0,
-        policy="scripted",
-        model=None,
-        max_steps=3,
-    )
+    spec = scripted_spec(registry, task)
     before = my_containers()
     with pytest.raises(ServiceUnavailable, match="unreachable"):
         run_episode(spec, settings)
