@@ -177,7 +177,7 @@ up: ## build and start the stack, WORKERS rollout workers (COMPOSE_FILES="-f com
 	@bash scripts/env.sh check $(ENV_FILE)
 	$(if $(findstring compose.cpu.yaml,$(COMPOSE_FILES)),$(MAKE) --no-print-directory cpu-wheels)
 	@$(MAKE) --no-print-directory envd-images
-	$(DC) up -d --build --wait --scale rollout-worker=$(WORKERS)
+	$(DC) up -d --build --wait --scale rollout-worker=$(WORKERS) || bash scripts/up-failed.sh $(DC)
 
 cpu-wheels: setup ## torch's CPU wheel for images/vllm-cpu (pip's own choice: the local CPU build where there is one)
 	@ls images/vllm-cpu/wheels/torch-*.whl >/dev/null 2>&1 || $(VENV)/bin/pip download -q --no-deps \

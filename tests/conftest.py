@@ -44,20 +44,23 @@ def lane_of(path: Path) -> tuple[str | None, str | None]:
     return None, None
 
 
-# The longest test files (seconds on the 2-core VM, bench/results/test_suite.md), longest first: they start
-# first, so that the two workers of `make test` (pytest-xdist, a file per worker at a time) do not end with one
-# of them alone on a long file while the other waits.
+# The longest test files (seconds of a fresh clone's `make test` on the 2-core VM, 2026-11-26, two workers), longest
+# first: they start first, so that the workers of `make test` (pytest-xdist, a file per worker at a time) do not end
+# with one of them alone on a long file while the others wait.
 LONGEST_FIRST = (
-    "stack/test_loop.py",
-    "stack/test_compose.py",
-    "serve/test_publish.py",
-    "envs/test_shell_env.py",
-    "tasks/test_web_tasks.py",
-    "train/test_rl_loop.py",
-    "service/test_jobs.py",
-    "rollout/test_halo_modes.py",
-    "envs/test_tau2_env.py",
-    "envs/test_browsergym_parity.py",
+    "stack/test_loop.py",  # 271: the loop over two seeds, the whole loop, the demo's plan
+    "train/test_rl_loop.py",  # 227: RL killed with SIGKILL and resumed
+    "envs/test_shell_env.py",  # 190: every bundled task played, once per module
+    "service/test_jobs.py",  # 185
+    "train/test_agentbench_learning.py",  # 156
+    "serve/test_publish.py",  # 150
+    "stack/test_compose.py",  # 130: the CI stack end to end
+    "envs/test_browsergym_parity.py",  # 120: a sample of MiniWoB++ types against BrowserGym's own env
+    "taskserver/test_task_server.py",  # 100
+    "rollout/test_halo_modes.py",  # 50
+    "envs/test_tau2_env.py",  # 50
+    "serve/test_gateway.py",  # 50
+    "store/test_store_outage.py",  # 40
 )
 
 

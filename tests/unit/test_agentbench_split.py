@@ -9,7 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from loraloop.errors import ConfigError, TaskFormatError
-from loraloop.learning import LearningPlan, check_split, failure_mode
+from loraloop.learning import check_split, failure_mode
+from loraloop.learning_config import LearningPlan
 from loraloop.store.records import EpisodeEnd, EpisodeStart, Step
 from loraloop.store.trajectories import Episode
 from loraloop.task_registry import load_registry

@@ -100,3 +100,20 @@ def test_default_folders_are_the_checkouts_wherever_the_command_runs(tmp_path):
         f"{ROOT}/volumes/models/SmolLM2-135M-Instruct",
         f"{ROOT}/volumes/adapters",
     ]
+
+
+def test_every_command_builds_without_the_training_stack():
+    """The rollout image has no torch, transformers, trl, peft, datasets or accelerate (the `train` extra), and its
+    workers, APIs and Task Server start through this same CLI: building the command tree must not import them
+    (CI's stack once failed when `loraloop agentbench`'s flags came from a module that imported the RL trainer)."""
+    code = (
+        "import sys\n"
+        "for name in ('torch', 'transformers', 'trl', 'peft', 'datasets', 'accelerate'):\n"
+        "    sys.modules[name] = None  # `import name` now raises ImportError, as in the rollout image\n"
+        "from loraloop.cli import main\n"
+        "sys.argv = ['loraloop', 'agentbench', '--help']\n"
+        "main()\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "--rl_iterations" in proc.stdout and "--seeds" in proc.stdout

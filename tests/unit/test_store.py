@@ -165,3 +165,16 @@ def test_put_new_never_overwrites(tmp_path):
     assert store.put_new("t/a.jsonl", b"first") is True
     assert store.put_new("t/a.jsonl", b"second") is False
     assert store.get_bytes("t/a.jsonl") == b"first" and list(store.list("t")) == ["t/a.jsonl"]
+
+
+def test_a_folder_of_a_shown_store_goes_before_its_endpoint():
+    """The rollout's summary line names where its episodes went: the run's folder after the bucket and prefix, the
+    endpoint last (CI caught `s3://loraloop on http://…:28333/trajectories/…`), for every form shown_store gives."""
+    from loraloop.store.backends import shown_under
+
+    run = "trajectories/teacher/R1"
+    assert shown_under(shown_store("s3://b/p/", "http://u:pw@minio:9000"), run) == (
+        "s3://b/p/trajectories/teacher/R1/ on http://minio:9000"
+    )
+    assert shown_under(shown_store("s3://b"), run) == "s3://b/trajectories/teacher/R1/"
+    assert shown_under(shown_store("file:///x/store/"), f"/{run}/") == "file://…/store/trajectories/teacher/R1/"

@@ -71,7 +71,7 @@ def _agentbench(plan) -> None:
 
 def agentbench_command():
     """`loraloop agentbench`, its flags built from LearningPlan."""
-    from loraloop.learning import LearningPlan
+    from loraloop.learning_config import LearningPlan
 
     return dataclass_command(
         LearningPlan,

@@ -15,6 +15,7 @@ from loraloop.cli.common import EXPERIMENTS, REGISTRY, SEED, TASK_SEED, console
 from loraloop.input_rules import identifier_problem
 from loraloop.service.models import JobRequest
 from loraloop.settings import get_settings
+from loraloop.store.backends import shown_under
 
 # The flags of every command that plans a job, declared once: (name, type, typer option).
 JOB_OPTIONS = [
@@ -88,7 +89,7 @@ def run_job(request: JobRequest, config: Path | None, concurrency: int | None) -
         + (f"{status.retries} replays after a model server failure, " if status.retries else "")
         + f"{status.skipped} already stored; "
         f"{status.episodes_per_min} episodes/min; trajectories in "
-        f"{status.store_url or settings.store_url}/trajectories/{status.mode}/{status.run_id}/"
+        + shown_under(status.store_url or settings.store_url, f"trajectories/{status.mode}/{status.run_id}")
     )
     for line in status.recent_errors[:5]:
         console.print(f"  [yellow]{line}[/]" if line.startswith("skipped ") else f"  [red]{line}[/]")

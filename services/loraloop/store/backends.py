@@ -298,6 +298,13 @@ def shown_store(url: str, endpoint: str | None = None) -> str:
     return f"file://…/{Path(url.removeprefix('file://')).name}"
 
 
+def shown_under(shown: str, prefix: str) -> str:
+    """A folder of a store as shown_store shows the store: the prefix goes after the bucket, before its endpoint
+    (`s3://bucket/trajectories/teacher/RUN/ on http://host:9000`)."""
+    where, on, endpoint = shown.partition(" on ")
+    return f"{where.rstrip('/')}/{prefix.strip('/')}/{on}{endpoint}"
+
+
 def open_store(url: str | None = None, settings: Settings | None = None) -> Store:
     """Open the store named by a file:// or s3:// URL (default: settings.store_url)."""
     settings = settings or get_settings()

@@ -1,154 +1,36 @@
-"""Parity with BrowserGym itself (issue 28 item 2): for 32 MiniWoB++ task types, the same seed and the same action
-sequence give the same rewards in the browsergym kind as in BrowserGym's own `BrowserEnv`
-(`gym.make("browsergym/miniwob.<type>")`), on the same Debian Chromium and the same pages.
-
-The sequences are written once, on loraloop's side: the scripted solver's actions (reward 1) for 22 types, a fixed
-wrong sequence (click the page's last button, else its last element; then `noop()`) for 10 others (reward 0). Each
-action on an element is replayed on BrowserGym's side on the same element (found by its path in the DOM, both sides
-having built the same page from the same seed), under the bid BrowserGym gave it. Every step's reward, end and
-MiniWoB's raw reward must match. BrowserGym runs with its fast settings (`slow_mo=0`, no pre-observation wait:
-timing only; the task code, its seed and its grading are unchanged) so the test stays within minutes.
-"""
+"""Parity with BrowserGym itself (issue 28 item 2), on a sample of MiniWoB++ types that covers each kind of
+sequence: clicks, checkboxes, a list, typed text, a multi-step form, an inbox, arithmetic, and two wrong sequences
+(envs/browsergym/parity.py says how the sides are compared). bench/browsergym_parity.py compares every one of the 32
+types (bench/results/browsergym_parity.md); the suite keeps a sample, as each type launches three Chromiums (about
+13 s a type on the loaded 2-core VM, 426 s for all 32)."""
 
 from __future__ import annotations
 
-import re
-
 import pytest
 
-from loraloop.envs.browsergym.env import BrowserGymEnv
-from loraloop.envs.browsergym.miniwob import local_url
-from loraloop.envs.browsergym.reference import reference_env
-from loraloop.envs.browsergym.teacher import goal_of, nodes, solve
-from loraloop.tasks.browsergym.format import BrowserGymTask, check_task_id
+from loraloop.envs.browsergym.parity import SOLVED, WRONG, compare
 
 pytestmark = pytest.mark.usefixtures("chromium")
 
-SOLVED = (
+SAMPLE_SOLVED = (
     "click-button",
-    "click-button-sequence",
-    "click-dialog-2",
-    "click-link",
-    "click-tab",
-    "click-tab-2",
-    "click-collapsible",
     "click-checkboxes",
-    "click-option",
-    "click-scroll-list",
     "choose-list",
     "enter-text",
-    "enter-date",
     "login-user",
-    "focus-text-2",
-    "find-word",
-    "odd-or-even",
-    "simple-arithmetic",
-    "simple-algebra",
-    "read-table",
     "email-inbox",
-    "unicode-test",
+    "simple-arithmetic",
 )
-WRONG = (
-    "click-menu",
-    "click-shades",
-    "count-shape",
-    "guess-number",
-    "navigate-tree",
-    "phone-book",
-    "search-engine",
-    "social-media",
-    "text-transform",
-    "book-flight",
-)
-SEED = 1000  # the first held-out seed: nothing here tunes the solver
-PATH_JS = """bid => { let el = document.querySelector(`[bid="${bid}"]`); const path = [];
-  while (el && el.parentElement) { path.unshift([...el.parentElement.children].indexOf(el)); el = el.parentElement; }
-  return path; }"""
-BID_AT_JS = """path => { let el = document.documentElement;
-  for (const i of path) { el = el && el.children[i]; } return el ? el.getAttribute('bid') : null; }"""
-_BID_ARG = re.compile(r"^(\w+)\('([^']+)'")
+SAMPLE_WRONG = ("click-menu", "book-flight")
 
 
-def wrong_action(observation: str, turn: int) -> str:
-    """The fixed wrong sequence: the last button (else the last element with a bid), then noop()."""
-    if turn:
-        return "noop()"
-    found = [n for n in nodes(observation) if n.bid]
-    buttons = [n for n in found if n.role == "button"]
-    target = (buttons or found or [None])[-1]
-    return f"click({target.bid!r})" if target else "noop()"
-
-
-def play_ours(task_type: str, settings) -> tuple[str, list[tuple[str, list | None, tuple]]]:
-    """Our episode: the goal and, per step, the action, the DOM path of the element it names, and the outcome."""
-    task = BrowserGymTask(
-        index=task_type,
-        task_id=f"miniwob.{task_type}",
-        first_seed=SEED,
-        last_seed=SEED,
-        nondeterministic=check_task_id(f"miniwob.{task_type}", "parity"),
-    )
-    env = BrowserGymEnv(task, settings, max_rounds=15)
-    steps = []
-    try:
-        observation, _ = env.reset(seed=0)
-        goal, history = goal_of(observation), []
-        for turn in range(15 if task_type in SOLVED else 2):
-            action = (
-                solve(task_type, goal, observation, turn, history)
-                if task_type in SOLVED
-                else wrong_action(observation, turn)
-            )
-            history.append(action)
-            named = _BID_ARG.match(action)
-            path = env.host.run(env.page.evaluate(PATH_JS, named.group(2)), timeout=30) if named else None
-            step = env.step(action)
-            steps.append((action, path, (step.reward, step.terminated, _raw(step.info["task_info"]))))
-            if step.done:
-                break
-            observation = step.observation
-    finally:
-        env.close()
-    return goal, steps
-
-
-def play_browsergym(task_type: str, executable: str, steps: list) -> tuple[str, list[tuple]]:
-    """The same actions on the same elements in BrowserGym's own env; its goal and its outcomes."""
-    env = reference_env(
-        f"miniwob.{task_type}", executable, task_kwargs={"base_url": local_url()}, slow_mo=0, pre_observation_delay=0.0
-    )
-    outcomes = []
-    try:
-        obs, _ = env.reset(seed=SEED)
-        page = env.unwrapped.page
-        for action, path, _ in steps:
-            if path is not None:
-                bid = page.evaluate(BID_AT_JS, path)
-                assert bid, f"{task_type}: BrowserGym marked no element at {path} for {action}"
-                action = _BID_ARG.sub(lambda m, bid=bid: f"{m.group(1)}({bid!r}", action, count=1)
-            obs, reward, terminated, _, info = env.step(action)
-            assert not obs["last_action_error"], f"{task_type}: BrowserGym's {action}: {obs['last_action_error']}"
-            outcomes.append((float(reward), bool(terminated), _raw(info["task_info"])))
-            page = env.unwrapped.page
-        return obs["goal"], outcomes
-    finally:
-        env.close()
-
-
-def _raw(task_info: dict) -> float:
-    return float(task_info.get("RAW_REWARD_GLOBAL") or 0)
+def test_the_sample_is_drawn_from_the_compared_types():
+    assert set(SAMPLE_SOLVED) <= set(SOLVED) and set(SAMPLE_WRONG) <= set(WRONG)
 
 
 def test_same_seeds_and_actions_give_browsergyms_rewards(chromium, settings_for):
     settings = settings_for()
-    results, mismatches = {}, []
-    for task_type in SOLVED + WRONG:
-        goal, ours = play_ours(task_type, settings)
-        their_goal, theirs = play_browsergym(task_type, chromium, ours)
-        results[task_type] = ours[-1][2][0]
-        if goal != their_goal or [o for *_, o in ours] != theirs:
-            mismatches.append((task_type, goal, their_goal, ours, theirs))
-    assert not mismatches, mismatches
-    assert len(results) >= 30
-    assert all(results[t] == 1.0 for t in SOLVED), results  # the solver's sequences get reward 1 on both sides
-    assert all(results[t] == 0.0 for t in WRONG), results  # the wrong ones 0 on both
+    results = [compare(task_type, settings, chromium) for task_type in SAMPLE_SOLVED + SAMPLE_WRONG]
+    assert not [r for r in results if not r.matches], [r for r in results if not r.matches]
+    assert all(r.reward == 1.0 for r in results[: len(SAMPLE_SOLVED)])  # the solver's sequences: 1 on both sides
+    assert all(r.reward == 0.0 for r in results[len(SAMPLE_SOLVED) :])  # the wrong ones: 0 on both

@@ -71,3 +71,30 @@ def test_a_taken_port_is_named_with_the_setting_that_moves_vllm(tmp_path):
     assert proc.returncode != 0 and "Traceback" not in proc.stderr, proc.stderr[-2000:]
     assert f"port {port} is taken" in message and "LORALOOP_VLLM_PORT" in message
     assert not Path(f"volumes/.run/vllm-{port}.pid").exists()
+
+
+@pytest.mark.usefixtures("docker_ready")
+def test_make_up_that_fails_shows_the_log_of_each_service_that_did_not_come_up(tmp_path):
+    """`make up` fails on an unhealthy or crashed service: scripts/up-failed.sh names each one and prints the end
+    of its log (CI once saw only "container … is unhealthy" while the cause was a traceback inside). A real
+    Compose project of two services: one whose healthcheck fails, one that exits 3; a healthy one is not named."""
+    (tmp_path / "compose.yaml").write_text(
+        "services:\n"
+        "  sick: {image: 'debian:bookworm-slim', network_mode: none,\n"
+        "         command: [sh, -c, 'echo Traceback: boom; sleep 60'],\n"
+        "         healthcheck: {test: [CMD, 'false'], interval: 1s, retries: 2}}\n"
+        "  crashed: {image: 'debian:bookworm-slim', network_mode: none, restart: 'no',\n"
+        "            command: [sh, -c, 'echo died; exit 3']}\n"
+        "  fine: {image: 'debian:bookworm-slim', network_mode: none, command: [sleep, '60'],\n"
+        "         healthcheck: {test: [CMD, 'true'], interval: 1s}}\n"
+    )
+    dc = ["docker", "compose", "-p", f"upfailed{os.getpid()}", "-f", str(tmp_path / "compose.yaml")]
+    try:
+        assert subprocess.run([*dc, "up", "-d", "--wait"], capture_output=True, timeout=120).returncode != 0
+        proc = subprocess.run(["bash", "scripts/up-failed.sh", *dc], capture_output=True, text=True, timeout=60)
+    finally:
+        subprocess.run([*dc, "down", "-t", "0"], capture_output=True, timeout=120)
+    assert proc.returncode == 1
+    assert "sick did not come up" in proc.stderr and "Traceback: boom" in proc.stderr
+    assert "crashed did not come up" in proc.stderr and "died" in proc.stderr
+    assert "fine" not in proc.stderr

@@ -8,6 +8,7 @@ published as version 1. Learning itself is measured by bench/rl.py."""
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -137,6 +138,13 @@ def test_rl_runs_trains_publishes_versions_and_survives_kill_9(vllm_url, tmp_pat
 
     second = subprocess.run(rl_command(out, name, init), cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
     assert second.returncode == 0, second.stdout[-3000:] + second.stderr[-3000:]
+    left = subprocess.run(  # the killed run's environment containers were reaped by the second run's start
+        ["docker", "ps", "-aq", "--filter", f"label=loraloop.owner={socket.gethostname()}:{first.pid}"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
+    assert not left, f"the killed run's containers were left running: {left}"
 
     # goes on from v2: one more version, none twice; the killed run's episodes kept, none played twice
     assert adapters.versions(store, name) == [1, 2, 3]

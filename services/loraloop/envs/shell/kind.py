@@ -64,11 +64,15 @@ def canonical_action(text: str) -> str | None:
 
 
 def preflight(tasks: list[ShellTask], settings) -> None:
-    """Check the engine has the environment image, for the embedded default (workers check their own)."""
+    """For the embedded default (workers do both at their start): check the engine has the environment image, and
+    remove the containers of a run on this host that died (`kill -9` of `loraloop train rl` mid-rollout left its
+    pool's containers running until something reaped them)."""
     from loraloop.envs.shell import docker
 
-    if not settings.broker_url and not docker.image_exists(settings.os_env_image):
-        raise ServiceUnavailable(f"image {settings.os_env_image} is missing: run 'make images'")
+    if not settings.broker_url:
+        if not docker.image_exists(settings.os_env_image):
+            raise ServiceUnavailable(f"image {settings.os_env_image} is missing: run 'make images'")
+        docker.reap()
 
 
 def reap_every(interval_s: float, say: Callable[[str], None]) -> threading.Thread:
