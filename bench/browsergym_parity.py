@@ -48,7 +48,7 @@ def main() -> int:
             "|---|---|---|---|---|---|",
             *rows,
             "",
-            machine(),
+            "Command: `PYTHONPATH=services .venv/bin/python bench/browsergym_parity.py --out`; " + machine(),
         ]
     )
     report(markdown, args.out)

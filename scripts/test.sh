@@ -3,7 +3,7 @@
 # Two phases: first the tests marked `serial` (sensitive to load: they count answers against wall time) alone,
 # then every other test with the test files on LORALOOP_TEST_WORKERS pytest-xdist workers (default 3; 0: in
 # this one process), each file's tests on one worker (--dist loadfile: a module's fixtures, such as the bundled
-# tasks played once, are set up once). Most tests wait on servers, containers and browsers, so two workers on
+# tasks played once, are set up once). Most tests wait on servers, containers and browsers, so three workers on
 # two cores cut the wall time; each worker starts its own session servers (vLLM, Redis, S3, sites) on free ports.
 set -uo pipefail
 cd "$(dirname "$0")/.."

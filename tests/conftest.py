@@ -44,22 +44,24 @@ def lane_of(path: Path) -> tuple[str | None, str | None]:
     return None, None
 
 
-# The longest test files (seconds of a fresh clone's `make test` on the 2-core VM, 2026-11-26, two workers), longest
+# The longest test files (seconds of a fresh clone's `make test` on the 2-core VM, 2026-11-26, three workers), longest
 # first: they start first, so that the workers of `make test` (pytest-xdist, a file per worker at a time) do not end
 # with one of them alone on a long file while the others wait.
 LONGEST_FIRST = (
-    "stack/test_loop.py",  # 271: the loop over two seeds, the whole loop, the demo's plan
-    "train/test_rl_loop.py",  # 227: RL killed with SIGKILL and resumed
-    "envs/test_shell_env.py",  # 190: every bundled task played, once per module
-    "service/test_jobs.py",  # 185
-    "train/test_agentbench_learning.py",  # 156
-    "serve/test_publish.py",  # 150
-    "stack/test_compose.py",  # 130: the CI stack end to end
-    "envs/test_browsergym_parity.py",  # 120: a sample of MiniWoB++ types against BrowserGym's own env
+    "stack/test_loop.py",  # 470: the loop over two seeds, the whole loop, the demo's plan
+    "stack/test_compose.py",  # 460: the CI stack end to end
+    "train/test_rl_loop.py",  # 360: RL killed with SIGKILL and resumed
+    "envs/test_shell_env.py",  # 330: every bundled task played, once per module
+    "serve/test_publish.py",  # 210
+    "envs/test_browsergym_parity.py",  # 250 for 9 types; fewer now
+    "train/test_agentbench_learning.py",  # 150
+    "service/test_jobs.py",  # 130
+    "train/test_train_algorithms.py",  # 120
     "taskserver/test_task_server.py",  # 100
-    "rollout/test_halo_modes.py",  # 50
-    "envs/test_tau2_env.py",  # 50
-    "serve/test_gateway.py",  # 50
+    "serve/test_gateway.py",  # 60
+    "security/test_gateway_input_rules.py",  # 60
+    "rollout/test_halo_modes.py",  # 45
+    "envs/test_tau2_env.py",  # 55
     "store/test_store_outage.py",  # 40
 )
 

@@ -298,6 +298,47 @@ def write_learning(
     """report.md over what is evaluated so far (a seed shows once its BC is evaluated; a model not evaluated yet
     is a dash), with report.csv, learning.png, success.png and success_by_family.png; summary.json beside them."""
     out.mkdir(parents=True, exist_ok=True)
+    base, per_seed = _evaluated(store, plan, registry)
+    seeds = [s for s, rows in per_seed.items() if "BC" in rows]  # a seed shows once its BC is evaluated
+    lines = [
+        f"# Learning on `{plan.task_registry}`: base → BC → BC+RL",
+        "",
+        f"Trained on `{plan.train_subset}`, judged on `{plan.heldout_subset}` (never trained or tuned on); "
+        f"evaluator `{plan.evaluator}` for all three (greedy), {plan.max_tokens}-token replies. "
+        f"Plan: {json.dumps(asdict(plan))}",
+        "",
+    ]
+    if seeds:
+        lines += _over_seeds_section(out, per_seed, seeds)
+        lines += _pooled_sections(store, out, plan, base, per_seed, seeds)
+    else:
+        lines += ["No seed has its BC evaluation yet: run the same command again to go on.", ""]
+    lines += _run_sections(store, plan, stages, viewer_url, per_seed, seeds)
+    report = out / "report.md"
+    report.write_text("\n".join(lines) + "\n")
+    summary = {
+        "plan": asdict(plan),
+        "stages_s": stages,
+        "seeds": {
+            s: {
+                label: {
+                    "success_rate": r.success_rate,
+                    "solved": r.solved,
+                    "episodes": r.episodes,
+                    "ci95": list(r.interval),
+                    "errors": r.errors,
+                }
+                for label, r in per_seed[s].items()
+            }
+            for s in seeds
+        },
+    }
+    (out / "summary.json").write_text(json.dumps(summary, indent=2))
+    return report
+
+
+def _evaluated(store, plan: LearningPlan, registry: Registry) -> tuple[Row | None, dict[int, dict[str, Row]]]:
+    """The base's held-out row and each seed's evaluated rows by model (base, BC, BC+RL), with task families."""
     family_of = {
         t.index: next((label.split(":", 1)[1] for label in t.labels if label.startswith("family:")), "")
         for t in registry.tasks
@@ -313,102 +354,111 @@ def write_learning(
         return r
 
     base = row("base", "base", None)
-    per_seed = {s: {"base": base, "BC": row("BC", "bc", s), "BC+RL": row("BC+RL", "rl", s)} for s in plan.seed_list()}
-    per_seed = {s: {label: r for label, r in rows.items() if r is not None} for s, rows in per_seed.items()}
-    seeds = [s for s, rows in per_seed.items() if "BC" in rows]  # a seed shows once its BC is evaluated
+    rows = {s: {"base": base, "BC": row("BC", "bc", s), "BC+RL": row("BC+RL", "rl", s)} for s in plan.seed_list()}
+    return base, {s: {label: r for label, r in by.items() if r is not None} for s, by in rows.items()}
+
+
+def _over_seeds_section(out: Path, per_seed: dict[int, dict[str, Row]], seeds: list[int]) -> list[str]:
+    """Held-out success per seed with mean and sd (and learning.png), then each seed's table and McNemar pairs."""
+    rates = {label: {s: per_seed[s][label].success_rate for s in seeds if label in per_seed[s]} for label in MODELS}
+    spread = {label: mean_sd(list(values.values())) for label, values in rates.items() if values}
+    learning_chart(spread, out / "learning.png", f"held-out success over {len(seeds)} seed(s)")
     lines = [
-        f"# Learning on `{plan.task_registry}`: base → BC → BC+RL",
+        "## Held-out success over seeds",
         "",
-        f"Trained on `{plan.train_subset}`, judged on `{plan.heldout_subset}` (never trained or tuned on); "
-        f"evaluator `{plan.evaluator}` for all three (greedy), {plan.max_tokens}-token replies. "
-        f"Plan: {json.dumps(asdict(plan))}",
-        "",
+        "| Model | " + " | ".join(f"seed {s}" for s in seeds) + " | mean | sd |",
+        "|---|" + "---:|" * (len(seeds) + 2),
     ]
-    if seeds:
-        rates = {label: {s: per_seed[s][label].success_rate for s in seeds if label in per_seed[s]} for label in MODELS}
-        spread = {label: mean_sd(list(values.values())) for label, values in rates.items() if values}
-        learning_chart(spread, out / "learning.png", f"held-out success over {len(seeds)} seed(s)")
-        lines += [
-            "## Held-out success over seeds",
-            "",
-            "| Model | " + " | ".join(f"seed {s}" for s in seeds) + " | mean | sd |",
-            "|---|" + "---:|" * (len(seeds) + 2),
-        ]
-        for label, values in rates.items():
-            mean, sd = spread.get(label, (None, None))
-            note = " (greedy: one evaluation, the same for every seed)" if label == "base" else ""
-            cells = [f"{values[s]:.1%}" if s in values else "–" for s in seeds]
-            lines.append(
-                f"| {label}{note} | "
-                + " | ".join(cells)
-                + " | "
-                + (f"{mean:.1%} | {sd:.1%} |" if mean is not None else "– | – |")
-            )
-        missing = [s for s in seeds if "BC+RL" not in per_seed[s]]
-        if missing:
-            lines += [
-                "",
-                f"Seed(s) {', '.join(map(str, missing))}: BC+RL not evaluated yet (run the same command "
-                "again to go on).",
-            ]
-        lines += ["", "![learning](learning.png)", ""]
-        for s in seeds:
-            rows = list(per_seed[s].values())
-            lines += [
-                f"## Seed {s}",
-                "",
-                markdown_table(rows),  # (rows are relabelled: their links are below)
-                "Paired (same held-out tasks), exact McNemar:",
-                "",
-                paired_table(rows),
-                paired_table(rows[1:]),
-            ]
-        final = [
-            _pooled(label, [per_seed[s][label] for s in seeds if label in per_seed[s]])
-            for label in MODELS
-            if any(label in per_seed[s] for s in seeds)
-        ]
-        family_chart(final, out / "success_by_family.png", "Held-out success by task family (seeds pooled)")
-        shown = [base] + [per_seed[s][label] for s in seeds for label in ("BC", "BC+RL") if label in per_seed[s]]
-        success_chart(shown, out / "success.png", "Held-out success with 95% intervals")
-        write_csv(
-            [r for s in seeds for r in per_seed[s].values()],
-            out / "report.csv",
-            [{"seed": s, "model": label} for s in seeds for label in per_seed[s]],
+    for label, values in rates.items():
+        mean, sd = spread.get(label, (None, None))
+        note = " (greedy: one evaluation, the same for every seed)" if label == "base" else ""
+        cells = [f"{values[s]:.1%}" if s in values else "–" for s in seeds]
+        lines.append(
+            f"| {label}{note} | "
+            + " | ".join(cells)
+            + " | "
+            + (f"{mean:.1%} | {sd:.1%} |" if mean is not None else "– | – |")
         )
-        lines += [
-            "## Success by task family (seeds pooled)",
-            "",
-            "| Family | " + " | ".join(r.experiment for r in final) + " |",
-            "|---|" + "---:|" * len(final),
-        ]
-        for name in sorted({f for r in final for f in r.families}):
-            cells = [f"{r.families[name][0]}/{r.families[name][1]}" if name in r.families else "–" for r in final]
-            lines.append(f"| {name} | " + " | ".join(cells) + " |")
-        judged = "BC+RL" if any("BC+RL" in per_seed[s] for s in seeds) else "BC"
-        modes = Counter(
-            failure_mode(e)
-            for s in seeds
-            if judged in per_seed[s]
-            for e in iter_episodes(store, run_prefix(plan.evaluator, per_seed[s][judged].run_id))
-            if not e.success
-        )
+    missing = [s for s in seeds if "BC+RL" not in per_seed[s]]
+    if missing:
         lines += [
             "",
-            "![success](success.png) ![by family](success_by_family.png)",
-            "",
-            f"## The {TOP_FAILURES} most common failure modes of {judged} (held out, seeds pooled)",
-            "",
-            "| Failure mode | Episodes |",
-            "|---|---:|",
+            f"Seed(s) {', '.join(map(str, missing))}: BC+RL not evaluated yet (run the same command again to go on).",
         ]
-        lines += [f"| {mode} | {count} |" for mode, count in modes.most_common(TOP_FAILURES)]
-        lines.append("")
-    else:
-        lines += ["No seed has its BC evaluation yet: run the same command again to go on.", ""]
+    lines += ["", "![learning](learning.png)", ""]
+    for s in seeds:
+        rows = list(per_seed[s].values())
+        lines += [
+            f"## Seed {s}",
+            "",
+            markdown_table(rows),  # (rows are relabelled: their links are below)
+            "Paired (same held-out tasks), exact McNemar:",
+            "",
+            paired_table(rows),
+            paired_table(rows[1:]),
+        ]
+    return lines
+
+
+def _pooled_sections(
+    store, out: Path, plan: LearningPlan, base: Row | None, per_seed: dict[int, dict[str, Row]], seeds: list[int]
+) -> list[str]:
+    """Seeds pooled: success by task family, the charts and report.csv, and the most common failure modes."""
+    final = [
+        _pooled(label, [per_seed[s][label] for s in seeds if label in per_seed[s]])
+        for label in MODELS
+        if any(label in per_seed[s] for s in seeds)
+    ]
+    family_chart(final, out / "success_by_family.png", "Held-out success by task family (seeds pooled)")
+    shown = [base] + [per_seed[s][label] for s in seeds for label in ("BC", "BC+RL") if label in per_seed[s]]
+    success_chart([r for r in shown if r is not None], out / "success.png", "Held-out success with 95% intervals")
+    write_csv(
+        [r for s in seeds for r in per_seed[s].values()],
+        out / "report.csv",
+        [{"seed": s, "model": label} for s in seeds for label in per_seed[s]],
+    )
+    lines = [
+        "## Success by task family (seeds pooled)",
+        "",
+        "| Family | " + " | ".join(r.experiment for r in final) + " |",
+        "|---|" + "---:|" * len(final),
+    ]
+    for name in sorted({f for r in final for f in r.families}):
+        cells = [f"{r.families[name][0]}/{r.families[name][1]}" if name in r.families else "–" for r in final]
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    judged = "BC+RL" if any("BC+RL" in per_seed[s] for s in seeds) else "BC"
+    modes = Counter(
+        failure_mode(e)
+        for s in seeds
+        if judged in per_seed[s]
+        for e in iter_episodes(store, run_prefix(plan.evaluator, per_seed[s][judged].run_id))
+        if not e.success
+    )
+    lines += [
+        "",
+        "![success](success.png) ![by family](success_by_family.png)",
+        "",
+        f"## The {TOP_FAILURES} most common failure modes of {judged} (held out, seeds pooled)",
+        "",
+        "| Failure mode | Episodes |",
+        "|---|---:|",
+    ]
+    lines += [f"| {mode} | {count} |" for mode, count in modes.most_common(TOP_FAILURES)]
+    return [*lines, ""]
+
+
+def _run_sections(
+    store,
+    plan: LearningPlan,
+    stages: dict[str, float],
+    viewer_url: str,
+    per_seed: dict[int, dict[str, Row]],
+    seeds: list[int],
+) -> list[str]:
+    """The teacher's episodes, the stages' wall times, and a viewer link to each evaluated run."""
     teacher = run_index(store, plan.teacher, plan.run_id("teacher"))
     skipped = sum(1 for e in teacher if e.status == "skipped")
-    lines += [
+    lines = [
         f"Teacher: {len(teacher)} train tasks played, {sum(e.success for e in teacher)} solved, {skipped} "
         "skipped (no example solution for the scripted teacher to replay).",
         "",
@@ -423,32 +473,7 @@ def write_learning(
         for label in ("BC", "BC+RL")
         if label in per_seed[s]
     ]
-    lines += [f"- {label}: {episodes_url(viewer_url, mode, run_id)}" for label, mode, run_id in runs]
-    report = out / "report.md"
-    report.write_text("\n".join(lines) + "\n")
-    (out / "summary.json").write_text(
-        json.dumps(
-            {
-                "plan": asdict(plan),
-                "stages_s": stages,
-                "seeds": {
-                    s: {
-                        label: {
-                            "success_rate": r.success_rate,
-                            "solved": r.solved,
-                            "episodes": r.episodes,
-                            "ci95": list(r.interval),
-                            "errors": r.errors,
-                        }
-                        for label, r in per_seed[s].items()
-                    }
-                    for s in seeds
-                },
-            },
-            indent=2,
-        )
-    )
-    return report
+    return lines + [f"- {label}: {episodes_url(viewer_url, mode, run_id)}" for label, mode, run_id in runs]
 
 
 def closing_table(out: Path) -> Table:

@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import asdict, dataclass
+from functools import partial
 from pathlib import Path
 
 from rich.console import Console, Group
@@ -132,19 +134,21 @@ def vllm_serving(settings: Settings):
             vllm_server.stop(settings.vllm_port)
 
 
+@contextmanager
+def timed_stage(stages: dict[str, float], name: str) -> Iterator[None]:
+    """A stage of a turn: its rule on the console, then its wall time in seconds into `stages` and on the console."""
+    console.rule(f"[bold]{name}")
+    started = time.perf_counter()
+    yield
+    stages[name] = round(time.perf_counter() - started, 1)
+    console.print(f"[green]{name}[/]: {stages[name]} s")
+
+
 def run_turn(settings: Settings, out: Path, plan: LoopPlan, seed: int, server: ExitStack) -> dict:
     """One turn with training seed `seed`, every stage timed; writes report.md, success.png and summary.json
     under `out`. vLLM joins `server`, so a run's turns share one server."""
     stages: dict[str, float] = {}
-
-    @contextmanager
-    def stage(name: str):
-        console.rule(f"[bold]{name}")
-        started = time.perf_counter()
-        yield
-        stages[name] = round(time.perf_counter() - started, 1)
-        console.print(f"[green]{name}[/]: {stages[name]} s")
-
+    stage = partial(timed_stage, stages)
     registry = load_registry(plan.registry)
     tasks = registry.select(plan.train_subset) + registry.select(plan.test_subset)
     for kind in sorted({task.env for task in tasks}):  # what each kind needs (the shell's image), before vLLM
@@ -214,6 +218,23 @@ def run_turn(settings: Settings, out: Path, plan: LoopPlan, seed: int, server: E
             f"{plan.base} vs {plan.tuned} (BC LoRA) on {plan.test_subset} (seed {seed})",
             viewer_address(settings),
         )
+    return _write_summary(out, plan, seed, run, stages, manifest, metrics, published, rows, md)
+
+
+def _write_summary(
+    out: Path,
+    plan: LoopPlan,
+    seed: int,
+    run: str,
+    stages: dict[str, float],
+    manifest: dict,
+    metrics: dict,
+    published: dict,
+    rows: list,
+    md: Path,
+) -> dict:
+    """A turn's summary.json (its plan, stage times, dataset, training, adapter and results) and the report's stage
+    table and training line; returns the summary."""
     summary = {
         "run_id": run,
         "plan": asdict(plan),

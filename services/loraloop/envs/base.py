@@ -68,6 +68,15 @@ class Env(Protocol):
     def close(self) -> None: ...
 
 
+class SharedEnv(Env, Protocol):
+    """An env another process can take over (a kind with `attach`: the shell's container): `handle()` is what
+    `attach` needs to find it again, `detach()` lets go of it without ending it."""
+
+    def handle(self) -> dict: ...
+
+    def detach(self) -> None: ...
+
+
 @dataclass(frozen=True)
 class EnvOptions:
     """How a driver wants an episode run: round limit, protocol, screenshots, its id, and the kind's own settings

@@ -169,6 +169,41 @@ def stored_summary(store, key: str) -> dict | None:
     }
 
 
+def _session(spec: EpisodeSpec, settings: Settings, store, env, task) -> EpisodeSession:
+    """The episode's session: where it is stored (mode, run, attempt) and its provenance (seeds, registry, policy,
+    model and sampling, adapter version, HALO's settings)."""
+    return EpisodeSession(
+        store,
+        env,
+        task,
+        mode=spec.mode,
+        run_id=spec.run_id,
+        attempt=spec.attempt,
+        seed=spec.seed,
+        char_budget=settings.prompt_char_budget,
+        task_seed=spec.task_seed,
+        task_registry=spec.task_registry,
+        policy=spec.policy,
+        worker_model=spec.model or settings.base_model_name,
+        worker_temperature=spec.temperature,
+        max_steps=spec.max_steps,
+        protocol=spec.protocol,
+        model_url=server_url(spec.model_url, settings) if spec.policy == "openai" else None,
+        adapter=spec_adapter(spec),
+        **halo_provenance(spec, settings),
+    )
+
+
+def _timed(step, log, step_ms: list[float | None], model_ms: list[float]) -> None:
+    """Log the step an act() or note() just recorded and keep its times (the model's, where a model was asked:
+    cache, macro and recovery steps ask none)."""
+    if isinstance(step, Step):
+        log.info("step", fields={"step": step.step_idx, "action": step.action})
+        step_ms.append(step.elapsed_ms)
+        if step.model_latency_ms is not None:
+            model_ms.append(step.model_latency_ms)
+
+
 def run_episode(
     spec: EpisodeSpec,
     settings: Settings | None = None,
@@ -193,26 +228,7 @@ def run_episode(
     env = env_kind(task.env).make_env(
         task, settings, EnvOptions(max_steps=spec.max_steps, protocol=spec.protocol, screenshots=spec.screenshots)
     )
-    session = EpisodeSession(
-        store,
-        env,
-        task,
-        mode=spec.mode,
-        run_id=spec.run_id,
-        attempt=spec.attempt,
-        seed=spec.seed,
-        char_budget=settings.prompt_char_budget,
-        task_seed=spec.task_seed,
-        task_registry=spec.task_registry,
-        policy=spec.policy,
-        worker_model=spec.model or settings.base_model_name,
-        worker_temperature=spec.temperature,
-        max_steps=spec.max_steps,
-        protocol=spec.protocol,
-        model_url=server_url(spec.model_url, settings) if spec.policy == "openai" else None,
-        adapter=spec_adapter(spec),
-        **halo_provenance(spec, settings),
-    )
+    session = _session(spec, settings, store, env, task)
     status = error = reason = None
     step_ms: list[float | None] = []  # every step record has its elapsed_ms; the type allows None for old ones
     model_ms: list[float] = []
@@ -237,12 +253,7 @@ def run_episode(
                     completion_tokens=reply.completion_tokens,
                     **reply.sample(),
                 )
-            step = session.recorder.records[-1]
-            if isinstance(step, Step):  # what each act() or note() just recorded
-                log.info("step", fields={"step": step.step_idx, "action": step.action})
-                step_ms.append(step.elapsed_ms)
-                if step.model_latency_ms is not None:  # cache, macro and recovery steps ask no model
-                    model_ms.append(step.model_latency_ms)
+            _timed(session.recorder.records[-1], log, step_ms, model_ms)
     except TaskSkipped as exc:
         status, reason = "skipped", str(exc)
         log.info("skipped", fields={"reason": exc})

@@ -50,37 +50,12 @@ def port_is_free(port: int) -> bool:
     return True
 
 
-def start(
-    settings: Settings,
-    *,
-    model_dir: Path | None = None,
-    served_name: str | None = None,
-    port: int | None = None,
-    timeout: float = 300.0,
-    extra_args: Sequence[str] = (),
-) -> str:
-    """Start vLLM in the background (LoRA enabled, runtime loading on); return its /v1 URL when ready.
-
-    It runs in LORALOOP_DTYPE, by default the CPU's choice (loraloop.hardware), which the log's first
-    line and stderr name."""
-    model_dir = Path(model_dir or settings.model_dir)
-    port = port or settings.vllm_port
-    url = f"http://127.0.0.1:{port}/v1"
-    if is_ready(url):
-        return url
-    if not (model_dir / "config.json").is_file():
-        raise ConfigError(f"no model at {model_dir}: run 'loraloop models prepare smollm2-135m --out {model_dir}'")
+def command(
+    settings: Settings, model_dir: Path, served_name: str | None, port: int, dtype: str, extra_args: Sequence[str]
+) -> tuple[list[str], dict[str, str]]:
+    """vLLM's OpenAI server command line and environment: LoRA on with runtime loading, offline, the CPU's KV cache
+    and thread binding (each overridable from the environment)."""
     python = Path(settings.vllm_python)
-    if not python.exists():
-        raise ConfigError(f"vLLM interpreter {python} not found: run 'make setup' (creates .venv-vllm)")
-    if not port_is_free(port):
-        raise ConfigError(
-            f"port {port} is taken by a process that is not a vLLM answering {url}/models: stop it "
-            f"(see 'ss -ltnp sport = :{port}') or run on another port (LORALOOP_VLLM_PORT=<port>)"
-        )
-    RUN_DIR.mkdir(parents=True, exist_ok=True)
-    log = log_path(port)
-    dtype = choose_dtype(settings.dtype)
     env = {
         **os.environ,
         "VLLM_CPU_KVCACHE_SPACE": os.environ.get("VLLM_CPU_KVCACHE_SPACE", "2"),
@@ -115,6 +90,41 @@ def start(
         "uni",
         *extra_args,
     ]
+    return args, env
+
+
+def start(
+    settings: Settings,
+    *,
+    model_dir: Path | None = None,
+    served_name: str | None = None,
+    port: int | None = None,
+    timeout: float = 300.0,
+    extra_args: Sequence[str] = (),
+) -> str:
+    """Start vLLM in the background (LoRA enabled, runtime loading on); return its /v1 URL when ready.
+
+    It runs in LORALOOP_DTYPE, by default the CPU's choice (loraloop.hardware), which the log's first
+    line and stderr name."""
+    model_dir = Path(model_dir or settings.model_dir)
+    port = port or settings.vllm_port
+    url = f"http://127.0.0.1:{port}/v1"
+    if is_ready(url):
+        return url
+    if not (model_dir / "config.json").is_file():
+        raise ConfigError(f"no model at {model_dir}: run 'loraloop models prepare smollm2-135m --out {model_dir}'")
+    python = Path(settings.vllm_python)
+    if not python.exists():
+        raise ConfigError(f"vLLM interpreter {python} not found: run 'make setup' (creates .venv-vllm)")
+    if not port_is_free(port):
+        raise ConfigError(
+            f"port {port} is taken by a process that is not a vLLM answering {url}/models: stop it "
+            f"(see 'ss -ltnp sport = :{port}') or run on another port (LORALOOP_VLLM_PORT=<port>)"
+        )
+    RUN_DIR.mkdir(parents=True, exist_ok=True)
+    log = log_path(port)
+    dtype = choose_dtype(settings.dtype)
+    args, env = command(settings, model_dir, served_name, port, dtype, extra_args)
     line = f"loraloop: starting vLLM on port {port} with --dtype {dtype} (LORALOOP_DTYPE={settings.dtype})"
     print(line, file=sys.stderr)
     with open(log, "ab") as out:

@@ -1,0 +1,1 @@
+"""The Task Server's routers, one module per resource (service/api/routes/ is the model)."""
