@@ -117,6 +117,7 @@ def test_many_files_cannot_fill_the_host_disk_on_the_envd_engine(settings_for, m
     """`make envd`'s engine (btrfs with quotas) caps what a container writes in all, not file by file: twelve
     100 MB files, each under the per-file limit, stop at LORALOOP_CONTAINER_DISK, and the engine's filesystem
     grows by no more than that."""
+    running = subprocess.run(["bash", "scripts/envd.sh", "status"], capture_output=True, timeout=60).returncode == 0
     started = subprocess.run(
         ["bash", "scripts/envd.sh", "start"],
         capture_output=True,
@@ -125,22 +126,26 @@ def test_many_files_cannot_fill_the_host_disk_on_the_envd_engine(settings_for, m
         env={**os.environ, "LORALOOP_ENVD_IMAGES": "loraloop/os-env:latest"},
     )
     assert started.returncode == 0, started.stderr
-    socket = subprocess.run(["bash", "scripts/envd.sh", "socket"], capture_output=True, text=True).stdout.strip()
-    monkeypatch.setenv("DOCKER_HOST", socket)
-    root = "volumes/.run/envd/root"
-    before = shutil.disk_usage(root).used
-    settings = settings_for(container_disk="1g", container_max_file_mb=512, command_timeout_s=60)
-    with ShellEnv(simple_task(), settings) as env:
-        env.reset()
-        result, _ = step_timed(
-            env,
-            "for i in $(seq 1 12); do dd if=/dev/zero of=/root/f$i bs=1M count=100 "
-            "2>&1 | tail -n 1; done; du -sm /root | cut -f1",
-        )
-        written_mb = int(result.observation.strip().splitlines()[-1])
-        grown_mb = (shutil.disk_usage(root).used - before) / 2**20
-        container = env.container
-    assert "Disk quota exceeded" in result.observation and written_mb < 1024, result.observation[-400:]
-    assert grown_mb < 1024, grown_mb
-    assert container_gone(container)
+    try:
+        socket = subprocess.run(["bash", "scripts/envd.sh", "socket"], capture_output=True, text=True).stdout.strip()
+        monkeypatch.setenv("DOCKER_HOST", socket)
+        root = "volumes/.run/envd/root"
+        before = shutil.disk_usage(root).used
+        settings = settings_for(container_disk="1g", container_max_file_mb=512, command_timeout_s=60)
+        with ShellEnv(simple_task(), settings) as env:
+            env.reset()
+            result, _ = step_timed(
+                env,
+                "for i in $(seq 1 12); do dd if=/dev/zero of=/root/f$i bs=1M count=100 "
+                "2>&1 | tail -n 1; done; du -sm /root | cut -f1",
+            )
+            written_mb = int(result.observation.strip().splitlines()[-1])
+            grown_mb = (shutil.disk_usage(root).used - before) / 2**20
+            container = env.container
+        assert "Disk quota exceeded" in result.observation and written_mb < 1024, result.observation[-400:]
+        assert grown_mb < 1024, grown_mb
+        assert container_gone(container)
+    finally:  # an engine this test started goes with it (it once outlived the suite); one found running stays
+        if not running:
+            subprocess.run(["bash", "scripts/envd.sh", "stop"], capture_output=True, timeout=120)
     print(f"envd: {written_mb} MB written of 1200 tried under a 1g cap; the engine's disk grew {grown_mb:.0f} MB")
