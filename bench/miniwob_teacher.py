@@ -20,7 +20,7 @@ from loraloop.envs.base import EnvOptions
 from loraloop.envs.browsergym.kind import KIND
 from loraloop.envs.browsergym.teacher import SOLVED
 from loraloop.settings import Settings
-from loraloop.tasks.browsergym.format import BrowserGymTask, check_task_id
+from loraloop.tasks.browsergym.format import one_seed_task
 from loraloop.tasks.browsergym.miniwob import train_types
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -28,13 +28,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def play(task_type: str, seed: int, settings: Settings) -> tuple[bool, int, str]:
     """One solver episode on one seed: (solved, steps, the last action)."""
-    task = BrowserGymTask(
-        index=task_type,
-        task_id=f"miniwob.{task_type}",
-        first_seed=seed,
-        last_seed=seed,
-        nondeterministic=check_task_id(f"miniwob.{task_type}", "bench"),
-    )
+    task = one_seed_task(f"miniwob.{task_type}", seed, "bench")
     env = KIND.make_env(task, settings, EnvOptions())
     try:
         observation, _ = env.reset(seed=0)

@@ -127,7 +127,10 @@ def wait_s3(endpoint: str, timeout: float = 60.0) -> None:
     deadline = time.monotonic() + timeout
     while True:
         try:
-            s3.create_bucket(Bucket="ready-probe")
+            try:
+                s3.create_bucket(Bucket="ready-probe")
+            except s3.exceptions.BucketAlreadyOwnedByYou:  # an earlier probe made it, then failed a later call
+                pass
             s3.put_object(Bucket="ready-probe", Key="probe", Body=b"x")
             s3.delete_object(Bucket="ready-probe", Key="probe")
             s3.delete_bucket(Bucket="ready-probe")

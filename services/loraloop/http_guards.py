@@ -10,8 +10,9 @@
   FastAPI's default echoes the input, and an echoed NaN or surrogate is itself a 500.
 - `unavailable`: a dependency that does not answer (Redis, the S3 store) is a 503 naming it, with Retry-After,
   not a 500.
-- `token_ok`: the bearer-token check of every API that has an optional token (jobs API, viewer, Task Server).
-- `InFlightCap`: a dependency for slow routes (an episode's start and step): past its limit a call gets 429
+- `token_ok`, `require_token`: the bearer-token check of every API that has an optional token (jobs API, viewer,
+  Task Server), and its 401.
+- `InFlightCap`: a cap for slow routes (an episode's start and step): past its limit a call gets 429
   at once, so slow calls never take every worker thread and health and other episodes stay answered.
 """
 
@@ -19,6 +20,8 @@ from __future__ import annotations
 
 import math
 import secrets
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
 
 from fastapi import FastAPI, HTTPException, Request
@@ -176,10 +179,17 @@ def token_ok(token: str, credentials: HTTPAuthorizationCredentials | None) -> bo
     return not token or bool(credentials and secrets.compare_digest(credentials.credentials.encode(), token.encode()))
 
 
-class InFlightCap:
-    """A route dependency: at most `limit` calls of the routes it guards run at once; past it, 429 at once.
+def require_token(token: str, credentials: HTTPAuthorizationCredentials | None, setting: str) -> None:
+    """Refuse (401, with WWW-Authenticate) a call whose bearer token is not `token`, naming the `setting` that holds
+    it; an API without a token (empty) lets every call through."""
+    if not token_ok(token, credentials):
+        raise HTTPException(401, f"missing or wrong bearer token ({setting})", headers={"WWW-Authenticate": "Bearer"})
 
-    It runs on the event loop (an async dependency), before the route takes a worker thread, so the count
+
+class InFlightCap:
+    """At most `limit` calls of the routes it guards run at once; past it, 429 at once (`held`).
+
+    Entered from an async dependency, on the event loop, before the route takes a worker thread, so the count
     needs no lock. Starlette gives sync routes a pool of 40 threads: a limit under that keeps threads free
     for health checks and quick calls however many slow ones a client sends.
     """
@@ -189,7 +199,9 @@ class InFlightCap:
         self.what = what
         self.running = 0
 
-    async def __call__(self):
+    @asynccontextmanager
+    async def held(self) -> AsyncIterator[None]:
+        """One call counted while it runs; 429 with Retry-After when `limit` are running already."""
         if self.running >= self.limit:
             raise HTTPException(
                 429,

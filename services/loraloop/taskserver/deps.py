@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from typing import Annotated
 
-from fastapi import Depends, HTTPException, Request
+from fastapi import Depends, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from loraloop import http_guards
@@ -27,18 +27,11 @@ async def authorised(
 ) -> None:
     """With LORALOOP_TASK_SERVER_TOKEN set, refuse (401) a call without `Authorization: Bearer <that token>`.
     On the event loop, like the in-flight cap: a refused call never takes a worker thread."""
-    if not http_guards.token_ok(episodes.settings.task_server_token, credentials):
-        raise HTTPException(
-            401, "missing or wrong bearer token (LORALOOP_TASK_SERVER_TOKEN)", headers={"WWW-Authenticate": "Bearer"}
-        )
+    http_guards.require_token(episodes.settings.task_server_token, credentials, "LORALOOP_TASK_SERVER_TOKEN")
 
 
 async def in_flight(request: Request) -> AsyncIterator[None]:
     """The app's cap on episode starts and steps running at once (http_guards.InFlightCap, LORALOOP_API_MAX_IN_FLIGHT):
     past it, 429 at once. After `authorised` on each route, so a call without the token never counts."""
-    held = request.app.state.in_flight()
-    await held.__anext__()  # 429 here when the cap is reached
-    try:
+    async with request.app.state.in_flight.held():
         yield
-    finally:
-        await held.aclose()  # the count goes down however the call ended

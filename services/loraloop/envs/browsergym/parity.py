@@ -20,7 +20,7 @@ from loraloop.envs.browsergym.env import BrowserGymEnv
 from loraloop.envs.browsergym.miniwob import local_url
 from loraloop.envs.browsergym.reference import reference_env
 from loraloop.envs.browsergym.teacher import goal_of, nodes, solve
-from loraloop.tasks.browsergym.format import BrowserGymTask, check_task_id
+from loraloop.tasks.browsergym.format import one_seed_task
 
 SOLVED = (
     "click-button",
@@ -79,13 +79,7 @@ def wrong_action(observation: str, turn: int) -> str:
 
 def play_ours(task_type: str, settings) -> tuple[str, list]:
     """Our episode: the goal and, per step, the action, the DOM path of the element it names, and the outcome."""
-    task = BrowserGymTask(
-        index=task_type,
-        task_id=f"miniwob.{task_type}",
-        first_seed=SEED,
-        last_seed=SEED,
-        nondeterministic=check_task_id(f"miniwob.{task_type}", "parity"),
-    )
+    task = one_seed_task(f"miniwob.{task_type}", SEED, "parity")
     env = BrowserGymEnv(task, settings, max_rounds=15)
     steps: list = []
     try:

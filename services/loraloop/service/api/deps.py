@@ -5,10 +5,10 @@ from __future__ import annotations
 from typing import Annotated
 
 from celery import Celery
-from fastapi import Depends, HTTPException, Request
+from fastapi import Depends, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
-from loraloop.http_guards import token_ok
+from loraloop.http_guards import require_token
 from loraloop.service.book import JobBook
 from loraloop.settings import Settings
 
@@ -39,7 +39,4 @@ def authorised(
     settings: SettingsDep, credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)]
 ) -> None:
     """With LORALOOP_API_TOKEN set, refuse (401) a request without `Authorization: Bearer <that token>`."""
-    if not token_ok(settings.api_token, credentials):
-        raise HTTPException(
-            401, "missing or wrong bearer token (LORALOOP_API_TOKEN)", headers={"WWW-Authenticate": "Bearer"}
-        )
+    require_token(settings.api_token, credentials, "LORALOOP_API_TOKEN")

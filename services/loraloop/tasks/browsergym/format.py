@@ -147,6 +147,18 @@ def task_entrypoint(task_id: str):
         env.close()
 
 
+def one_seed_task(task_id: str, seed: int, where: str) -> BrowserGymTask:
+    """A task of one seed of a registered BrowserGym task (`miniwob.click-button`), made in code rather than read
+    from a registry (the parity check, the solver's bench); `where` names the caller in an unknown id's error."""
+    return BrowserGymTask(
+        index=task_id.split(".", 1)[1],
+        task_id=task_id,
+        first_seed=seed,
+        last_seed=seed,
+        nondeterministic=check_task_id(task_id, where),
+    )
+
+
 def owns(raw: Any) -> bool:
     """True for an object shaped like a BrowserGym task line (`task` and `seeds`, nothing else)."""
     return isinstance(raw, dict) and set(raw) == FIELDS and isinstance(raw.get("task"), str)
