@@ -25,9 +25,9 @@ def publish(
     console.print(
         f"published {name} {metadata['version']} -> {metadata['store_key']}"
         + (
-            f"; served as {metadata['served_name']}, in effect (verification prompt "
-            f"{metadata['verification']['compared']} of {metadata['verification']['prompts']} differs from "
-            "the base)"
+            f"; served as {metadata['served_name']}, in effect (its logprobs on "
+            f"{metadata['verification']['prompts']} verification prompts differ from the base's by up to "
+            f"{metadata['verification']['logprob_gap']:.2g})"
             if load
             else ""
         )
@@ -66,7 +66,8 @@ def adapters_show(
     from loraloop.store import adapters, open_store
 
     metadata = adapters.read_metadata(open_store(settings=get_settings()), name, version)
-    metadata.get("verification", {}).pop("prompt_set", None)  # the prompts themselves: long, and in the store
+    for long in ("prompt_set", "fingerprint"):  # the prompts and their logprobs: long, and in the store
+        metadata.get("verification", {}).pop(long, None)
     typer.echo(json.dumps(metadata, indent=2))
 
 
@@ -75,15 +76,15 @@ def adapters_rollback(
     name: str = typer.Argument(...),
     to: str | None = typer.Option(None, "--to", help="vN (default: the one before the served one)"),
 ) -> None:
-    """Serve an earlier version (as `<name>-vK`, verified against the outputs recorded when it was published) and
+    """Serve an earlier version (as `<name>-vK`, verified against the logprobs recorded when it was published) and
     make bare-name rollouts use it."""
     from loraloop.serve.publish import rollback
 
     version, check = rollback(get_settings(), name, to)
     how = (
-        "its outputs equal the ones recorded at publish"
+        "its logprobs match the ones recorded at publish"
         if check["matches_recorded"]
-        else "no outputs were recorded for it; its outputs differ from the base's"
+        else "no logprobs were recorded for it; they differ from the base's"
     )
     console.print(f"{name}: vLLM now serves {version}; {how} ({check['prompts']} prompts)")
 

@@ -1,7 +1,8 @@
 """Publish an adapter: store it, hot-load it into the running vLLM, and prove vLLM really serves it.
 
 Several peer projects shipped rollouts that silently kept using the base model after an adapter
-update; here the publish fails loudly unless the served adapter's outputs differ from the base's.
+update; here the publish fails loudly unless the served adapter's logprobs on fixed prompts differ from the
+base's, and a rollback unless they match the ones recorded when that version was published.
 Each version is served under its own name, `<name>-vK` (store.adapters.served_name), so a request
 never meets other weights under a name it knew; `retire` unloads the old ones once no rollout
 uses them.
@@ -12,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import httpx
@@ -87,84 +89,89 @@ def unload_adapter(settings: Settings, served_name: str) -> bool:
 
 
 IN_EFFECT_GAP = 1e-4  # a logprob gap above vLLM's run-to-run noise (0.0 in float32 here) and below one RL step's
-VERIFY_TOKENS = 16  # a reply's first tokens: an adapter in effect moves their logprobs; more only costs decode time
+TOP_LOGPROBS = 20  # the first reply token's alternatives whose logprobs make a prompt's fingerprint
+# A served adapter matches its record when its fingerprint is this much closer to the recorded one than the recorded
+# one is to the base (mean absolute logprob difference): noise between batches is orders of magnitude smaller,
+# another version's weights are as far from this one as it is from the base.
+MATCH_FRACTION = 0.25
 
 
-def _complete(settings: Settings, model: str, messages: list[dict]) -> tuple[str, list[float]]:
-    """The greedy reply of `model` and its tokens' logprobs (empty where the server gives none)."""
-    response = _post(
-        settings.vllm_url,
-        "/chat/completions",
-        {
-            "model": model,
-            "messages": messages,
-            "temperature": 0.0,
-            "max_tokens": VERIFY_TOKENS,
-            "seed": 0,
-            "logprobs": True,
-        },
-        settings,
-    )
-    if response.status_code != 200:
-        raise PublishVerificationError(
-            f"model {model!r} at {settings.vllm_url}: HTTP {response.status_code} {response.text[:300]}"
+def fingerprint(settings: Settings, model: str, prompts: list[list[dict]]) -> list[dict[str, float]]:
+    """The logprobs `model` gives the TOP_LOGPROBS likeliest first tokens of its reply to each prompt, in token
+    order (an id missing from one model's top list stands at the list's floor): one prefill per prompt and a
+    single decoded token, all prompts at once.
+
+    Not `prompt_logprobs` (scoring the prompt itself): with LoRA enabled, vLLM computes it through the LoRA
+    logits path with the wrong mapping and can kill the engine (vllm-project/vllm#16668, #29955)."""
+    payload = {"max_tokens": 1, "temperature": 0.0, "seed": 0, "logprobs": True, "top_logprobs": TOP_LOGPROBS}
+
+    def one(messages: list[dict]) -> dict[str, float]:
+        response = _post(
+            settings.vllm_url, "/chat/completions", {**payload, "model": model, "messages": messages}, settings
         )
-    choice = response.json()["choices"][0]
-    content = (choice.get("logprobs") or {}).get("content") or []
-    return choice["message"]["content"], [token["logprob"] for token in content]
+        if response.status_code != 200:
+            raise PublishVerificationError(
+                f"model {model!r} at {settings.vllm_url}: HTTP {response.status_code} {response.text[:300]}"
+            )
+        content = (response.json()["choices"][0].get("logprobs") or {}).get("content") or []
+        if not content:
+            raise PublishVerificationError(f"model {model!r} at {settings.vllm_url} returned no logprobs")
+        return {alt["token"]: alt["logprob"] for alt in content[0]["top_logprobs"]}
+
+    with ThreadPoolExecutor(max_workers=max(1, len(prompts))) as pool:  # concurrent: vLLM batches them
+        return list(pool.map(one, prompts))
 
 
-def logprob_gap(base: tuple[str, list[float]], tuned: tuple[str, list[float]]) -> float:
-    """How far the adapter's logprobs are from the base's on the same greedy reply (0 when the replies differ:
-    the text shows the change then)."""
-    if base[0] != tuned[0] or not base[1] or len(base[1]) != len(tuned[1]):
-        return 0.0
-    return max(abs(a - b) for a, b in zip(base[1], tuned[1]))
+def distance(a: list[dict[str, float]], b: list[dict[str, float]]) -> tuple[float, float]:
+    """(largest, mean) absolute difference between two fingerprints of the same prompts, over the tokens either
+    lists; a token only one lists counts at the other's lowest listed logprob (an upper bound on where it is)."""
+    gaps = []
+    for top_a, top_b in zip(a, b, strict=True):
+        floor_a, floor_b = min(top_a.values()), min(top_b.values())
+        gaps += [abs(top_a.get(t, floor_a) - top_b.get(t, floor_b)) for t in top_a.keys() | top_b.keys()]
+    return (max(gaps), sum(gaps) / len(gaps)) if gaps else (0.0, 0.0)
 
 
-def verify_served(settings: Settings, name: str, prompts: list[list[dict]], expected: list[str] | None = None) -> dict:
-    """Check /v1/models lists the adapter over the base and that it is in effect.
+def verify_served(settings: Settings, name: str, prompts: list[list[dict]], recorded: dict | None = None) -> dict:
+    """Check /v1/models lists the adapter over the base and that it is in effect: the logprobs it gives the
+    verification prompts (`fingerprint`) must differ from the base's by more than IN_EFFECT_GAP somewhere.
 
-    Its greedy outputs must differ from the base's on at least one prompt, or, where they are the same
-    text (a small RL step), their logprobs by more than IN_EFFECT_GAP. The adapter answers every prompt
-    (its outputs are recorded); the base is asked prompt by prompt only until one shows the adapter in
-    effect, so a working adapter costs one base request, not one per prompt. With `expected` (the
-    outputs recorded when this version was published) they must also equal those, which proves
-    vLLM serves exactly this version and not another one under the same name.
-    """
+    With `recorded` (the verification stored when this version was published, with its `fingerprint` and
+    `base_distance`) the served adapter must also be that version: its fingerprint within MATCH_FRACTION of
+    the recorded one's distance from the base, which catches other weights served under this name."""
     models = {m["id"]: m for m in served_models(settings.vllm_url, settings.vllm_api_key)}
     if name not in models:
         raise PublishVerificationError(f"vLLM at {settings.vllm_url} does not list adapter {name!r}")
     parent = models[name].get("parent")
-    tuned = [_complete(settings, name, p) for p in prompts]  # all of them: a rollback must reproduce them
-    compared, differing, gap = 0, 0, 0.0
-    for prompt, reply in zip(prompts, tuned):  # the base only until the adapter shows it is in effect
-        base = _complete(settings, parent or settings.base_model_name, prompt)
-        compared, differing, gap = compared + 1, int(base[0] != reply[0]), max(gap, logprob_gap(base, reply))
-        if differing or gap > IN_EFFECT_GAP:
-            break
-    if differing == 0 and gap <= IN_EFFECT_GAP:
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        tuned_job = pool.submit(fingerprint, settings, name, prompts)
+        base = fingerprint(settings, parent or settings.base_model_name, prompts)
+        tuned = tuned_job.result()
+    gap, base_distance = distance(base, tuned)
+    if gap <= IN_EFFECT_GAP:
         raise PublishVerificationError(
-            f"vLLM at {settings.vllm_url} serves {name!r} but its outputs equal the base model's on all "
-            f"{len(prompts)} verification prompts, logprobs within {gap:.1e}: the adapter is not in effect "
+            f"vLLM at {settings.vllm_url} serves {name!r} but its logprobs equal the base model's on all "
+            f"{len(prompts)} verification prompts, within {gap:.1e}: the adapter is not in effect "
             "(or was trained to no change)"
         )
-    outputs = [reply[0] for reply in tuned]
-    if expected is not None and outputs != expected:
-        mismatched = sum(a != b for a, b in zip(outputs, expected))
-        raise PublishVerificationError(
-            f"vLLM at {settings.vllm_url} serves {name!r}, but {mismatched} of {len(prompts)} outputs differ from "
-            f"the ones recorded for this version: another version is in effect"
-        )
+    matched = None
+    if recorded and recorded.get("fingerprint"):
+        _, off = distance(recorded["fingerprint"], tuned)
+        matched = off <= MATCH_FRACTION * recorded["base_distance"]
+        if not matched:
+            raise PublishVerificationError(
+                f"vLLM at {settings.vllm_url} serves {name!r}, but its logprobs are {off:.2e} (mean) from the ones "
+                f"recorded for this version, which were {recorded['base_distance']:.2e} from the base: another "
+                "version is in effect"
+            )
     return {
         "parent": parent,
         "prompts": len(prompts),
-        "compared": compared,
-        "differing": differing,
         "logprob_gap": gap,
-        "outputs": outputs,
+        "base_distance": base_distance,
+        "fingerprint": tuned,
         "prompt_set": prompts,
-        "matches_recorded": expected is not None,
+        "matches_recorded": matched,
     }
 
 
@@ -178,9 +185,7 @@ def serve_on(settings: Settings, store: Store, name: str, version: str) -> dict:
     load_adapter(settings, served, _seen_by_vllm(settings, name, version, local))
     return {
         **metadata,
-        "verification": verify_served(
-            settings, served, recorded.get("prompt_set") or VERIFY_PROMPTS, recorded.get("outputs")
-        ),
+        "verification": verify_served(settings, served, recorded.get("prompt_set") or VERIFY_PROMPTS, recorded),
     }
 
 
@@ -297,11 +302,9 @@ def publish(settings: Settings, adapter_dir: Path, name: str, *, load: bool = Tr
         for url in vllm_urls(settings):  # every server: a replica still on the old adapter is caught too
             server = settings.model_copy(update={"vllm_url": url})
             load_adapter(server, served, _seen_by_vllm(server, name, version, local))
-            checks.append(
-                {"url": url, **verify_served(server, served, prompts, checks[0]["outputs"] if checks else None)}
-            )
+            checks.append({"url": url, **verify_served(server, served, prompts, checks[0] if checks else None)})
         metadata["verification"] = {**checks[0], "servers": [c["url"] for c in checks]}
-        adapters.write_metadata(store, name, version, metadata)  # with the outputs a rollback must reproduce
+        adapters.write_metadata(store, name, version, metadata)  # with the fingerprint a rollback must reproduce
         adapters.mark_served(store, name, version)
     return metadata
 
