@@ -10,17 +10,20 @@ from loraloop.errors import ConfigError
 from loraloop.rl_loop import run_rl
 from loraloop.settings import Settings
 from loraloop.train.bc import train_bc
-from loraloop.train.config import BCConfig, DPOConfig, GRPOConfig, OnlineGRPOConfig, RLConfig
+from loraloop.train.config import CONFIGS
 from loraloop.train.dpo import train_dpo
 from loraloop.train.grpo import train_grpo
 from loraloop.train.online_grpo import train_grpo_online
 
 TRAINERS = {
-    "bc": (BCConfig, train_bc),
-    "dpo": (DPOConfig, train_dpo),
-    "grpo": (GRPOConfig, train_grpo),
-    "grpo-online": (OnlineGRPOConfig, train_grpo_online),
-    "rl": (RLConfig, run_rl),
+    name: (CONFIGS[name], trainer)
+    for name, trainer in (
+        ("bc", train_bc),
+        ("dpo", train_dpo),
+        ("grpo", train_grpo),
+        ("grpo-online", train_grpo_online),
+        ("rl", run_rl),
+    )
 }
 ON_TASKS = ("grpo-online", "rl")  # trained on a task registry, not a dataset file
 
@@ -46,20 +49,11 @@ def fetch_dataset(location: str, output_dir: Path, settings: Settings) -> str:
     return str(local)
 
 
-def run_training(
-    algorithm: str,
-    settings: Settings,
-    *,
-    overrides: dict,
-    dataset_path: str | None,
-    output_dir: Path | None,
-    base_model: str | None,
-    resume: bool,
-    load_in_4bit: bool,
-) -> tuple[Path, dict]:
-    """Train one adapter: the algorithm's defaults, with only the flags given (`overrides`) changed.
+def run_training(algorithm: str, settings: Settings, overrides: dict) -> tuple[Path, dict]:
+    """Train one adapter: the algorithm's config (train/config.py) with only the flags given (`overrides`, the
+    config's field names) changed.
 
-    Defaults: the dataset volumes/datasets/ALGO.jsonl (grpo-online: the bundled task registry), the
+    Defaults: the dataset volumes/datasets/ALGO.jsonl (grpo-online, rl: the bundled task registry), the
     output volumes/checkpoints/ALGO_lora, the base model LORALOOP_MODEL_DIR. A flag the algorithm does
     not take fails naming it. Returns the output folder and the training metrics.
     """
@@ -70,15 +64,9 @@ def run_training(
     unknown = sorted(set(given) - set(config_class.__dataclass_fields__))
     if unknown:
         raise ConfigError(f"train {algorithm}: --{', --'.join(unknown)} do(es) not apply to {algorithm}")
-    output = output_dir or Path(f"volumes/checkpoints/{algorithm}_lora")
+    output = Path(given.pop("output_dir", None) or f"volumes/checkpoints/{algorithm}_lora")
     default = TASK_REGISTRY if algorithm in ON_TASKS else f"volumes/datasets/{algorithm}.jsonl"
-    data = fetch_dataset(dataset_path or default, output, settings)
-    cfg = config_class(
-        base_model=base_model or str(settings.model_dir),
-        dataset_path=data,
-        output_dir=str(output),
-        resume=resume,
-        load_in_4bit=load_in_4bit,
-        **given,
-    )
+    data = fetch_dataset(given.pop("dataset_path", None) or default, output, settings)
+    base_model = given.pop("base_model", None) or str(settings.model_dir)
+    cfg = config_class(base_model=base_model, dataset_path=data, output_dir=str(output), **given)
     return output, trainer(cfg)

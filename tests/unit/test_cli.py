@@ -117,3 +117,36 @@ def test_every_command_builds_without_the_training_stack():
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "--rl_iterations" in proc.stdout and "--seeds" in proc.stdout
+
+
+def test_train_flags_are_the_training_configs_fields(monkeypatch):
+    """`loraloop train`'s flags are built from train/config.py (TRL's way): every field with a help is a flag, the
+    seed's other spellings parse, bools go either way, and only the flags given reach the trainer (None elsewhere:
+    the algorithm's default stands). A flag the algorithm does not take fails naming it, before any training."""
+    import dataclasses
+
+    from typer.testing import CliRunner
+
+    import loraloop.cli.train as train_cli
+    from loraloop.cli import app
+    from loraloop.train.config import CONFIGS
+
+    seen: dict = {}
+    monkeypatch.setattr(train_cli, "_train", lambda algorithm, **flags: seen.update(algorithm=algorithm, flags=flags))
+    args = ["train", "rl", "--resume", "--sample_size", "3", "--no-scale_rewards", "--base-model", "m", "--lr", "1e-3"]
+    args += ["--target_modules", "q_proj", "--target_modules", "v_proj"]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    fields = {f.name for config in CONFIGS.values() for f in dataclasses.fields(config) if "help" in f.metadata}
+    assert set(seen["flags"]) == fields and {"base_model", "iterations", "whole_episodes", "beta"} <= fields
+    given = {k: v for k, v in seen["flags"].items() if v is not None}
+    assert given == {
+        "resume": True,
+        "tasks_per_iteration": 3,
+        "scale_rewards": False,
+        "base_model": "m",
+        "lr": 1e-3,
+        "target_modules": ["q_proj", "v_proj"],
+    }
+    wrong = run_cli(["train", "bc", "--iterations", "3"])
+    assert wrong.returncode == 1 and "--iterations do(es) not apply to bc" in " ".join(wrong.stderr.split())

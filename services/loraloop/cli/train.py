@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import dataclasses
+import inspect
+import typing
 from pathlib import Path
 
 import typer
 
 from loraloop.cli.common import console
 from loraloop.settings import get_settings
+from loraloop.train.config import CONFIGS
 
 
 def export(
@@ -47,106 +51,28 @@ def export(
         console.print(f"  [yellow]skipped[/] {problem}")
 
 
-def train(
-    algorithm: str = typer.Argument(..., help="bc | dpo | grpo | grpo-online | rl"),
-    base_model: str | None = typer.Option(None, "--base_model", "--base-model", help="default LORALOOP_MODEL_DIR"),
-    dataset_path: str | None = typer.Option(
-        None,
-        "--dataset_path",
-        "--dataset-path",
-        help="a file, file:// or s3:// URL (default volumes/datasets/ALGO.jsonl)",
-    ),
-    output_dir: Path | None = typer.Option(
-        None, "--output_dir", "--output-dir", help="default volumes/checkpoints/ALGO_lora"
-    ),
-    lora_r: int | None = typer.Option(None, "--lora_r"),
-    lora_alpha: int | None = typer.Option(None, "--lora_alpha"),
-    lr: float | None = typer.Option(None, "--lr"),
-    epochs: float | None = typer.Option(None, "--epochs"),
-    batch_size: int | None = typer.Option(None, "--batch_size"),
-    gradient_accumulation_steps: int | None = typer.Option(None, "--gradient_accumulation_steps"),
-    max_length: int | None = typer.Option(None, "--max_length"),
-    seed: int | None = typer.Option(None, "--seed"),
-    beta: float | None = typer.Option(None, "--beta", help="dpo, grpo: KL weight"),
-    num_generations: int | None = typer.Option(None, "--num_generations", help="grpo: completions per prompt"),
-    max_completion_length: int | None = typer.Option(None, "--max_completion_length", help="grpo"),
-    save_steps: int | None = typer.Option(None, "--save_steps", help="checkpoint every N steps"),
-    subset: str | None = typer.Option(None, "--subset", help="grpo-online, rl: tasks of the registry to train on"),
-    iterations: int | None = typer.Option(None, "--iterations", help="rl: rollout-train-publish iterations"),
-    tasks_per_iteration: int | None = typer.Option(
-        None, "--tasks_per_iteration", "--sample_size", help="rl: tasks sampled per iteration"
-    ),
-    rollouts_per_task: int | None = typer.Option(None, "--rollouts_per_task", help="rl: the group size (>= 2)"),
-    temperature: float | None = typer.Option(None, "--temperature", help="grpo, rl: sampling temperature"),
-    max_staleness: int | None = typer.Option(
-        None, "--max_staleness", help="rl: drop episodes sampled more than K versions back"
-    ),
-    adapter_name: str | None = typer.Option(None, "--adapter_name", help="rl: published as NAME-v<k>"),
-    experiment: str | None = typer.Option(None, "--experiment", help="rl: the rollouts' experiment"),
-    eval_subset: str | None = typer.Option(None, "--eval_subset", help="rl: held-out tasks"),
-    eval_every: int | None = typer.Option(None, "--eval_every", help="rl: held-out eval every N iterations"),
-    eval_tasks: int | None = typer.Option(None, "--eval_tasks", help="rl: held-out tasks evaluated"),
-    init_adapter: str | None = typer.Option(None, "--init_adapter", help="rl: warm start (a PEFT adapter folder)"),
-    clip_eps: float | None = typer.Option(None, "--clip_eps", help="rl: PPO clip of the importance ratio"),
-    concurrency: int | None = typer.Option(None, "--concurrency", help="rl: episodes in flight (embedded)"),
-    from_run: str | None = typer.Option(
-        None,
-        "--from_run",
-        help="rl: train on the stored episodes of MODE/RUN_ID "
-        "(e.g. the gateway's) instead of rolling out; no held-out eval",
-    ),
-    resume: bool = typer.Option(False, "--resume", help="go on from the last checkpoint in --output_dir"),
-    load_in_4bit: bool = typer.Option(False, "--load_in_4bit", help="unsloth on CUDA: 4-bit base weights"),
-) -> None:
-    """Train a LoRA adapter with TRL + PEFT (unsloth on CUDA): bc (SFTTrainer), dpo (DPOTrainer), grpo (GRPOTrainer),
-    grpo-online (GRPOTrainer scored by real episodes; --dataset_path is then a task registry), rl (online
-    multi-turn RL: rollouts of the adapter published last, trained on whole episodes, published as the next
-    version, every iteration; --dataset_path is a task registry; a run started again goes on where it stopped).
+def _train_flags() -> list[inspect.Parameter]:
+    """One option per field of any algorithm's config (train/config.py), in their order, each defaulting to None:
+    the algorithm's own default stands unless the flag is given."""
+    params: dict[str, inspect.Parameter] = {}
+    for config in CONFIGS.values():
+        hints = typing.get_type_hints(config)
+        for f in dataclasses.fields(config):
+            if f.name in params or "help" not in f.metadata:
+                continue
+            on_off = f"--{f.name}/--no-{f.name}" if hints[f.name] is bool else f"--{f.name}"  # a bool: either way
+            flags = (on_off, *f.metadata["aliases"])
+            default = typer.Option(None, *flags, help=f.metadata["help"])
+            params[f.name] = inspect.Parameter(
+                f.name, inspect.Parameter.KEYWORD_ONLY, annotation=hints[f.name] | None, default=default
+            )
+    return list(params.values())
 
-    Defaults per algorithm are the seed's; only the flags given override them. Under
-    `accelerate launch -m loraloop.cli train …` the same command trains on several GPUs.
-    """
+
+def _train(algorithm: str, **flags) -> None:
     from loraloop.training import run_training
 
-    overrides = dict(
-        lora_r=lora_r,
-        lora_alpha=lora_alpha,
-        lr=lr,
-        epochs=epochs,
-        batch_size=batch_size,
-        gradient_accumulation_steps=gradient_accumulation_steps,
-        max_length=max_length,
-        seed=seed,
-        beta=beta,
-        num_generations=num_generations,
-        max_completion_length=max_completion_length,
-        save_steps=save_steps,
-        subset=subset,
-        iterations=iterations,
-        tasks_per_iteration=tasks_per_iteration,
-        rollouts_per_task=rollouts_per_task,
-        temperature=temperature,
-        max_staleness=max_staleness,
-        adapter_name=adapter_name,
-        experiment=experiment,
-        eval_subset=eval_subset,
-        eval_every=eval_every,
-        eval_tasks=eval_tasks,
-        init_adapter=init_adapter,
-        clip_eps=clip_eps,
-        concurrency=concurrency,
-        from_run=from_run,
-    )
-    output, metrics = run_training(
-        algorithm,
-        get_settings(),
-        overrides=overrides,
-        dataset_path=dataset_path,
-        output_dir=output_dir,
-        base_model=base_model,
-        resume=resume,
-        load_in_4bit=load_in_4bit,
-    )
+    output, metrics = run_training(algorithm, get_settings(), flags)
     if algorithm == "rl":
         typer.echo(Path(metrics["report"]).read_text())
         console.print(
@@ -158,3 +84,27 @@ def train(
         f"{algorithm} adapter saved to {output}: loss {metrics['first_loss']} -> {metrics['final_loss']}, "
         f"{metrics['tokens_per_s']} tokens/s ({metrics['backend']})"
     )
+
+
+def train_command():
+    """`loraloop train ALGO`: the algorithm as its argument, its flags built from the training configs."""
+
+    def train(algorithm: str, **flags) -> None:
+        _train(algorithm, **flags)
+
+    algorithm = inspect.Parameter(
+        "algorithm",
+        inspect.Parameter.POSITIONAL_OR_KEYWORD,
+        annotation=str,
+        default=typer.Argument(..., help=" | ".join(CONFIGS)),
+    )
+    train.__signature__ = inspect.Signature([algorithm, *_train_flags()])
+    train.__doc__ = """Train a LoRA adapter with TRL + PEFT (unsloth on CUDA): bc (SFTTrainer), dpo (DPOTrainer),
+    grpo (GRPOTrainer), grpo-online (GRPOTrainer scored by real episodes; --dataset_path is then a task registry),
+    rl (online multi-turn RL: rollouts of the adapter published last, trained on whole episodes, published as the
+    next version, every iteration; --dataset_path is a task registry; a run started again goes on where it stopped).
+
+    Defaults per algorithm are the seed's; only the flags given override them, and a flag the algorithm does not
+    take fails naming it. Under `accelerate launch -m loraloop.cli train …` the same command trains on several GPUs.
+    """
+    return train

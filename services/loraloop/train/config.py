@@ -1,47 +1,65 @@
-"""Training configurations, one dataclass per algorithm, with the HALO seed's flag names."""
+"""Training configurations, one dataclass per algorithm, with the HALO seed's flag names.
+
+`loraloop train ALGO`'s flags are built from these fields (cli/train.py), as TRL builds its scripts' flags from its
+configs: a field's metadata holds its help and any other spelling of its flag. This module imports no trainer
+(torch), so the CLI can build its commands in the rollout image, which has none."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import MISSING, dataclass, field
+
+
+def flag(default, help: str, *aliases: str, factory=None):
+    """A config field with the help its `--name` flag shows and the flag's other spellings (MISSING: required)."""
+    metadata = {"help": help, "aliases": aliases}
+    if factory is not None:
+        return field(default_factory=factory, metadata=metadata)
+    return field(default=default, metadata=metadata)  # default=MISSING is a field without a default
 
 
 @dataclass
 class LoraTrainConfig:
     """What every LoRA trainer shares: base model, data, output, LoRA shape, optimiser, checkpoints."""
 
-    base_model: str
-    dataset_path: str
-    output_dir: str
-    lora_r: int = 16
-    lora_alpha: int = 32
-    lora_dropout: float = 0.0
-    target_modules: list[str] = field(
-        default_factory=lambda: ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
+    base_model: str = flag(MISSING, "the base model's folder (default LORALOOP_MODEL_DIR)", "--base-model")
+    dataset_path: str = flag(
+        MISSING,
+        "a file, file:// or s3:// URL (default volumes/datasets/ALGO.jsonl; grpo-online, rl: a task registry)",
+        "--dataset-path",
     )
-    lr: float = 2e-4
-    epochs: float = 3.0
-    batch_size: int = 4
-    gradient_accumulation_steps: int = 1
-    max_length: int = 1024
-    seed: int = 42
-    logging_steps: int = 1
-    load_in_4bit: bool = False  # unsloth on CUDA only: QLoRA-style 4-bit base weights
-    save_steps: int = 0  # 0: no intermediate checkpoints
-    resume: bool = False  # go on from the last checkpoint in output_dir
+    output_dir: str = flag(MISSING, "default volumes/checkpoints/ALGO_lora", "--output-dir")
+    lora_r: int = flag(16, "LoRA rank")
+    lora_alpha: int = flag(32, "LoRA alpha")
+    lora_dropout: float = flag(0.0, "LoRA dropout")
+    target_modules: list[str] = flag(
+        None,
+        "modules LoRA adapts (repeat the flag)",
+        factory=lambda: ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"],
+    )
+    lr: float = flag(2e-4, "learning rate")
+    epochs: float = flag(3.0, "passes over the data")
+    batch_size: int = flag(4, "rows per device step")
+    gradient_accumulation_steps: int = flag(1, "device steps per optimiser step")
+    max_length: int = flag(1024, "tokens a row is cut to")
+    seed: int = flag(42, "training seed")
+    logging_steps: int = flag(1, "log every N steps")
+    load_in_4bit: bool = flag(False, "unsloth on CUDA: 4-bit base weights (QLoRA-style)")
+    save_steps: int = flag(0, "checkpoint every N steps (0: none in between)")
+    resume: bool = flag(False, "go on from the last checkpoint in --output_dir")
 
 
 @dataclass
 class BCConfig(LoraTrainConfig):
     """Behavioural cloning (TRL SFTTrainer) on prompt/completion rows."""
 
-    whole_episodes: bool = False  # one sequence per episode, every turn in the loss (train/episode_rows.py)
+    whole_episodes: bool = flag(False, "bc: one sequence per episode, every turn in the loss (train/episode_rows.py)")
 
 
 @dataclass
 class DPOConfig(LoraTrainConfig):
     """Direct preference optimisation (TRL DPOTrainer) on prompt/chosen/rejected rows."""
 
-    beta: float = 0.1
+    beta: float = flag(0.1, "dpo, grpo: KL weight")
     lr: float = 5e-5
     epochs: float = 2.0
     batch_size: int = 2
@@ -51,20 +69,20 @@ class DPOConfig(LoraTrainConfig):
 class GRPOConfig(LoraTrainConfig):
     """Offline GRPO (TRL GRPOTrainer): states as prompts, rewarded by the stored action returns."""
 
-    beta: float = 0.0
+    beta: float = flag(0.0, "dpo, grpo: KL weight")
     lr: float = 1e-5
     epochs: float = 1.0
-    num_generations: int = 4
-    max_completion_length: int = 96
-    temperature: float = 1.0
+    num_generations: int = flag(4, "grpo: completions per prompt")
+    max_completion_length: int = flag(96, "grpo: tokens a completion may have")
+    temperature: float = flag(1.0, "grpo, rl: sampling temperature")
 
 
 @dataclass
 class OnlineGRPOConfig(GRPOConfig):
     """Online GRPO: `dataset_path` is a task registry; completions are scored in the shell environment."""
 
-    subset: str | None = "train"
-    env_concurrency: int = 4
+    subset: str | None = flag("train", "grpo-online, rl: tasks of the registry to train on")
+    env_concurrency: int = flag(4, "grpo-online: environments scoring completions at once")
 
 
 @dataclass
@@ -73,25 +91,35 @@ class RLConfig(LoraTrainConfig):
     batch of tasks, weighs every assistant turn of every episode by its group-relative advantage, trains,
     and publishes the next version. `dataset_path` is a task registry; `output_dir` holds the run's state."""
 
-    adapter_name: str = "rl"  # served as <adapter_name>-v<k>
-    experiment: str = "smollm_rl"  # configs/experiments.yaml: the policy, max_steps and protocol of rollouts
-    subset: str | None = "train"
-    eval_subset: str | None = "test"  # held-out tasks, evaluated greedily every `eval_every` iterations
-    eval_every: int = 1  # 0: no held-out evaluation
-    eval_tasks: int | None = 16  # held-out tasks drawn with `seed` (None: all of eval_subset)
-    iterations: int = 4
-    tasks_per_iteration: int = 8  # --sample_size of each iteration's rollout
-    rollouts_per_task: int = 4  # the group advantages compare within
-    temperature: float = 1.0
-    max_staleness: int = 0  # episodes sampled more than K versions before the one being trained are dropped
-    init_adapter: str | None = None  # a PEFT adapter (BC warm start) published as the first version
-    clip_eps: float = 0.2  # PPO clip of the importance ratio against the sampling logprobs
-    scale_rewards: bool = True  # divide advantages by the group's standard deviation (GRPO); False: Dr. GRPO
+    adapter_name: str = flag("rl", "rl: published as NAME-v<k>")
+    experiment: str = flag("smollm_rl", "rl: the rollouts' experiment (configs/experiments.yaml: policy, max_steps)")
+    subset: str | None = flag("train", "grpo-online, rl: tasks of the registry to train on")
+    eval_subset: str | None = flag("test", "rl: held-out tasks, evaluated greedily every --eval_every iterations")
+    eval_every: int = flag(1, "rl: held-out eval every N iterations (0: none)")
+    eval_tasks: int | None = flag(16, "rl: held-out tasks drawn with --seed (none: all of --eval_subset)")
+    iterations: int = flag(4, "rl: rollout-train-publish iterations")
+    tasks_per_iteration: int = flag(8, "rl: tasks sampled per iteration", "--sample_size")
+    rollouts_per_task: int = flag(4, "rl: the group size (>= 2) advantages compare within")
+    temperature: float = flag(1.0, "grpo, rl: sampling temperature")
+    max_staleness: int = flag(0, "rl: drop episodes sampled more than K versions before the one being trained")
+    init_adapter: str | None = flag(None, "rl: warm start (a PEFT adapter folder), published as the first version")
+    clip_eps: float = flag(0.2, "rl: PPO clip of the importance ratio against the sampling logprobs")
+    scale_rewards: bool = flag(True, "rl: divide advantages by the group's standard deviation (off: Dr. GRPO)")
     lr: float = 2e-5
     epochs: float = 1.0  # passes over an iteration's turns
     batch_size: int = 8  # turns per optimiser step
     max_length: int = 2048
-    concurrency: int | None = None  # episodes in flight when rollouts run in this process
-    # Train on stored episodes instead of rolling out: `<mode>/<run_id>` under trajectories/ (say the gateway's, played
-    # by an outside agent in its own environment); no held-out evaluation (there is no registry to play).
-    from_run: str | None = None
+    concurrency: int | None = flag(None, "rl: episodes in flight when rollouts run in this process")
+    from_run: str | None = flag(
+        None,
+        "rl: train on the stored episodes of MODE/RUN_ID (e.g. the gateway's) instead of rolling out; no held-out eval",
+    )
+
+
+CONFIGS = {
+    "bc": BCConfig,
+    "dpo": DPOConfig,
+    "grpo": GRPOConfig,
+    "grpo-online": OnlineGRPOConfig,
+    "rl": RLConfig,
+}
