@@ -394,11 +394,10 @@ def skipped(stats: dict) -> str:
     return ", ".join(parts)
 
 
-def run_rl(cfg: RLConfig, settings: Settings | None = None) -> dict:
-    """Run (or go on with) the RL loop until `cfg.iterations`; return the history and where the report is."""
-    settings = settings or get_settings()
-    check_config(cfg, settings)
-    run = RLRun(cfg, settings)
+def _start(run: RLRun, cfg: RLConfig, settings: Settings) -> tuple[int | None, int]:
+    """The version to sample with first and the last iteration done (-1: none): a run going on serves its last
+    version again, a new one publishes its warm start as version 1; iteration 0's row (the start's held-out
+    score) and a row lost to a kill after publishing are written here."""
     version, done = run.published()
     if version:  # going on: the version to sample with is loaded again (a restarted vLLM lost it)
         serve_version(settings, cfg.adapter_name, adapters.version_name(version))
@@ -417,68 +416,75 @@ def run_rl(cfg: RLConfig, settings: Settings | None = None) -> dict:
                 "eval_s": round(time.perf_counter() - started, 1),
             }
         )
+    return version, done
+
+
+def _iterate(run: RLRun, cfg: RLConfig, settings: Settings, iteration: int, version: int | None) -> int | None:
+    """One iteration: roll out (or read the stored run), build the batch, train, publish, evaluate, record its row;
+    returns the version the next iteration samples with (the same one when there was nothing to train on)."""
+    served = run.served(version)
+    console.rule(
+        f"iteration {iteration + 1}/{cfg.iterations}: "
+        + (f"stored episodes of {cfg.from_run}" if cfg.from_run else f"rollouts by {served}")
+    )
+    seconds = {}
+    started = time.perf_counter()
+    if cfg.from_run:
+        episodes = run.stored()
+    else:
+        episodes = run.rollout(
+            f"{cfg.adapter_name}-it{iteration:04d}",
+            served,
+            subset=cfg.subset,
+            tasks=cfg.tasks_per_iteration,
+            per_task=cfg.rollouts_per_task,
+            temperature=cfg.temperature,
+            seed=cfg.seed + iteration,
+        )
+    seconds["rollout_s"] = round(time.perf_counter() - started, 1)
+    rows, batch = build_batch(
+        episodes,
+        version=version,
+        max_staleness=cfg.max_staleness,
+        scale_rewards=cfg.scale_rewards,
+        max_length=cfg.max_length,
+    )
+    stats = batch.as_dict()
+    started = time.perf_counter()
+    trained = run.train(rows, stats["tokens"], iteration) if rows else {"steps": 0}
+    seconds["train_s"] = round(time.perf_counter() - started, 1)
+    row = {"iteration": iteration + 1, "sampled_with": served, **stats, **trained, **seconds, "skipped": skipped(stats)}
+    started = time.perf_counter()
+    if rows:
+        version = run.publish(iteration, row)
+        retire(settings, cfg.adapter_name, keep=1)  # the rollout job is over: no request in flight uses older ones
+    else:  # nothing learnt: the next iteration samples the same version again
+        console.print(f"[yellow]iteration {iteration + 1}: nothing to train on ({skipped(stats)}); no new version[/]")
+    row.update(version=run.served(version), publish_s=round(time.perf_counter() - started, 1))
+    started = time.perf_counter()
+    if rows and cfg.eval_every and (iteration + 1) % cfg.eval_every == 0:
+        row["held_out"] = run.held_out(version)
+        row["eval_s"] = round(time.perf_counter() - started, 1)
+    run.record(row)
+    console.print(
+        f"iteration {iteration + 1}: success {stats['success_rate']:.0%}, reward "
+        f"{stats['mean_reward']:.3f}, {stats['rows']} rows / {stats['sampled_tokens']} sampled tokens"
+        + (f", held-out {row['held_out']:.0%}" if row.get("held_out") is not None else "")
+        + (f"; skipped: {row['skipped']}" if row["skipped"] else "")
+        + f" -> {row['version']}"
+    )
+    return version
+
+
+def run_rl(cfg: RLConfig, settings: Settings | None = None) -> dict:
+    """Run (or go on with) the RL loop until `cfg.iterations`; return the history and where the report is."""
+    settings = settings or get_settings()
+    check_config(cfg, settings)
+    run = RLRun(cfg, settings)
+    version, done = _start(run, cfg, settings)
     run.load_policy(version)
     for iteration in range(done + 1, cfg.iterations):
-        served = run.served(version)
-        console.rule(
-            f"iteration {iteration + 1}/{cfg.iterations}: "
-            + (f"stored episodes of {cfg.from_run}" if cfg.from_run else f"rollouts by {served}")
-        )
-        seconds = {}
-        started = time.perf_counter()
-        if cfg.from_run:
-            episodes = run.stored()
-        else:
-            episodes = run.rollout(
-                f"{cfg.adapter_name}-it{iteration:04d}",
-                served,
-                subset=cfg.subset,
-                tasks=cfg.tasks_per_iteration,
-                per_task=cfg.rollouts_per_task,
-                temperature=cfg.temperature,
-                seed=cfg.seed + iteration,
-            )
-        seconds["rollout_s"] = round(time.perf_counter() - started, 1)
-        rows, stats = build_batch(
-            episodes,
-            version=version,
-            max_staleness=cfg.max_staleness,
-            scale_rewards=cfg.scale_rewards,
-            max_length=cfg.max_length,
-        )
-        stats = stats.as_dict()
-        started = time.perf_counter()
-        trained = run.train(rows, stats["tokens"], iteration) if rows else {"steps": 0}
-        seconds["train_s"] = round(time.perf_counter() - started, 1)
-        row = {
-            "iteration": iteration + 1,
-            "sampled_with": served,
-            **stats,
-            **trained,
-            **seconds,
-            "skipped": skipped(stats),
-        }
-        started = time.perf_counter()
-        if rows:
-            version = run.publish(iteration, row)
-            retire(settings, cfg.adapter_name, keep=1)  # the rollout job is over: no request in flight uses older ones
-        else:  # nothing learnt: the next iteration samples the same version again
-            console.print(
-                f"[yellow]iteration {iteration + 1}: nothing to train on ({skipped(stats)}); no new version[/]"
-            )
-        row.update(version=run.served(version), publish_s=round(time.perf_counter() - started, 1))
-        started = time.perf_counter()
-        if rows and cfg.eval_every and (iteration + 1) % cfg.eval_every == 0:
-            row["held_out"] = run.held_out(version)
-            row["eval_s"] = round(time.perf_counter() - started, 1)
-        run.record(row)
-        console.print(
-            f"iteration {iteration + 1}: success {stats['success_rate']:.0%}, reward "
-            f"{stats['mean_reward']:.3f}, {stats['rows']} rows / {stats['sampled_tokens']} sampled tokens"
-            + (f", held-out {row['held_out']:.0%}" if row.get("held_out") is not None else "")
-            + (f"; skipped: {row['skipped']}" if row["skipped"] else "")
-            + f" -> {row['version']}"
-        )
+        version = _iterate(run, cfg, settings, iteration, version)
     return {
         "history": run.history,
         "report": str(run.out / "rl_report.md"),
