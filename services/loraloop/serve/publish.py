@@ -292,18 +292,32 @@ def publish(settings: Settings, adapter_dir: Path, name: str, *, load: bool = Tr
         "published_at": time.time(),
     }
     store = open_store(settings=settings)
+    clock = time.perf_counter()
+    timings: dict[str, float] = {}
+
+    def lap(stage: str) -> None:
+        nonlocal clock
+        now = time.perf_counter()
+        timings[stage] = round(timings.get(stage, 0.0) + now - clock, 3)
+        clock = now
+
     version = adapters.upload(store, name, adapter_dir, metadata)
+    lap("upload")
     served = adapters.served_name(name, version)
     metadata.update(name=name, version=version, store_key=adapters.version_key(name, version), served_name=served)
     if load:
         local = adapters.download(store, name, version, Path(settings.adapters_dir))
         prompts = VERIFY_PROMPTS + _dataset_prompts(metrics.get("dataset_path"))
+        lap("download")
         checks = []
         for url in vllm_urls(settings):  # every server: a replica still on the old adapter is caught too
             server = settings.model_copy(update={"vllm_url": url})
             load_adapter(server, served, _seen_by_vllm(server, name, version, local))
+            lap("load")
             checks.append({"url": url, **verify_served(server, served, prompts, checks[0] if checks else None)})
+            lap("verify")
         metadata["verification"] = {**checks[0], "servers": [c["url"] for c in checks]}
+        metadata["publish_s"] = timings  # where a publish's time went: upload, download, load, verify
         adapters.write_metadata(store, name, version, metadata)  # with the fingerprint a rollback must reproduce
         adapters.mark_served(store, name, version)
     return metadata

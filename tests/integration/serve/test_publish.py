@@ -19,6 +19,7 @@ def test_publish_loads_into_vllm_and_verifies(vllm_url, settings_for, tmp_path):
     check = meta["verification"]
     assert check["logprob_gap"] > IN_EFFECT_GAP and check["base_distance"] > 0, check
     assert check["parent"] == settings.base_model_name and check["prompts"] == len(check["fingerprint"]) == 2
+    assert set(meta["publish_s"]) == {"upload", "download", "load", "verify"}  # where its time went
     again = publish(settings, adapter, "good")  # same name: the next version, served under its own name
     assert again["version"] == "v2" and again["served_name"] == "good-v2"
     stored = sorted(p.name for p in (tmp_path / "store" / "adapters" / "good" / "v2").iterdir())
