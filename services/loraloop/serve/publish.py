@@ -97,13 +97,20 @@ MATCH_FRACTION = 0.25
 
 
 def fingerprint(settings: Settings, model: str, prompts: list[list[dict]]) -> list[dict[str, float]]:
-    """The logprobs `model` gives the TOP_LOGPROBS likeliest first tokens of its reply to each prompt, in token
-    order (an id missing from one model's top list stands at the list's floor): one prefill per prompt and a
-    single decoded token, all prompts at once.
+    """The logprobs `model` gives the TOP_LOGPROBS likeliest first tokens of its reply to each prompt, keyed
+    `token_id:<id>` (exact ids, not decoded text): one prefill per prompt and a single decoded token, all prompts
+    at once.
 
     Not `prompt_logprobs` (scoring the prompt itself): with LoRA enabled, vLLM computes it through the LoRA
     logits path with the wrong mapping and can kill the engine (vllm-project/vllm#16668, #29955)."""
-    payload = {"max_tokens": 1, "temperature": 0.0, "seed": 0, "logprobs": True, "top_logprobs": TOP_LOGPROBS}
+    payload = {
+        "max_tokens": 1,
+        "temperature": 0.0,
+        "seed": 0,
+        "logprobs": True,
+        "top_logprobs": TOP_LOGPROBS,
+        "return_tokens_as_token_ids": True,
+    }
 
     def one(messages: list[dict]) -> dict[str, float]:
         response = _post(
