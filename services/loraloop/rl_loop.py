@@ -44,7 +44,7 @@ from loraloop.train.backend import load_model
 from loraloop.train.config import RLConfig
 from loraloop.train.harness import common_args
 from loraloop.train.rl_batch import build_batch
-from loraloop.train.rl_trainer import RLTrainer, StepBar, as_dataset, collate
+from loraloop.train.rl_trainer import Correction, RLTrainer, StepBar, as_dataset, collate, proximal_logprobs
 
 console = Console(stderr=True)
 
@@ -66,6 +66,31 @@ def publish_version(settings: Settings, adapter_dir: Path, name: str) -> int:
     return adapters.version_number(metadata["version"])
 
 
+LEVELS = ("token", "sequence")
+
+
+def correction(cfg: RLConfig) -> Correction | None:
+    """The trainer's rollout correction from the flags (None: bypass mode); a level or threshold that makes no
+    sense fails naming the flag."""
+    for name in ("rollout_is", "rollout_rs"):
+        level = getattr(cfg, name)
+        if level not in (*LEVELS, "none", None):
+            raise ConfigError(f"--{name} must be one of token, sequence or none, got {level!r}")
+    for name in ("rollout_is_threshold", "rollout_rs_threshold"):
+        if getattr(cfg, name) <= 1:
+            raise ConfigError(
+                f"--{name} must be above 1 (a weight cap of at most 1 trains on nothing), got {getattr(cfg, name)}"
+            )
+    if cfg.bypass_mode:
+        return None
+    return Correction(
+        rollout_is=cfg.rollout_is if cfg.rollout_is in LEVELS else None,
+        rollout_is_threshold=cfg.rollout_is_threshold,
+        rollout_rs=cfg.rollout_rs if cfg.rollout_rs in LEVELS else None,
+        rollout_rs_threshold=cfg.rollout_rs_threshold,
+    )
+
+
 def check_config(cfg: RLConfig, settings: Settings) -> None:
     """Refuse, before any model is loaded or episode played, what cannot give a useful run; name the flag."""
     if cfg.rollouts_per_task < 2:
@@ -82,6 +107,7 @@ def check_config(cfg: RLConfig, settings: Settings) -> None:
             raise ConfigError(f"--{flag} must be at least 1, got {value}")
     if cfg.max_staleness < 0 or cfg.eval_every < 0:
         raise ConfigError("--max_staleness and --eval_every must be 0 or more")
+    correction(cfg)  # the rollout correction's flags, checked
     if cfg.from_run is not None:
         mode, _, run_id = cfg.from_run.partition("/")
         if not mode or not run_id or "/" in run_id:
@@ -225,16 +251,19 @@ class RLRun:
             }
         )
         pad = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else 0
+        corrected = correction(self.cfg)
+        started = time.perf_counter()
+        prox = proximal_logprobs(self.model, rows) if corrected else None  # before the iteration's first update
         trainer = RLTrainer(
             model=self.model,
             args=args,
-            train_dataset=as_dataset(rows),
+            train_dataset=as_dataset(rows, prox),
             data_collator=lambda batch: collate(batch, pad),
             optimizers=(self.optimizer, None),
             clip_eps=self.cfg.clip_eps,
+            correction=corrected,
             callbacks=[StepBar(f"train it{iteration}", console)],
         )
-        started = time.perf_counter()
         trainer.train()
         seconds = time.perf_counter() - started
         logs = [h for h in trainer.state.log_history if "loss" in h]
@@ -244,6 +273,10 @@ class RLRun:
             "loss": logs[-1]["loss"] if logs else None,
             "ratio_mean": logs[-1].get("ratio_mean") if logs else None,
             "clip_fraction": logs[-1].get("clip_fraction") if logs else None,
+            **{  # the sampler/trainer mismatch at the iteration's last step (decoupled mode)
+                short: logs[-1].get(f"rollout_corr/{name}") if logs else None
+                for short, name in (("k3_kl", "k3_kl"), ("is_truncated", "rollout_is_ratio_fraction_high"))
+            },
             "train_tokens_per_s": round(tokens * self.cfg.epochs / seconds, 1),
         }
 
@@ -303,9 +336,9 @@ class RLRun:
         writer = self.writer()
         for entry in logs:
             self.trained_steps += 1
-            for name in ("loss", "ratio_mean", "clip_fraction", "logprob_gap", "grad_norm"):
-                if entry.get(name) is not None:
-                    writer.add_scalar(f"train/{name}", entry[name], self.trained_steps)
+            for name, value in entry.items():  # loss, grad_norm, the ratio's and the rollout correction's metrics
+                if isinstance(value, (int, float)) and name not in ("epoch", "step", "learning_rate"):
+                    writer.add_scalar(name if "/" in name else f"train/{name}", value, self.trained_steps)
         writer.flush()
 
     def writer(self):

@@ -103,7 +103,16 @@ class RLConfig(LoraTrainConfig):
     temperature: float = flag(1.0, "grpo, rl: sampling temperature")
     max_staleness: int = flag(0, "rl: drop episodes sampled more than K versions before the one being trained")
     init_adapter: str | None = flag(None, "rl: warm start (a PEFT adapter folder), published as the first version")
-    clip_eps: float = flag(0.2, "rl: PPO clip of the importance ratio against the sampling logprobs")
+    clip_eps: float = flag(0.2, "rl: PPO clip of the ratio (against the proximal policy; in bypass mode the sampler)")
+    bypass_mode: bool = flag(
+        False, "rl: clip against the sampler's logprobs; no proximal pass, no importance weights (the loop before)"
+    )
+    rollout_is: str | None = flag("token", "rl: truncated importance weights trainer/sampler: token | sequence | none")
+    rollout_is_threshold: float = flag(2.0, "rl: cap of the importance weight (above 1)")
+    rollout_rs: str | None = flag(
+        None, "rl: mask tokens or sequences whose weight is outside [1/threshold, threshold]: token | sequence | none"
+    )
+    rollout_rs_threshold: float = flag(2.0, "rl: the masking threshold (above 1)")
     scale_rewards: bool = flag(True, "rl: divide advantages by the group's standard deviation (off: Dr. GRPO)")
     lr: float = 2e-5
     epochs: float = 1.0  # passes over an iteration's turns

@@ -9,14 +9,26 @@ kept to the loss and the batching: the optimiser, schedule, checkpoints, logging
 device handling are transformers' Trainer, and the log-probabilities come from TRL's
 `selective_log_softmax`.
 
-The loss is PPO's clipped surrogate with the ratio taken against the logprobs vLLM sampled with,
-averaged over every sampled token of the batch (DAPO's token-level mean); observation and prompt
-tokens are masked.
+The loss is PPO's clipped surrogate averaged over every sampled token of the batch (DAPO's token-level
+mean); observation and prompt tokens are masked. Two modes, named as verl's rollout correction names them:
+
+- decoupled (the default; AReaL's decoupled PPO): the ratio is clipped against the proximal policy, the
+  trainer's own logprobs recomputed before the iteration's first update, and every token is weighted by a
+  truncated importance weight between the proximal policy and the sampler (vLLM's logprobs): the clip
+  handles the trainer's drift, the weight the sampler/trainer mismatch and staleness. `rollout_is`: the
+  weight per token or per sequence (their product), capped at `rollout_is_threshold`; `rollout_rs`: tokens
+  or sequences whose ratio is outside [1/threshold, threshold] are masked out instead (masked IS).
+- bypass (`bypass_mode`): the ratio is taken against the sampler's logprobs directly and the clip absorbs
+  both; no proximal pass. What the loop did before.
+
+TRL 1.16 has the same correction (`vllm_importance_sampling_mode`), but inline in GRPOTrainer's generation
+step, not as a function another trainer can call; `rollout_correction` below follows it.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
+from dataclasses import dataclass
 
 import torch
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -41,22 +53,80 @@ def collate(rows: list[dict], pad_id: int) -> dict[str, torch.Tensor]:
         "completion_mask": padded("completion_mask", 0, torch.float32),
         "old_logprobs": padded("old_logprobs", 0.0, torch.float32),
         "advantages": torch.tensor([r["advantage"] for r in rows], dtype=torch.float32),
+        **({"prox_logprobs": padded("prox_logprobs", 0.0, torch.float32)} if "prox_logprobs" in rows[0] else {}),
     }
 
 
+@dataclass(frozen=True)
+class Correction:
+    """How the sampler/trainer mismatch is corrected (verl's `rollout_correction` settings)."""
+
+    rollout_is: str | None = "token"  # token | sequence | None: importance weights, truncated at the threshold
+    rollout_is_threshold: float = 2.0
+    rollout_rs: str | None = None  # token | sequence | None: mask what lies outside [1/threshold, threshold]
+    rollout_rs_threshold: float = 2.0
+
+
+def _masked_mean(values: torch.Tensor, mask: torch.Tensor) -> float:
+    return float((values * mask).sum() / mask.sum().clamp(min=1))
+
+
+def rollout_correction(
+    prox: torch.Tensor, sampler: torch.Tensor, mask: torch.Tensor, correction: Correction
+) -> tuple[torch.Tensor, torch.Tensor, dict[str, float]]:
+    """The importance weights (proximal over sampler, truncated) and the mask left after rejection, per token, and
+    the mismatch metrics under verl's names: the weights' mean and max (before truncation), the fraction truncated
+    (`rollout_is_ratio_fraction_high`) or masked (`rollout_rs_masked_fraction`), and KL(sampler || trainer) by the
+    k1 and k3 estimators on the sampled tokens."""
+    log_ratio = (prox - sampler) * mask  # log pi_old / pi_rollout on sampled tokens, 0 elsewhere
+    if correction.rollout_is == "sequence" or correction.rollout_rs == "sequence":
+        per_sequence = torch.exp(log_ratio.sum(dim=-1, keepdim=True).clamp(-20, 20)).expand_as(mask)
+    per_token = torch.exp(log_ratio.clamp(-20, 20))
+    raw = per_sequence if correction.rollout_is == "sequence" else per_token
+    weights = raw.clamp(max=correction.rollout_is_threshold) if correction.rollout_is else torch.ones_like(raw)
+    kept = mask
+    if correction.rollout_rs:
+        judged = per_sequence if correction.rollout_rs == "sequence" else per_token
+        high = correction.rollout_rs_threshold
+        kept = mask * ((judged <= high) & (judged >= 1 / high)).float()
+    tokens = mask.sum().clamp(min=1)
+    stats = {
+        "rollout_corr/rollout_is_mean": _masked_mean(raw, mask),
+        "rollout_corr/rollout_is_max": float(raw[mask.bool()].max()) if mask.any() else 1.0,
+        "rollout_corr/rollout_is_ratio_fraction_high": _masked_mean(
+            (raw > correction.rollout_is_threshold).float(), mask
+        )
+        if correction.rollout_is
+        else 0.0,
+        "rollout_corr/rollout_rs_masked_fraction": float((mask - kept).sum() / tokens),
+        "rollout_corr/kl": _masked_mean(sampler - prox, mask),
+        "rollout_corr/k3_kl": _masked_mean(torch.exp(prox - sampler) - 1 - (prox - sampler), mask),
+    }
+    return weights * kept, kept, stats
+
+
 def clipped_loss(
-    logprobs: torch.Tensor, old_logprobs: torch.Tensor, advantages: torch.Tensor, mask: torch.Tensor, clip_eps: float
+    logprobs: torch.Tensor,
+    old_logprobs: torch.Tensor,
+    advantages: torch.Tensor,
+    mask: torch.Tensor,
+    clip_eps: float,
+    weights: torch.Tensor | None = None,
 ) -> tuple[torch.Tensor, dict[str, float]]:
-    """PPO's clipped surrogate over sampled tokens, token-mean; returns the loss and its diagnostics."""
+    """PPO's clipped surrogate over sampled tokens, each times its importance weight (`weights`, 0 where masked;
+    none in bypass mode), token-mean over the sampled tokens; returns the loss and its diagnostics."""
     ratio = torch.exp(logprobs - old_logprobs)
     adv = advantages.unsqueeze(1)
     surrogate = torch.minimum(ratio * adv, torch.clamp(ratio, 1 - clip_eps, 1 + clip_eps) * adv)
+    if weights is not None:
+        surrogate = surrogate * weights.detach()
     tokens = mask.sum().clamp(min=1)
     loss = -(surrogate * mask).sum() / tokens
     with torch.no_grad():
         clipped = ((ratio - 1).abs() > clip_eps).float()
         stats = {
             "ratio_mean": float((ratio * mask).sum() / tokens),
+            "ratio_max": float(ratio[mask.bool()].max()) if mask.any() else 1.0,
             "clip_fraction": float((clipped * mask).sum() / tokens),
             "logprob_gap": float(((logprobs - old_logprobs).abs() * mask).sum() / tokens),
         }
@@ -66,39 +136,64 @@ def clipped_loss(
 class RLTrainer(Trainer):
     """transformers' Trainer with the clipped policy-gradient loss on token-exact turns."""
 
-    def __init__(self, *args, clip_eps: float = 0.2, **kwargs) -> None:
+    def __init__(self, *args, clip_eps: float = 0.2, correction: Correction | None = None, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         self.clip_eps = clip_eps
+        self.correction = correction  # None: bypass mode
         self._diagnostics: dict[str, list[float]] = defaultdict(list)
 
     def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
-        """Log-probabilities of the sequence's own next tokens, then the clipped surrogate on the sampled ones."""
+        """Log-probabilities of the sequence's own next tokens, then the clipped surrogate on the sampled ones:
+        against the proximal logprobs, weighted by the rollout correction (decoupled), or against the sampler's
+        (bypass)."""
         ids = inputs["input_ids"]
-        logits = model(input_ids=ids, attention_mask=inputs["attention_mask"]).logits[:, :-1]
-        logprobs = selective_log_softmax(logits, ids[:, 1:])
-        loss, stats = clipped_loss(
-            logprobs,
-            inputs["old_logprobs"][:, 1:],
-            inputs["advantages"],
-            inputs["completion_mask"][:, 1:],
-            self.clip_eps,
+        logprobs = selective_log_softmax(
+            model(input_ids=ids, attention_mask=inputs["attention_mask"]).logits[:, :-1], ids[:, 1:]
         )
+        sampler, mask = inputs["old_logprobs"][:, 1:], inputs["completion_mask"][:, 1:]
+        if self.correction is not None:
+            prox = inputs["prox_logprobs"][:, 1:]
+            weights, mask, stats = rollout_correction(prox, sampler, mask, self.correction)
+            loss, ppo = clipped_loss(logprobs, prox, inputs["advantages"], mask, self.clip_eps, weights)
+            stats.update(ppo)
+        else:
+            loss, stats = clipped_loss(logprobs, sampler, inputs["advantages"], mask, self.clip_eps)
         for name, value in stats.items():
             self._diagnostics[name].append(value)
         return loss
 
     def log(self, logs: dict[str, float], *args, **kwargs) -> None:
-        """Add the mean ratio, clip fraction and logprob gap since the last log to what the Trainer logs."""
+        """Add the means of the ratio's and the rollout correction's metrics since the last log to what the Trainer
+        logs."""
         for name, values in self._diagnostics.items():
             if values and "loss" in logs:
-                logs[name] = round(sum(values) / len(values), 4)
+                logs[name] = float(f"{sum(values) / len(values):.4g}")  # small KLs keep their digits
         if "loss" in logs:
             self._diagnostics.clear()
         super().log(logs, *args, **kwargs)
 
 
-def as_dataset(rows: list[Row]):
-    """The rows as a `datasets.Dataset` the Trainer can shuffle and batch."""
+def proximal_logprobs(model, rows: list[Row]) -> list[list[float]]:
+    """The trainer's own logprobs of each row's tokens before the iteration's first update (aligned with
+    `input_ids`, 0 at the first position): one forward pass a row, no gradient, so only one row's logits are held
+    at a time."""
+    was_training = model.training
+    model.eval()
+    found = []
+    try:
+        with torch.no_grad():
+            for row in rows:
+                ids = torch.tensor([row.input_ids], device=model.device)
+                logprobs = selective_log_softmax(model(input_ids=ids).logits[:, :-1].float(), ids[:, 1:])
+                found.append([0.0] + logprobs[0].tolist())
+    finally:
+        model.train(was_training)
+    return found
+
+
+def as_dataset(rows: list[Row], prox: list[list[float]] | None = None):
+    """The rows (and their proximal logprobs, in decoupled mode) as a `datasets.Dataset` the Trainer can shuffle
+    and batch."""
     from datasets import Dataset
 
     return Dataset.from_list(
@@ -108,8 +203,9 @@ def as_dataset(rows: list[Row]):
                 "completion_mask": r.completion_mask,
                 "old_logprobs": r.old_logprobs,
                 "advantage": r.advantage,
+                **({"prox_logprobs": prox[i]} if prox is not None else {}),
             }
-            for r in rows
+            for i, r in enumerate(rows)
         ]
     )
 
