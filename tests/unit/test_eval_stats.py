@@ -2,7 +2,6 @@
 per-family counts, the CSV and the charts."""
 
 import csv
-import math
 
 import pytest
 
@@ -71,13 +70,16 @@ def store(tmp_path):
 
 
 def test_summary_rows(store):
+    """The episode an environment error lost is counted (`errors`) but says nothing about the policy: base's rate,
+    interval, families, reward and attempts per task (k) are over the 5 it played."""
     base, tuned = summarise(store, [("base", "ev"), ("tuned", "ev")])
-    assert (base.episodes, base.solved, base.tasks, base.k, base.errors) == (6, 1, 2, 3, 1)
-    assert base.pass_at_k == pytest.approx((1.0 + 0.0) / 2) and base.pass_hat_k == pytest.approx(0.0)
+    assert (base.episodes, base.played, base.solved, base.tasks, base.k, base.errors) == (6, 5, 1, 2, 2, 1)
+    assert base.success_rate == pytest.approx(1 / 5) and base.interval == wilson(1, 5)
+    assert base.pass_at_k == pytest.approx((1 - 1 / 3 + 0.0) / 2) and base.pass_hat_k == pytest.approx(0.0)
     assert tuned.pass_at_k == pytest.approx(1.0) and tuned.pass_hat_k == pytest.approx(0.5)
-    assert base.families == {"files": (1, 3), "text": (0, 3)} and tuned.families == {"files": (3, 3), "text": (2, 3)}
-    assert base.median_steps == 6 and tuned.mean_reward == pytest.approx(5 / 6)
-    assert math.isclose(base.interval[0], wilson(1, 6)[0])
+    assert base.families == {"files": (1, 3), "text": (0, 2)} and tuned.families == {"files": (3, 3), "text": (2, 3)}
+    assert base.median_steps == 6 and base.mean_reward == pytest.approx(1 / 5)
+    assert tuned.mean_reward == pytest.approx(5 / 6) and tuned.interval == wilson(5, 6)
 
 
 def test_report_files(store, tmp_path):
@@ -92,12 +94,13 @@ def test_report_files(store, tmp_path):
     assert "[failed](http://127.0.0.1:8080/ui/runs/tuned/ev?outcome=failed)" in text  # the episodes behind a number
     runs = "http://127.0.0.1:8080/ui/runs"  # every count links to the episodes behind it, a zero to none
     assert (
-        f"| `base` | base-model | 2 | [6]({runs}/base/ev) | 16.7% ([1]({runs}/base/ev?outcome=solved)/6; 3%–56%) "
-        f"| 50.0% (k=3) | 0.0% (k=3) | 6 | 0.167 | [1]({runs}/base/ev?outcome=error) |"
+        f"| `base` | base-model | 2 | [6]({runs}/base/ev) | 20.0% ([1]({runs}/base/ev?outcome=solved)/5; 4%–62%) "
+        f"| 33.3% (k=2) | 0.0% (k=2) | 6 | 0.200 | [1]({runs}/base/ev?outcome=error) |"
     ) in text
     assert f"| 83.3% ([5]({runs}/tuned/ev?outcome=solved)/6; 44%–97%) |" in text and "| 2 | 0.833 | 0 |" in text
-    # paired: only the tuned model solved 4 (t1 attempts 1 and 2, t2 attempts 0 and 1), only base none
-    assert "| `tuned` | 6 | 0 | 4 | 0.125 | not significant |" in text
+    # paired over the 5 pairs base played (t2's attempt 0 was lost): only the tuned model solved 3 (t1 attempts 1
+    # and 2, t2 attempt 1), only base none
+    assert "| `tuned` | 5 | 0 | 3 | 0.25 | not significant |" in text
     with (tmp_path / "report" / "report.csv").open() as handle:
         table = list(csv.DictReader(handle))
     assert [r["experiment"] for r in table] == ["base", "tuned"] and table[1]["solved"] == "5"
@@ -163,3 +166,12 @@ def test_the_halo_orchestrators_counts_get_a_table_of_their_own(store, tmp_path)
     assert (halo["manager_calls"], halo["cache_hits"], halo["cache_misses"]) == ("4", "2", "6")
     plain, _ = write_report(store, [("base", "ev")], tmp_path / "plain", "plain")
     assert "HALO orchestrator" not in plain.read_text()
+
+
+def test_a_row_whose_every_episode_was_lost_has_no_rate_and_the_widest_interval(tmp_path):
+    store = FileStore(tmp_path / "store")
+    for attempt in range(3):
+        episode(store, "base", "t1", attempt, False, 1, "files", error="model server unreachable")
+    (row,) = summarise(store, [("base", "ev")])
+    assert (row.episodes, row.played, row.errors, row.success_rate, row.interval) == (3, 0, 3, 0.0, (0.0, 1.0))
+    assert row.outcomes == {} and row.families == {}

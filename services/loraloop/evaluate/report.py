@@ -45,14 +45,20 @@ class Row:
     cache_misses: int = 0
 
     @property
+    def played(self) -> int:
+        """The episodes the policy played to an end: all of them but those an environment, a server or the run
+        lost (`errors`), which say nothing about the policy."""
+        return self.episodes - self.errors
+
+    @property
     def success_rate(self) -> float:
-        """Solved episodes over all episodes (0 when none ran)."""
-        return self.solved / self.episodes if self.episodes else 0.0
+        """Solved episodes over the episodes played (0 when none was): a server timeout does not lower a score."""
+        return self.solved / self.played if self.played else 0.0
 
     @property
     def interval(self) -> tuple[float, float]:
-        """The success rate's 95% Wilson interval."""
-        return wilson(self.solved, self.episodes)
+        """The success rate's 95% Wilson interval, over the episodes played."""
+        return wilson(self.solved, self.played)
 
 
 def summary_row(label: str, entries: list[EpisodeEntry], run_id: str = "") -> Row:
@@ -60,10 +66,11 @@ def summary_row(label: str, entries: list[EpisodeEntry], run_id: str = "") -> Ro
     its interval, pass@k and pass^k over a task's attempts, median steps, mean reward, errors apart from agent
     failures, and per task family. Corrupt entries are left out of them, and counted."""
     episodes = [e for e in entries if not e.corrupt]
+    played = [e for e in episodes if not e.error]  # the rates, pairs and families are over these
     steps = [e.steps for e in episodes]
     by_task: dict[str, list[bool]] = defaultdict(list)
     families: dict[str, list[int]] = defaultdict(lambda: [0, 0])
-    for e in episodes:
+    for e in played:
         by_task[e.task_id].append(e.success)
         family = families[e.category or "(none)"]
         family[0] += e.success
@@ -76,12 +83,12 @@ def summary_row(label: str, entries: list[EpisodeEntry], run_id: str = "") -> Ro
         sum(e.success for e in episodes),
         statistics.median(steps) if steps else 0.0,
         sum(1 for e in episodes if e.error),
-        mean_reward=statistics.fmean(e.reward for e in episodes) if episodes else 0.0,
-        tasks=len(by_task),
+        mean_reward=statistics.fmean(e.reward for e in played) if played else 0.0,
+        tasks=len({e.task_id for e in episodes}),
         k=k,
         run_id=run_id,
         corrupt=len(entries) - len(episodes),
-        outcomes={(e.task_id, e.attempt): e.success for e in episodes},
+        outcomes={(e.task_id, e.attempt): e.success for e in played},  # a pair with a lost episode is left out
         families={f: (v[0], v[1]) for f, v in sorted(families.items())},
         steps=steps,
         manager_calls=sum(e.manager_calls for e in episodes),
@@ -137,7 +144,7 @@ def figure_cells(r: Row, link: Callable[[str], str] | None = None) -> str:
     corrupt = f" (+{count(r.corrupt, 'corrupt')} corrupt)" if r.corrupt else ""
     return (
         f" {r.tasks} | {count(r.episodes, '')}{corrupt} | {r.success_rate:.1%} ({count(r.solved, 'solved')}/"
-        f"{r.episodes}; {low:.0%}–{high:.0%}) | {_rate(r.pass_at_k)}{k} | {_rate(r.pass_hat_k)}{k} | "
+        f"{r.played}; {low:.0%}–{high:.0%}) | {_rate(r.pass_at_k)}{k} | {_rate(r.pass_hat_k)}{k} | "
         f"{r.median_steps:g} | {r.mean_reward:.3f} | {count(r.errors, 'error')} |"
     )
 
