@@ -19,11 +19,6 @@ import pytest
 
 from tests.helpers import MODEL, ROOT, free_port, needs, wait_port
 
-# Every vLLM the suite starts (one a test worker, a replica, the loops' and the CI stack's) floats over the cores: with
-# vLLM's default `auto` each pins its engine to the same first core, and a second server waited over 10 minutes to
-# start while another one served (serve/vllm_server.py passes the variable on; compose.cpu.yaml says more).
-os.environ.setdefault("VLLM_CPU_OMP_THREADS_BIND", "nobind")
-
 os.chdir(ROOT)
 
 SERVICE_FIXTURES = {
