@@ -3,6 +3,7 @@
 import contextlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -116,6 +117,18 @@ def socket_mounts(services: dict) -> list[str]:
     return sorted(
         name for name, svc in services.items() if any(v.get("source") == HOST_SOCKET for v in svc.get("volumes", []))
     )
+
+
+@pytest.mark.parametrize("files", FILES[1:3], ids=["+".join(f) for f in FILES[1:3]])
+def test_the_cpu_engine_has_fifteen_minutes_to_start_before_a_probe_counts(files):
+    """A CPU vLLM took over six minutes to start on a loaded 2-core CI runner and `make up` gave up on it
+    (60 s start period + 60 probes of 5 s); failures inside start_period do not count, so that is the budget."""
+    check = config(files)["vllm"]["healthcheck"]
+    start = check["start_period"]  # a Go duration as compose prints it: 15m0s
+    parts = re.fullmatch(r"(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?", start)
+    assert parts, start
+    hours, minutes, seconds = (int(p or 0) for p in parts.groups())
+    assert hours * 3600 + minutes * 60 + seconds >= 900, start
 
 
 @pytest.mark.parametrize("files", FILES[:3], ids=["+".join(f) for f in FILES[:3]])
