@@ -27,6 +27,15 @@ settings.load_profile("loraloop")
 
 os.chdir(ROOT)
 
+# vLLM's CPU thread binding `auto` puts every engine on the first core and keeps the last for other processes, so
+# the suite's servers (one or more per pytest-xdist worker, and the CI stack's container) all shared core 0 while
+# core 1 ran the rest. Each worker binds the engines it starts to a core of its own, round robin over the cores this
+# process may use; the serial phase (no worker) and an explicit setting keep theirs.
+_worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+if _worker.startswith("gw") and "VLLM_CPU_OMP_THREADS_BIND" not in os.environ:
+    _cores = sorted(os.sched_getaffinity(0))
+    os.environ["VLLM_CPU_OMP_THREADS_BIND"] = str(_cores[int(_worker[2:]) % len(_cores)])
+
 SERVICE_FIXTURES = {
     "docker_ready": "Docker",
     "redis_url": "Redis",
