@@ -44,7 +44,15 @@ from loraloop.train.backend import load_model
 from loraloop.train.config import RLConfig
 from loraloop.train.harness import common_args
 from loraloop.train.rl_batch import build_batch
-from loraloop.train.rl_trainer import Correction, RLTrainer, StepBar, as_dataset, collate, proximal_logprobs
+from loraloop.train.rl_trainer import (
+    Correction,
+    RLTrainer,
+    StepBar,
+    add_fused_head,
+    as_dataset,
+    collate,
+    proximal_logprobs,
+)
 
 console = Console(stderr=True)
 
@@ -108,6 +116,11 @@ def check_config(cfg: RLConfig, settings: Settings) -> None:
     if cfg.max_staleness < 0 or cfg.eval_every < 0:
         raise ConfigError("--max_staleness and --eval_every must be 0 or more")
     correction(cfg)  # the rollout correction's flags, checked
+    if not 1 <= cfg.micro_batch_size <= cfg.batch_size or cfg.batch_size % cfg.micro_batch_size:
+        raise ConfigError(
+            f"--micro_batch_size {cfg.micro_batch_size} must divide the batch size {cfg.batch_size} "
+            "(turns per optimiser step) into whole forward passes"
+        )
     if cfg.from_run is not None:
         mode, _, run_id = cfg.from_run.partition("/")
         if not mode or not run_id or "/" in run_id:
@@ -202,6 +215,9 @@ class RLRun:
             model = PeftModel.from_pretrained(model, start, is_trainable=True)
         else:
             model = get_peft_model(model, peft_config)
+        self.fused = peft_config is not None and self.cfg.fused_logprobs  # unsloth patches the forward its own way
+        if self.fused:
+            add_fused_head(model)
         self.model = model
         self.optimizer = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=self.cfg.lr)
 
@@ -248,12 +264,16 @@ class RLRun:
                 "remove_unused_columns": False,
                 "disable_tqdm": True,
                 "seed": self.cfg.seed + iteration,
+                "per_device_train_batch_size": self.cfg.micro_batch_size,
+                "gradient_accumulation_steps": self.cfg.batch_size // self.cfg.micro_batch_size,
             }
         )
         pad = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else 0
         corrected = correction(self.cfg)
         started = time.perf_counter()
-        prox = proximal_logprobs(self.model, rows) if corrected else None  # before the iteration's first update
+        prox = (
+            proximal_logprobs(self.model, rows, self.fused) if corrected else None
+        )  # before the iteration's first update
         trainer = RLTrainer(
             model=self.model,
             args=args,
@@ -262,6 +282,7 @@ class RLRun:
             optimizers=(self.optimizer, None),
             clip_eps=self.cfg.clip_eps,
             correction=corrected,
+            fused=self.fused,
             callbacks=[StepBar(f"train it{iteration}", console)],
         )
         trainer.train()

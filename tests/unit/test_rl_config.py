@@ -24,6 +24,9 @@ def cfg(**overrides):
         ({"subset": "family:nothing"}, r"subset 'family:nothing' matches no task \(known: coin, family:coin"),
         ({"init_adapter": "tests/fixtures"}, r"tests/fixtures is not a PEFT adapter folder"),
         ({"iterations": 0}, r"--iterations must be at least 1"),
+        ({"micro_batch_size": 0}, r"--micro_batch_size 0 must divide the batch size 8"),
+        ({"micro_batch_size": 3}, r"--micro_batch_size 3 must divide the batch size 8"),
+        ({"micro_batch_size": 16}, r"--micro_batch_size 16 must divide the batch size 8"),
     ],
 )
 def test_bad_rl_config_is_refused_naming_the_flag(overrides, message):

@@ -117,6 +117,12 @@ class RLConfig(LoraTrainConfig):
     lr: float = 2e-5
     epochs: float = 1.0  # passes over an iteration's turns
     batch_size: int = 8  # turns per optimiser step
+    micro_batch_size: int = flag(
+        1, "rl: turns per forward pass; an optimiser step accumulates batch_size / micro_batch_size of them"
+    )
+    fused_logprobs: bool = flag(
+        True, "rl: logprobs through TRL's fused LM head (no vocabulary-wide logits held); off: the model's logits"
+    )
     max_length: int = 2048
     concurrency: int | None = flag(None, "rl: episodes in flight when rollouts run in this process")
     from_run: str | None = flag(

@@ -6,8 +6,14 @@ so an episode whose turns do not pack into one sequence cannot be given to it; a
 sampling logprobs for the importance ratio only with its own vLLM weight-sync client (`use_vllm`),
 whereas our vLLM serves published LoRA versions behind the rollout service. So the custom part is
 kept to the loss and the batching: the optimiser, schedule, checkpoints, logging (TensorBoard) and
-device handling are transformers' Trainer, and the log-probabilities come from TRL's
-`selective_log_softmax`.
+device handling are transformers' Trainer, and the log-probabilities come from TRL's fused LM head
+(`add_fused_lm_head`: the head runs in tiles and the batch's vocabulary-wide logits are never held), or from
+its `selective_log_softmax` over the model's logits where the forward is not ours to patch (unsloth).
+
+Memory: an optimiser step of `batch_size` turns runs as forward passes of `micro_batch_size` turns whose
+gradients are accumulated (the Trainer's gradient accumulation); the loss is still the token mean over the
+whole step (DAPO's), because `_get_num_items_in_batch` counts the step's sampled tokens and each pass divides
+its sum by that count.
 
 The loss is PPO's clipped surrogate averaged over every sampled token of the batch (DAPO's token-level
 mean); observation and prompt tokens are masked. Two modes, named as verl's rollout correction names them:
@@ -112,16 +118,19 @@ def clipped_loss(
     mask: torch.Tensor,
     clip_eps: float,
     weights: torch.Tensor | None = None,
+    step_tokens: torch.Tensor | int | None = None,
 ) -> tuple[torch.Tensor, dict[str, float]]:
     """PPO's clipped surrogate over sampled tokens, each times its importance weight (`weights`, 0 where masked;
-    none in bypass mode), token-mean over the sampled tokens; returns the loss and its diagnostics."""
+    none in bypass mode), summed and divided by `step_tokens` (the sampled tokens of the whole optimiser step when
+    it is accumulated over several passes; default: this batch's); returns the loss and its diagnostics (means
+    over this batch's tokens)."""
     ratio = torch.exp(logprobs - old_logprobs)
     adv = advantages.unsqueeze(1)
     surrogate = torch.minimum(ratio * adv, torch.clamp(ratio, 1 - clip_eps, 1 + clip_eps) * adv)
     if weights is not None:
         surrogate = surrogate * weights.detach()
     tokens = mask.sum().clamp(min=1)
-    loss = -(surrogate * mask).sum() / tokens
+    loss = -(surrogate * mask).sum() / (tokens if step_tokens is None else step_tokens)
     with torch.no_grad():
         clipped = ((ratio - 1).abs() > clip_eps).float()
         stats = {
@@ -133,31 +142,66 @@ def clipped_loss(
     return loss, stats
 
 
+def add_fused_head(model) -> None:
+    """Give the policy TRL's fused LM head (`model(..., labels=, fused_lm_head=True).log_probs`): patched on the
+    transformers model under PEFT's wrapper, as TRL's GRPOTrainer does."""
+    from peft import PeftModel
+    from transformers import PreTrainedModel
+    from trl.trainer.utils import add_fused_lm_head
+
+    base = model.get_base_model() if isinstance(model, PeftModel) else model
+    if not isinstance(base, PreTrainedModel):
+        raise TypeError(f"the fused LM head needs a transformers model, got {type(base).__name__}")
+    add_fused_lm_head(base)
+
+
+def token_logprobs(
+    model, ids: torch.Tensor, attention_mask: torch.Tensor, fused: bool, upcast: bool = False
+) -> torch.Tensor:
+    """Log-probabilities of each sequence's own next tokens, [batch, length - 1]. Fused (a model given
+    `add_fused_head`): float32, the LM head in tiles, so the [batch, length, vocabulary] logits (3.2 GB in float32
+    for 8 x 2048 tokens of SmolLM2's 49,152-token vocabulary) and their gradient are never held; else the model's
+    logits (cast to float32 first with `upcast`) through TRL's `selective_log_softmax`."""
+    if fused:
+        labels = ids.masked_fill(attention_mask == 0, -100)
+        return model(input_ids=ids, attention_mask=attention_mask, labels=labels, fused_lm_head=True).log_probs
+    logits = model(input_ids=ids, attention_mask=attention_mask).logits[:, :-1]
+    return selective_log_softmax(logits.float() if upcast else logits, ids[:, 1:])
+
+
 class RLTrainer(Trainer):
     """transformers' Trainer with the clipped policy-gradient loss on token-exact turns."""
 
-    def __init__(self, *args, clip_eps: float = 0.2, correction: Correction | None = None, **kwargs) -> None:
+    loss_is_scaled_for_ga = True  # compute_loss divides by the whole optimiser step's sampled tokens
+
+    def __init__(
+        self, *args, clip_eps: float = 0.2, correction: Correction | None = None, fused: bool = False, **kwargs
+    ) -> None:
         super().__init__(*args, **kwargs)
         self.clip_eps = clip_eps
         self.correction = correction  # None: bypass mode
+        self.fused = fused  # the policy has TRL's fused LM head (add_fused_head)
         self._diagnostics: dict[str, list[float]] = defaultdict(list)
+
+    def _get_num_items_in_batch(self, batch_samples: list, device: torch.device) -> torch.Tensor:
+        """The sampled tokens of the optimiser step's passes together (the Trainer's hook counts `labels`, which
+        these rows do not have), so that the accumulated loss is one token mean over the step."""
+        return sum(b["completion_mask"][:, 1:].sum() for b in batch_samples).to(device)
 
     def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
         """Log-probabilities of the sequence's own next tokens, then the clipped surrogate on the sampled ones:
         against the proximal logprobs, weighted by the rollout correction (decoupled), or against the sampler's
-        (bypass)."""
-        ids = inputs["input_ids"]
-        logprobs = selective_log_softmax(
-            model(input_ids=ids, attention_mask=inputs["attention_mask"]).logits[:, :-1], ids[:, 1:]
-        )
+        (bypass); summed over this pass and divided by the step's sampled tokens."""
+        logprobs = token_logprobs(model, inputs["input_ids"], inputs["attention_mask"], self.fused)
         sampler, mask = inputs["old_logprobs"][:, 1:], inputs["completion_mask"][:, 1:]
+        step = None if num_items_in_batch is None else num_items_in_batch.clamp(min=1)
         if self.correction is not None:
             prox = inputs["prox_logprobs"][:, 1:]
             weights, mask, stats = rollout_correction(prox, sampler, mask, self.correction)
-            loss, ppo = clipped_loss(logprobs, prox, inputs["advantages"], mask, self.clip_eps, weights)
+            loss, ppo = clipped_loss(logprobs, prox, inputs["advantages"], mask, self.clip_eps, weights, step)
             stats.update(ppo)
         else:
-            loss, stats = clipped_loss(logprobs, sampler, inputs["advantages"], mask, self.clip_eps)
+            loss, stats = clipped_loss(logprobs, sampler, inputs["advantages"], mask, self.clip_eps, step_tokens=step)
         for name, value in stats.items():
             self._diagnostics[name].append(value)
         return loss
@@ -173,10 +217,9 @@ class RLTrainer(Trainer):
         super().log(logs, *args, **kwargs)
 
 
-def proximal_logprobs(model, rows: list[Row]) -> list[list[float]]:
+def proximal_logprobs(model, rows: list[Row], fused: bool = False) -> list[list[float]]:
     """The trainer's own logprobs of each row's tokens before the iteration's first update (aligned with
-    `input_ids`, 0 at the first position): one forward pass a row, no gradient, so only one row's logits are held
-    at a time."""
+    `input_ids`, 0 at the first position): one forward pass a row, no gradient."""
     was_training = model.training
     model.eval()
     found = []
@@ -184,7 +227,7 @@ def proximal_logprobs(model, rows: list[Row]) -> list[list[float]]:
         with torch.no_grad():
             for row in rows:
                 ids = torch.tensor([row.input_ids], device=model.device)
-                logprobs = selective_log_softmax(model(input_ids=ids).logits[:, :-1].float(), ids[:, 1:])
+                logprobs = token_logprobs(model, ids, torch.ones_like(ids), fused, upcast=True)
                 found.append([0.0] + logprobs[0].tolist())
     finally:
         model.train(was_training)

@@ -1,0 +1,147 @@
+"""Peak memory of one RL optimiser step, the way `loraloop train rl` takes it, against the step before the memory
+savers (issue #30 item 4: at batch 8 x 2048 tokens, at most a third of the baseline).
+
+    .venv/bin/python bench/rl_memory.py [--rows 8] [--tokens 2048] [--variants before,fused,micro,both] [--out [PATH]]
+
+Each variant runs in a process of its own (peak RSS is a process's high-water mark): it loads the base model
+(volumes/models/SmolLM2-135M-Instruct) with LoRA through `RLRun.load_policy`, makes --rows turns of --tokens
+tokens (random ids, the last half sampled) and takes one optimiser step through `RLRun.train` in decoupled mode
+(the proximal pass, then the step). Variants:
+
+- before: the whole step in one forward pass, the model's full logits (the trainer before `micro_batch_size` and
+  the fused head: `--micro_batch_size 8 --no-fused_logprobs`);
+- fused: one pass, TRL's fused LM head;
+- micro: passes of one turn accumulated, full logits;
+- both: passes of one turn and the fused head (the default now).
+
+Prints peak RSS after loading and after the step, the step's seconds and each variant's peak over the baseline's,
+measured in the same run. Exits 1 when the default misses the target (a third of the baseline's peak).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from results import add_out, machine, report
+
+ROOT = Path(__file__).resolve().parents[1]
+MODEL = ROOT / "volumes/models/SmolLM2-135M-Instruct"
+VARIANTS = {"before": (8, False), "fused": (8, True), "micro": (1, False), "both": (1, True)}  # micro batch, fused
+TARGET = 1 / 3
+
+
+def peak_gib() -> float:
+    """This process's peak resident memory so far, GiB (Linux reports ru_maxrss in KiB)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
+
+
+def child(variant: str, rows: int, tokens: int) -> dict:
+    """One variant's optimiser step in this process (`RLRun.load_policy` and `RLRun.train`, the run's own code):
+    peak RSS after loading and after the step, and the step's seconds (the proximal pass included)."""
+    import tempfile
+
+    import torch
+
+    from loraloop.rl_loop import RLRun
+    from loraloop.settings import Settings
+    from loraloop.train.config import RLConfig
+    from loraloop.train.rl_batch import Row
+
+    micro, fused = VARIANTS[variant]
+    folder = Path(tempfile.mkdtemp(prefix="rl-memory-"))
+    cfg = RLConfig(
+        base_model=str(MODEL),
+        dataset_path="",
+        output_dir=str(folder / "run"),
+        batch_size=rows,
+        micro_batch_size=min(micro, rows),
+        fused_logprobs=fused,
+    )
+    run = RLRun(cfg, Settings(store_url=f"file://{folder / 'store'}"))  # the store is not written to
+    run.load_policy(0)
+    loaded = peak_gib()
+    generator = torch.Generator().manual_seed(0)
+    half = tokens // 2
+    batch = [
+        Row(
+            torch.randint(0, 49152, (tokens,), generator=generator).tolist(),
+            [0] * half + [1] * (tokens - half),
+            [0.0] * half + [-1.0] * (tokens - half),
+            advantage=1.0 if i % 2 else -1.0,
+            task_id=f"t{i}",
+        )
+        for i in range(rows)
+    ]
+    started = time.perf_counter()
+    result = run.train(batch, rows * tokens, iteration=0)
+    assert result["steps"] == 1, result
+    return {"loaded_gib": loaded, "peak_gib": peak_gib(), "step_s": time.perf_counter() - started}
+
+
+def main() -> int:
+    """Run each variant in a process of its own and print the table."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", type=int, default=8, help="turns in the optimiser step")
+    parser.add_argument("--tokens", type=int, default=2048, help="tokens of each turn")
+    parser.add_argument("--variants", default="before,fused,micro,both")
+    parser.add_argument("--child", help=argparse.SUPPRESS)
+    add_out(parser, "rl_memory")
+    args = parser.parse_args()
+    if args.child:
+        print(json.dumps(child(args.child, args.rows, args.tokens)))
+        return 0
+    variants = args.variants.split(",")
+    if variants[0] != "before" or any(v not in VARIANTS for v in variants):
+        parser.error(f"--variants: names from {', '.join(VARIANTS)}, 'before' first (the baseline)")
+    found = {}
+    for variant in variants:
+        proc = subprocess.run(
+            [sys.executable, __file__, "--child", variant, "--rows", str(args.rows), "--tokens", str(args.tokens)],
+            capture_output=True,
+            text=True,
+        )
+        if proc.returncode:
+            found[variant] = {"error": (proc.stderr.strip().splitlines() or [f"exit {proc.returncode}"])[-1]}
+        else:
+            found[variant] = json.loads(proc.stdout.strip().splitlines()[-1])
+        print(variant, found[variant], file=sys.stderr)
+    base = found["before"].get("peak_gib")
+    lines = [
+        f"# One RL optimiser step: peak memory ({args.rows} turns x {args.tokens} tokens, SmolLM2-135M + LoRA r 16)",
+        "",
+        f"{machine()}. Command: `.venv/bin/python bench/rl_memory.py --rows {args.rows} --tokens {args.tokens}`.",
+        "",
+        "| variant | micro batch | fused head | peak RSS after load (GiB) | peak RSS after the step (GiB) | "
+        "/ before | step (s) |",
+        "|---|---:|---|---:|---:|---:|---:|",
+    ]
+    for variant in variants:
+        micro, fused = min(VARIANTS[variant][0], args.rows), VARIANTS[variant][1]
+        r = found[variant]
+        if "error" in r:
+            lines.append(f"| {variant} | {micro} | {'yes' if fused else 'no'} | failed: {r['error']} | | | |")
+            continue
+        ratio = f"{r['peak_gib'] / base:.2f}" if base else "-"
+        lines.append(
+            f"| {variant} | {micro} | {'yes' if fused else 'no'} | {r['loaded_gib']:.2f} | {r['peak_gib']:.2f} | "
+            f"{ratio} | {r['step_s']:.1f} |"
+        )
+    default = found.get("both", {}).get("peak_gib")
+    met = bool(base and default and default <= TARGET * base)
+    lines += [
+        "",
+        "- target (issue #30 item 4): the default's peak at most a third of the baseline's: "
+        + ("met" if met else "**missed**" if default else "not measured (run the `both` variant)"),
+    ]
+    report("\n".join(lines), args.out)
+    return 0 if met else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
