@@ -171,6 +171,7 @@ class RLRun:
         self.out.mkdir(parents=True, exist_ok=True)
         self.jobs = jobs_client(settings, concurrency=cfg.concurrency)
         self.history: list[dict] = self._read_history()
+        self.correction = correction(cfg)  # None: bypass mode
         self.model = self.tokenizer = self.optimizer = self._writer = None
         self.trained_steps = 0
 
@@ -269,11 +270,9 @@ class RLRun:
             }
         )
         pad = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else 0
-        corrected = correction(self.cfg)
         started = time.perf_counter()
-        prox = (
-            proximal_logprobs(self.model, rows, self.fused) if corrected else None
-        )  # before the iteration's first update
+        # the proximal policy, before the iteration's first update (decoupled mode)
+        prox = proximal_logprobs(self.model, rows, self.fused) if self.correction else None
         trainer = RLTrainer(
             model=self.model,
             args=args,
@@ -281,7 +280,7 @@ class RLRun:
             data_collator=lambda batch: collate(batch, pad),
             optimizers=(self.optimizer, None),
             clip_eps=self.cfg.clip_eps,
-            correction=corrected,
+            correction=self.correction,
             fused=self.fused,
             callbacks=[StepBar(f"train it{iteration}", console)],
         )
