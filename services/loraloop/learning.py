@@ -226,6 +226,7 @@ def _rl_config(settings: Settings, folder: Path, plan: LearningPlan, seed: int) 
         rollouts_per_task=plan.rl_rollouts,
         lr=plan.rl_lr,
         temperature=plan.rl_temperature,
+        bypass_mode=plan.rl_bypass_mode,
         seed=seed,
     )
 

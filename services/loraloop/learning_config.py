@@ -51,6 +51,9 @@ class LearningPlan:
     rl_rollouts: int = option(4, "episodes per task: the group advantages compare within")
     rl_lr: float = option(1e-4, "RL learning rate")
     rl_temperature: float = option(0.7, "RL rollouts' sampling temperature")
+    rl_bypass_mode: bool = option(
+        False, "RL clips against the sampler's logprobs, no rollout correction (`train rl --bypass_mode`)"
+    )
     task_seed: int = option(TASK_SEED, "base of per-rollout seeds")
 
     def __post_init__(self) -> None:
