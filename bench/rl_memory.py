@@ -1,7 +1,7 @@
 """Peak memory of one RL optimiser step, the way `loraloop train rl` takes it, against the step before the memory
 savers (issue #30 item 4: at batch 8 x 2048 tokens, at most a third of the baseline).
 
-    .venv/bin/python bench/rl_memory.py [--rows 8] [--tokens 2048] [--variants before,fused,micro,both] [--out [PATH]]
+    .venv/bin/python bench/rl_memory.py [--rows 8] [--tokens 1024,2048] [--variants before,fused,micro,both] [--out]
 
 Each variant runs in a process of its own (peak RSS is a process's high-water mark): it loads the base model
 (volumes/models/SmolLM2-135M-Instruct) with LoRA through `RLRun.load_policy`, makes --rows turns of --tokens
@@ -11,11 +11,13 @@ tokens (random ids, the last half sampled) and takes one optimiser step through 
 - before: the whole step in one forward pass, the model's full logits (the trainer before `micro_batch_size` and
   the fused head: `--micro_batch_size 8 --no-fused_logprobs`);
 - fused: one pass, TRL's fused LM head;
-- micro: passes of one turn accumulated, full logits;
-- both: passes of one turn and the fused head (the default now).
+- micro: passes of one turn accumulated, full logits (the default now: DEFAULT);
+- both: passes of one turn and the fused head.
 
 Prints peak RSS after loading and after the step, the step's seconds and each variant's peak over the baseline's,
-measured in the same run. Exits 1 when the default misses the target (a third of the baseline's peak).
+measured in the same run, per length. A variant the OOM killer stops is reported as such, with the memory that was
+available when it started (its peak was above it: the ratio against it is a bound). Exits 1 when the default misses
+the target (a third of the baseline's peak) at a length.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from __future__ import annotations
 import argparse
 import json
 import resource
+import signal
 import subprocess
 import sys
 import time
@@ -33,6 +36,7 @@ from results import add_out, machine, report
 ROOT = Path(__file__).resolve().parents[1]
 MODEL = ROOT / "volumes/models/SmolLM2-135M-Instruct"
 VARIANTS = {"before": (8, False), "fused": (8, True), "micro": (1, False), "both": (1, True)}  # micro batch, fused
+DEFAULT = "micro"  # what `train rl` does unless told otherwise
 TARGET = 1 / 3
 
 
@@ -84,63 +88,91 @@ def child(variant: str, rows: int, tokens: int) -> dict:
     return {"loaded_gib": loaded, "peak_gib": peak_gib(), "step_s": time.perf_counter() - started}
 
 
+def available_gib() -> float:
+    """Memory available to a new process now (MemAvailable), GiB: a variant the OOM killer stops needed more."""
+    for line in Path("/proc/meminfo").read_text().splitlines():
+        if line.startswith("MemAvailable:"):
+            return int(line.split()[1]) / 2**20
+    raise RuntimeError("/proc/meminfo has no MemAvailable")
+
+
+def measure(variant: str, rows: int, tokens: int) -> dict:
+    """One variant in a child process: its figures, or why it gave none (killed: peak above what was available)."""
+    free = available_gib()
+    proc = subprocess.run(
+        [sys.executable, __file__, "--child", variant, "--rows", str(rows), "--tokens", str(tokens)],
+        capture_output=True,
+        text=True,
+    )
+    if proc.returncode == -signal.SIGKILL:
+        return {"killed": True, "above_gib": free}
+    if proc.returncode:
+        errors = [line for line in proc.stderr.splitlines() if "Error" in line or "error" in line]
+        return {"error": (errors or [f"exit {proc.returncode}"])[-1].strip()}
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def row(variant: str, rows: int, tokens: int, r: dict, base: dict) -> str:
+    """The table row of one variant at one length, its peak over the baseline's (a bound where that was killed)."""
+    micro, fused = min(VARIANTS[variant][0], rows), "yes" if VARIANTS[variant][1] else "no"
+    head = f"| {tokens} | {variant} | {micro} | {fused} |"
+    if r.get("killed"):
+        return f"{head} - | killed by the OOM killer: above {r['above_gib']:.1f} | | |"
+    if "error" in r:
+        return f"{head} - | failed: {r['error']} | | |"
+    if base.get("killed"):
+        ratio = f"< {r['peak_gib'] / base['above_gib']:.2f}"
+    else:
+        ratio = f"{r['peak_gib'] / base['peak_gib']:.2f}" if "peak_gib" in base else "-"
+    return f"{head} {r['loaded_gib']:.2f} | {r['peak_gib']:.2f} | {ratio} | {r['step_s']:.1f} |"
+
+
 def main() -> int:
-    """Run each variant in a process of its own and print the table."""
+    """Run each variant at each length in a process of its own and print the table."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=8, help="turns in the optimiser step")
-    parser.add_argument("--tokens", type=int, default=2048, help="tokens of each turn")
+    parser.add_argument("--tokens", default="1024,2048", help="tokens of each turn, one table part per length")
     parser.add_argument("--variants", default="before,fused,micro,both")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     add_out(parser, "rl_memory")
     args = parser.parse_args()
     if args.child:
-        print(json.dumps(child(args.child, args.rows, args.tokens)))
+        print(json.dumps(child(args.child, args.rows, int(args.tokens))))
         return 0
     variants = args.variants.split(",")
     if variants[0] != "before" or any(v not in VARIANTS for v in variants):
         parser.error(f"--variants: names from {', '.join(VARIANTS)}, 'before' first (the baseline)")
-    found = {}
-    for variant in variants:
-        proc = subprocess.run(
-            [sys.executable, __file__, "--child", variant, "--rows", str(args.rows), "--tokens", str(args.tokens)],
-            capture_output=True,
-            text=True,
-        )
-        if proc.returncode:
-            found[variant] = {"error": (proc.stderr.strip().splitlines() or [f"exit {proc.returncode}"])[-1]}
-        else:
-            found[variant] = json.loads(proc.stdout.strip().splitlines()[-1])
-        print(variant, found[variant], file=sys.stderr)
-    base = found["before"].get("peak_gib")
+    lengths = [int(t) for t in args.tokens.split(",")]
     lines = [
-        f"# One RL optimiser step: peak memory ({args.rows} turns x {args.tokens} tokens, SmolLM2-135M + LoRA r 16)",
+        f"# One RL optimiser step: peak memory ({args.rows} turns, SmolLM2-135M + LoRA r 16, decoupled mode)",
         "",
         f"{machine()}. Command: `.venv/bin/python bench/rl_memory.py --rows {args.rows} --tokens {args.tokens}`.",
         "",
-        "| variant | micro batch | fused head | peak RSS after load (GiB) | peak RSS after the step (GiB) | "
-        "/ before | step (s) |",
-        "|---|---:|---|---:|---:|---:|---:|",
+        "| tokens a turn | variant | micro batch | fused head | peak RSS after load (GiB) | "
+        "peak RSS after the step (GiB) | / before | step (s) |",
+        "|---:|---|---:|---|---:|---:|---:|---:|",
     ]
-    for variant in variants:
-        micro, fused = min(VARIANTS[variant][0], args.rows), VARIANTS[variant][1]
-        r = found[variant]
-        if "error" in r:
-            lines.append(f"| {variant} | {micro} | {'yes' if fused else 'no'} | failed: {r['error']} | | | |")
-            continue
-        ratio = f"{r['peak_gib'] / base:.2f}" if base else "-"
+    verdicts = []
+    for tokens in lengths:
+        found = {}
+        for variant in variants:
+            found[variant] = measure(variant, args.rows, tokens)
+            print(tokens, variant, found[variant], file=sys.stderr, flush=True)
+            lines.append(row(variant, args.rows, tokens, found[variant], found["before"]))
+        base, default = found["before"], found.get(DEFAULT, {})
+        bound = base.get("above_gib") if base.get("killed") else base.get("peak_gib")
+        if "peak_gib" in default and bound:
+            met = default["peak_gib"] <= TARGET * bound
+            over = "over " if base.get("killed") else ""
+            verdicts.append((tokens, met, f"{default['peak_gib']:.2f} GiB against {over}{bound:.1f}"))
+    lines.append("")
+    for tokens, met, figures in verdicts:
         lines.append(
-            f"| {variant} | {micro} | {'yes' if fused else 'no'} | {r['loaded_gib']:.2f} | {r['peak_gib']:.2f} | "
-            f"{ratio} | {r['step_s']:.1f} |"
+            f"- target (issue #30 item 4), {tokens} tokens a turn: the default's peak at most a third of the "
+            f"baseline's: {figures}: " + ("met" if met else "**missed**")
         )
-    default = found.get("both", {}).get("peak_gib")
-    met = bool(base and default and default <= TARGET * base)
-    lines += [
-        "",
-        "- target (issue #30 item 4): the default's peak at most a third of the baseline's: "
-        + ("met" if met else "**missed**" if default else "not measured (run the `both` variant)"),
-    ]
     report("\n".join(lines), args.out)
-    return 0 if met else 1
+    return 0 if verdicts and all(met for _, met, _ in verdicts) else 1
 
 
 if __name__ == "__main__":

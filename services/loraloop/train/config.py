@@ -121,7 +121,9 @@ class RLConfig(LoraTrainConfig):
         1, "rl: turns per forward pass; an optimiser step accumulates batch_size / micro_batch_size of them"
     )
     fused_logprobs: bool = flag(
-        True, "rl: logprobs through TRL's fused LM head (no vocabulary-wide logits held); off: the model's logits"
+        False,
+        "rl: logprobs through TRL's fused LM head (no vocabulary-wide logits held; for large vocabularies and long "
+        "turns: SmolLM2 on the CPU took 0.3-0.4 GiB and up to 40 per cent more, bench/results/rl_memory.md)",
     )
     max_length: int = 2048
     concurrency: int | None = flag(None, "rl: episodes in flight when rollouts run in this process")

@@ -14,7 +14,8 @@ pre-observation wait: timing only; the task code, its seed and its grading are u
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+import time
+from dataclasses import dataclass, field
 
 from loraloop.envs.browsergym.env import BrowserGymEnv
 from loraloop.envs.browsergym.miniwob import local_url
@@ -77,13 +78,25 @@ def wrong_action(observation: str, turn: int) -> str:
     return f"click({target.bid!r})" if target else "noop()"
 
 
-def play_ours(task_type: str, settings) -> tuple[str, list]:
-    """Our episode: the goal and, per step, the action, the DOM path of the element it names, and the outcome."""
+@dataclass
+class Timings:
+    """Seconds of an episode's reset and of each of its steps (observation included), as a caller waits for them."""
+
+    reset: float = 0.0
+    steps: list[float] = field(default_factory=list)
+
+
+def play_ours(task_type: str, settings, timings: Timings | None = None) -> tuple[str, list]:
+    """Our episode: the goal and, per step, the action, the DOM path of the element it names, and the outcome;
+    `timings` gets the reset's and each step's seconds."""
+    timings = timings if timings is not None else Timings()
     task = one_seed_task(f"miniwob.{task_type}", SEED, "parity")
     env = BrowserGymEnv(task, settings, max_rounds=15)
     steps: list = []
     try:
+        began = time.perf_counter()
         observation, _ = env.reset(seed=0)
+        timings.reset = time.perf_counter() - began
         goal, history = goal_of(observation), list[str]()
         for turn in range(15 if task_type in SOLVED else 2):
             action = (
@@ -97,7 +110,9 @@ def play_ours(task_type: str, settings) -> tuple[str, list]:
             if page is None:
                 raise RuntimeError(f"{task_type}: loraloop's env has no page after reset")
             path = env.host.run(page.evaluate(PATH_JS, named.group(2)), timeout=30) if named else None
+            began = time.perf_counter()
             step = env.step(action)
+            timings.steps.append(time.perf_counter() - began)
             steps.append((action, path, (step.reward, step.terminated, _raw(step.info["task_info"]))))
             if step.done:
                 break
@@ -107,14 +122,20 @@ def play_ours(task_type: str, settings) -> tuple[str, list]:
     return goal, steps
 
 
-def play_browsergym(task_type: str, executable: str, steps: list) -> tuple[str, list]:
-    """The same actions on the same elements in BrowserGym's own env; its goal and its outcomes."""
-    env = reference_env(
-        f"miniwob.{task_type}", executable, task_kwargs={"base_url": local_url()}, slow_mo=0, pre_observation_delay=0.0
-    )
+def play_browsergym(
+    task_type: str, executable: str, steps: list, fast: bool = True, timings: Timings | None = None
+) -> tuple[str, list]:
+    """The same actions on the same elements in BrowserGym's own env; its goal and its outcomes. `fast`: BrowserGym's
+    fast settings (`slow_mo=0`, no pre-observation wait), else its defaults; `timings` gets the reset's and each
+    step's seconds."""
+    timings = timings if timings is not None else Timings()
+    speed = {"slow_mo": 0, "pre_observation_delay": 0.0} if fast else {}
+    env = reference_env(f"miniwob.{task_type}", executable, task_kwargs={"base_url": local_url()}, **speed)
     outcomes = []
     try:
+        began = time.perf_counter()
         obs, _ = env.reset(seed=SEED)
+        timings.reset = time.perf_counter() - began
         page = env.unwrapped.page
         for action, path, _ in steps:
             if path is not None:
@@ -124,7 +145,9 @@ def play_browsergym(task_type: str, executable: str, steps: list) -> tuple[str, 
                 named = _BID_ARG.match(action)  # it named an element on loraloop's side, so it matches here
                 if named:
                     action = f"{named.group(1)}({bid!r}{action[named.end() :]}"
+            began = time.perf_counter()
             obs, reward, terminated, _, info = env.step(action)
+            timings.steps.append(time.perf_counter() - began)
             if obs["last_action_error"]:
                 raise RuntimeError(f"{task_type}: BrowserGym's {action}: {obs['last_action_error']}")
             outcomes.append((float(reward), bool(terminated), _raw(info["task_info"])))
@@ -148,6 +171,8 @@ class Parity:
     their_goal: str
     ours: list
     theirs: list
+    our_times: Timings = field(default_factory=Timings)
+    their_times: Timings = field(default_factory=Timings)
 
     @property
     def matches(self) -> bool:
@@ -160,8 +185,10 @@ class Parity:
         return self.ours[-1][2][0]
 
 
-def compare(task_type: str, settings, executable: str) -> Parity:
-    """Play `task_type`'s sequence on loraloop's side, replay it on BrowserGym's, and return both."""
-    goal, ours = play_ours(task_type, settings)
-    their_goal, theirs = play_browsergym(task_type, executable, ours)
-    return Parity(task_type, goal, their_goal, ours, theirs)
+def compare(task_type: str, settings, executable: str, fast: bool = True) -> Parity:
+    """Play `task_type`'s sequence on loraloop's side, replay it on BrowserGym's (its fast settings or, not `fast`,
+    its defaults), and return both, timed."""
+    our_times, their_times = Timings(), Timings()
+    goal, ours = play_ours(task_type, settings, our_times)
+    their_goal, theirs = play_browsergym(task_type, executable, ours, fast, their_times)
+    return Parity(task_type, goal, their_goal, ours, theirs, our_times, their_times)
