@@ -172,6 +172,7 @@ class RLRun:
         self.jobs = jobs_client(settings, concurrency=cfg.concurrency)
         self.history: list[dict] = self._read_history()
         self.correction = correction(cfg)  # None: bypass mode
+        self.fused = False  # the policy has TRL's fused LM head (set by load_policy)
         self.model = self.tokenizer = self.optimizer = self._writer = None
         self.trained_steps = 0
 

@@ -45,14 +45,20 @@ def tiny_policy(fused: bool):
 
 
 def rows() -> list[Row]:
-    """Four turns of different lengths and sampled spans (so a per-pass mean would weigh them differently)."""
+    """Four turns of different lengths and sampled spans (so a per-pass mean would weigh them differently), their
+    sampler logprobs the policy's own moved by 0.05 or 0.3 in turn (masked IS at 1.2 keeps the first, drops the
+    second)."""
     generator = torch.Generator().manual_seed(1)
     made = []
     for i, (length, sampled) in enumerate(((12, 3), (30, 20), (7, 2), (19, 9))):
         ids = torch.randint(0, VOCAB, (length,), generator=generator).tolist()
         mask = [0] * (length - sampled) + [1] * sampled
-        old = [(-1.0 - 0.1 * i) * m for m in mask]
-        made.append(Row(ids, mask, old, advantage=(1.0, -0.5, 2.0, -1.5)[i], task_id=f"t{i}"))
+        made.append(Row(ids, mask, [0.0] * length, advantage=(1.0, -0.5, 2.0, -1.5)[i], task_id=f"t{i}"))
+    own = proximal_logprobs(tiny_policy(False), made)
+    for row, logprobs in zip(made, own):
+        row.old_logprobs = [
+            (lp + (0.05, 0.3)[t % 2]) * m for t, (lp, m) in enumerate(zip(logprobs, row.completion_mask))
+        ]
     return made
 
 
@@ -91,7 +97,11 @@ def trained_lora(tmp_path, micro: int, fused: bool, correction: Correction | Non
     return {name: p.detach().clone() for name, p in model.named_parameters() if "lora_" in name}
 
 
-@pytest.mark.parametrize("correction", [Correction("token", 2.0), None], ids=["decoupled", "bypass"])
+@pytest.mark.parametrize(
+    "correction",
+    [Correction("token", 2.0), Correction(None, 2.0, "token", 1.2), None],
+    ids=["decoupled", "masked-is", "bypass"],
+)
 def test_one_turn_passes_accumulate_to_the_step_of_one_whole_pass(tmp_path, correction):
     whole = trained_lora(tmp_path, micro=4, fused=False, correction=correction)
     for micro, fused in ((1, False), (2, True), (1, True)):
@@ -112,3 +122,28 @@ def test_the_fused_head_gives_the_logprobs_of_the_full_logits():
     keep = mask[:, 1:].bool()
     torch.testing.assert_close(fused[keep], full[keep], rtol=1e-5, atol=1e-5)
     assert fused[1, 4:].abs().sum() == 0
+
+
+def test_the_step_divides_by_the_tokens_masked_is_keeps():
+    """With masked IS the step's mean is over the tokens it keeps, as in one pass before accumulation: the sampler
+    logprobs moved by 0.3 (outside [1/1.2, 1.2]) are dropped from the count, those moved by 0.05 stay."""
+    from transformers import TrainingArguments
+
+    batch = rows()
+    model = tiny_policy(False)
+    prox = proximal_logprobs(model, batch)
+    args = TrainingArguments(output_dir="/tmp/unused", report_to=[], use_cpu=True, remove_unused_columns=False)
+    trainer = RLTrainer(
+        model=model,
+        args=args,
+        train_dataset=as_dataset(batch, prox),
+        data_collator=lambda b: collate(b, 0),
+        correction=Correction(None, 2.0, "token", 1.2),
+    )
+    kept = sum(m for r in batch for t, m in enumerate(r.completion_mask) if m and t % 2 == 0)
+    sampled = sum(sum(r.completion_mask) for r in batch)
+    data = trainer.train_dataset
+    passes = [collate([data[0]], 0), collate([data[i] for i in range(1, len(batch))], 0)]
+    assert 0 < kept < sampled and int(trainer._get_num_items_in_batch(passes, torch.device("cpu"))) == kept
+    trainer.correction = Correction("token", 2.0)  # weights, no mask: every sampled token counts
+    assert int(trainer._get_num_items_in_batch(passes, torch.device("cpu"))) == sampled

@@ -6,9 +6,9 @@ so an episode whose turns do not pack into one sequence cannot be given to it; a
 sampling logprobs for the importance ratio only with its own vLLM weight-sync client (`use_vllm`),
 whereas our vLLM serves published LoRA versions behind the rollout service. So the custom part is
 kept to the loss and the batching: the optimiser, schedule, checkpoints, logging (TensorBoard) and
-device handling are transformers' Trainer, and the log-probabilities come from TRL's fused LM head
-(`add_fused_lm_head`: the head runs in tiles and the batch's vocabulary-wide logits are never held), or from
-its `selective_log_softmax` over the model's logits where the forward is not ours to patch (unsloth).
+device handling are transformers' Trainer, and the log-probabilities come from TRL's `selective_log_softmax`
+over the model's logits or, with `fused_logprobs`, from TRL's fused LM head (`add_fused_lm_head`: the head runs
+in tiles and no vocabulary-wide logits are held; not with unsloth, whose forward is its own).
 
 Memory: an optimiser step of `batch_size` turns runs as forward passes of `micro_batch_size` turns whose
 gradients are accumulated (the Trainer's gradient accumulation); the loss is still the token mean over the
@@ -184,9 +184,17 @@ class RLTrainer(Trainer):
         self._diagnostics: dict[str, list[float]] = defaultdict(list)
 
     def _get_num_items_in_batch(self, batch_samples: list, device: torch.device) -> torch.Tensor:
-        """The sampled tokens of the optimiser step's passes together (the Trainer's hook counts `labels`, which
-        these rows do not have), so that the accumulated loss is one token mean over the step."""
-        return sum(b["completion_mask"][:, 1:].sum() for b in batch_samples).to(device)
+        """The tokens the optimiser step's passes train on together (the Trainer's hook counts `labels`, which these
+        rows do not have): the sampled ones, less those masked IS rejects (known before the step: it compares the
+        stored proximal and sampler logprobs), so that the accumulated loss is one token mean over the step."""
+        total = torch.zeros(())
+        for batch in batch_samples:
+            mask = batch["completion_mask"][:, 1:]
+            if self.correction is not None and self.correction.rollout_rs:
+                prox, sampler = batch["prox_logprobs"][:, 1:], batch["old_logprobs"][:, 1:]
+                _, mask, _ = rollout_correction(prox, sampler, mask, self.correction)
+            total = total + mask.sum()
+        return total.to(device)
 
     def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
         """Log-probabilities of the sequence's own next tokens, then the clipped surrogate on the sampled ones:
