@@ -4,11 +4,12 @@ task types, seed and actions, in one run (issue #28 item 5): reset and step p50/
     PYTHONPATH=services .venv/bin/python bench/browsergym_env.py [--types T ...] [--out [PATH]]
 
 Each type's episode (envs/browsergym/parity.py: the scripted solver's actions, or a fixed wrong sequence) is played
-three times: by loraloop's kind (one Chromium per process, a fresh context per episode: the pool is warmed by one
-unmeasured episode first), by BrowserGym with its defaults (two fresh Chromium processes per reset, `slow_mo` from the
-task, a 0.5 s wait before each observation) and by BrowserGym with its fast settings (`slow_mo=0`, no wait). A step
-is timed from the call to the observation returned, reset likewise. Targets: step >= 3x and reset >= 10x faster than
-BrowserGym's defaults, with the same rewards; the ratios against its fast settings are reported beside them.
+three times: once by loraloop's kind (one Chromium per process, a fresh context per episode: the pool is warmed by
+one unmeasured episode first), then replayed by BrowserGym with its defaults (two fresh Chromium processes per
+reset, `slow_mo` from the task, a 0.5 s wait before each observation) and by BrowserGym with its fast settings
+(`slow_mo=0`, no wait). A step is timed from the call to the observation returned, reset likewise. Targets: step
+>= 3x and reset >= 10x faster than BrowserGym's defaults, with the same rewards; the ratios against its fast
+settings are reported beside them.
 Exits 1 when a reward differs or a target is missed.
 """
 
@@ -20,7 +21,7 @@ import sys
 
 from results import add_out, machine, percentile, report
 
-from loraloop.envs.browsergym.parity import SOLVED, WRONG, Timings, compare, play_ours
+from loraloop.envs.browsergym.parity import SOLVED, WRONG, Parity, Timings, play_browsergym, play_ours
 from loraloop.settings import Settings
 
 TARGETS = {"reset": 10.0, "step": 3.0}  # BrowserGym's default / ours, p50
@@ -37,21 +38,23 @@ def main() -> int:
         side: {"reset": [], "step": []} for side in ("loraloop", "BrowserGym default", "BrowserGym fast")
     }
     differ = []
+
+    def count(side: str, timings: Timings) -> None:
+        times[side]["reset"].append(timings.reset)
+        times[side]["step"].extend(timings.steps)
+
     for task_type in args.types:
+        ours = Timings()
+        goal, steps = play_ours(task_type, settings, ours)
+        count("loraloop", ours)
         for fast in (False, True):
-            result = compare(task_type, settings, settings.chromium_path, fast=fast)
-            if not result.matches:
+            theirs = Timings()
+            their_goal, outcomes = play_browsergym(task_type, settings.chromium_path, steps, fast, theirs)
+            if not Parity(task_type, goal, their_goal, steps, outcomes).matches:
                 differ.append(f"{task_type} ({'fast' if fast else 'default'})")
-            sides: list[tuple[str, Timings]] = [
-                ("BrowserGym fast" if fast else "BrowserGym default", result.their_times)
-            ]
-            if fast:  # our side is played twice; the second (the pool warm for longer) is the one counted
-                sides.append(("loraloop", result.our_times))
-            for side, timings in sides:
-                times[side]["reset"].append(timings.reset)
-                times[side]["step"].extend(timings.steps)
+            count("BrowserGym fast" if fast else "BrowserGym default", theirs)
         print(task_type, {side: round(statistics.median(t["reset"]), 2) for side, t in times.items() if t["reset"]})
-    ours = {what: percentile(times["loraloop"][what], 50) for what in TARGETS}
+    mine = {what: percentile(times["loraloop"][what], 50) for what in TARGETS}
     lines = [
         "# The browsergym kind against BrowserGym's own env (MiniWoB++)",
         "",
@@ -69,13 +72,13 @@ def main() -> int:
         lines.append(
             f"| {side} | {len(t['reset'])} | {p50['reset']:.0f} | {percentile(t['reset'], 95):.0f} | "
             f"{len(t['step'])} | {p50['step']:.0f} | {percentile(t['step'], 95):.0f} | "
-            f"{p50['reset'] / ours['reset']:.1f}x | {p50['step'] / ours['step']:.1f}x |"
+            f"{p50['reset'] / mine['reset']:.1f}x | {p50['step'] / mine['step']:.1f}x |"
         )
     default = {what: percentile(times["BrowserGym default"][what], 50) for what in TARGETS}
-    met = {what: default[what] / ours[what] >= TARGETS[what] for what in TARGETS}
+    met = {what: default[what] / mine[what] >= TARGETS[what] for what in TARGETS}
     lines += [""] + [
         f"- target, {what} >= {TARGETS[what]:g}x faster than BrowserGym's default (p50): "
-        f"{default[what] / ours[what]:.1f}x, " + ("met" if met[what] else "**missed**")
+        f"{default[what] / mine[what]:.1f}x, " + ("met" if met[what] else "**missed**")
         for what in TARGETS
     ]
     lines += ["", f"Command: `PYTHONPATH=services .venv/bin/python bench/browsergym_env.py --out`; {machine()}"]

@@ -104,9 +104,9 @@ def trained_lora(tmp_path, micro: int, fused: bool, correction: Correction | Non
 )
 def test_one_turn_passes_accumulate_to_the_step_of_one_whole_pass(tmp_path, correction):
     whole = trained_lora(tmp_path, micro=4, fused=False, correction=correction)
+    start = {n: p.detach() for n, p in tiny_policy(False).named_parameters() if "lora_" in n}
     for micro, fused in ((1, False), (2, True)):
         parts = trained_lora(tmp_path, micro=micro, fused=fused, correction=correction)
-        start = {n: p.detach() for n, p in tiny_policy(False).named_parameters() if "lora_" in n}
         assert any(not torch.allclose(parts[n], start[n]) for n in start), "the step moved nothing"
         for name in whole:
             torch.testing.assert_close(parts[name], whole[name], rtol=1e-4, atol=1e-6, msg=f"{name}, micro {micro}")
@@ -124,7 +124,7 @@ def test_the_fused_head_gives_the_logprobs_of_the_full_logits():
     assert fused[1, 4:].abs().sum() == 0
 
 
-def test_the_step_divides_by_the_tokens_masked_is_keeps():
+def test_the_step_divides_by_the_tokens_masked_is_keeps(tmp_path):
     """With masked IS the step's mean is over the tokens it keeps, as in one pass before accumulation: the sampler
     logprobs moved by 0.3 (outside [1/1.2, 1.2]) are dropped from the count, those moved by 0.05 stay."""
     from transformers import TrainingArguments
@@ -132,7 +132,7 @@ def test_the_step_divides_by_the_tokens_masked_is_keeps():
     batch = rows()
     model = tiny_policy(False)
     prox = proximal_logprobs(model, batch)
-    args = TrainingArguments(output_dir="/tmp/unused", report_to=[], use_cpu=True, remove_unused_columns=False)
+    args = TrainingArguments(output_dir=str(tmp_path), report_to=[], use_cpu=True, remove_unused_columns=False)
     trainer = RLTrainer(
         model=model,
         args=args,

@@ -12,8 +12,8 @@ in tiles and no vocabulary-wide logits are held; not with unsloth, whose forward
 
 Memory: an optimiser step of `batch_size` turns runs as forward passes of `micro_batch_size` turns whose
 gradients are accumulated (the Trainer's gradient accumulation); the loss is still the token mean over the
-whole step (DAPO's), because `_get_num_items_in_batch` counts the step's sampled tokens and each pass divides
-its sum by that count.
+whole step (DAPO's), because `_get_num_items_in_batch` counts the tokens the step trains on (the sampled ones,
+less those masked IS rejects) and each pass divides its sum by that count.
 
 The loss is PPO's clipped surrogate averaged over every sampled token of the batch (DAPO's token-level
 mean); observation and prompt tokens are masked. Two modes, named as verl's rollout correction names them:
@@ -121,8 +121,8 @@ def clipped_loss(
     step_tokens: torch.Tensor | int | None = None,
 ) -> tuple[torch.Tensor, dict[str, float]]:
     """PPO's clipped surrogate over sampled tokens, each times its importance weight (`weights`, 0 where masked;
-    none in bypass mode), summed and divided by `step_tokens` (the sampled tokens of the whole optimiser step when
-    it is accumulated over several passes; default: this batch's); returns the loss and its diagnostics (means
+    none in bypass mode), summed and divided by `step_tokens` (the tokens the whole optimiser step trains on when
+    it is accumulated over several passes; default: this batch's `mask`); returns the loss and its diagnostics (means
     over this batch's tokens)."""
     ratio = torch.exp(logprobs - old_logprobs)
     adv = advantages.unsqueeze(1)
@@ -172,7 +172,7 @@ def token_logprobs(
 class RLTrainer(Trainer):
     """transformers' Trainer with the clipped policy-gradient loss on token-exact turns."""
 
-    loss_is_scaled_for_ga = True  # compute_loss divides by the whole optimiser step's sampled tokens
+    loss_is_scaled_for_ga = True  # compute_loss divides by the tokens the whole optimiser step trains on
 
     def __init__(
         self, *args, clip_eps: float = 0.2, correction: Correction | None = None, fused: bool = False, **kwargs
@@ -199,7 +199,7 @@ class RLTrainer(Trainer):
     def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
         """Log-probabilities of the sequence's own next tokens, then the clipped surrogate on the sampled ones:
         against the proximal logprobs, weighted by the rollout correction (decoupled), or against the sampler's
-        (bypass); summed over this pass and divided by the step's sampled tokens."""
+        (bypass); summed over this pass and divided by the tokens the whole step trains on."""
         logprobs = token_logprobs(model, inputs["input_ids"], inputs["attention_mask"], self.fused)
         sampler, mask = inputs["old_logprobs"][:, 1:], inputs["completion_mask"][:, 1:]
         step = None if num_items_in_batch is None else num_items_in_batch.clamp(min=1)

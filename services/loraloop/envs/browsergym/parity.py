@@ -171,8 +171,6 @@ class Parity:
     their_goal: str
     ours: list
     theirs: list
-    our_times: Timings = field(default_factory=Timings)
-    their_times: Timings = field(default_factory=Timings)
 
     @property
     def matches(self) -> bool:
@@ -185,10 +183,8 @@ class Parity:
         return self.ours[-1][2][0]
 
 
-def compare(task_type: str, settings, executable: str, fast: bool = True) -> Parity:
-    """Play `task_type`'s sequence on loraloop's side, replay it on BrowserGym's (its fast settings or, not `fast`,
-    its defaults), and return both, timed."""
-    our_times, their_times = Timings(), Timings()
-    goal, ours = play_ours(task_type, settings, our_times)
-    their_goal, theirs = play_browsergym(task_type, executable, ours, fast, their_times)
-    return Parity(task_type, goal, their_goal, ours, theirs, our_times, their_times)
+def compare(task_type: str, settings, executable: str) -> Parity:
+    """Play `task_type`'s sequence on loraloop's side, replay it on BrowserGym's, and return both."""
+    goal, ours = play_ours(task_type, settings)
+    their_goal, theirs = play_browsergym(task_type, executable, ours)
+    return Parity(task_type, goal, their_goal, ours, theirs)
