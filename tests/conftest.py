@@ -8,6 +8,7 @@ fixture fails, naming it; an integration test whose service is missing fails wit
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -59,25 +60,27 @@ def lane_of(path: Path) -> tuple[str | None, str | None]:
     return None, None
 
 
-# The longest test files (seconds of a fresh clone's `make test` on the 2-core VM, 2026-11-26, three workers), longest
-# first: they start first, so that the workers of `make test` (pytest-xdist, a file per worker at a time) do not end
-# with one of them alone on a long file while the others wait.
+# The longest test files, longest first (seconds of a fresh clone's `make test` on the 2-core VM, 2026-11-26, three
+# workers, in this order: bench/test_timeline.py): they start first, so that the workers of `make test` (pytest-xdist,
+# a file per worker at a time) do not end with one of them alone on a long file while the others wait.
 LONGEST_FIRST = (
-    "stack/test_loop.py",  # 470: the loop over two seeds, the whole loop, the demo's plan
-    "stack/test_compose.py",  # 460: the CI stack end to end
-    "train/test_rl_loop.py",  # 360: RL killed with SIGKILL and resumed
-    "envs/test_shell_env.py",  # 330: every bundled task played, once per module
-    "serve/test_publish.py",  # 210
-    "envs/test_browsergym_parity.py",  # 250 for 9 types; fewer now
-    "train/test_agentbench_learning.py",  # 150
-    "service/test_jobs.py",  # 130
-    "train/test_train_algorithms.py",  # 120
-    "taskserver/test_task_server.py",  # 100
-    "serve/test_gateway.py",  # 60
-    "security/test_gateway_input_rules.py",  # 60
-    "rollout/test_halo_modes.py",  # 45
-    "envs/test_tau2_env.py",  # 55
-    "store/test_store_outage.py",  # 40
+    "train/test_rl_loop.py",  # 714: RL killed with SIGKILL and resumed
+    "stack/test_loop.py",  # 650: the loop over two seeds, the whole loop, the demo's plan
+    "tasks/test_web_tasks.py",  # 204: every scripted web solution and its wrong path in Chromium
+    "train/test_miniwob_learning.py",  # about 200: the learning run (it replaced agentbench learning, 194)
+    "envs/test_shell_env.py",  # 195: every bundled task played, once per module
+    "stack/test_compose.py",  # 194: the CI stack end to end
+    "serve/test_publish.py",  # 153
+    "service/test_jobs.py",  # 148
+    "train/test_train_algorithms.py",  # 87
+    "envs/test_browsergym_parity.py",  # 80
+    "rollout/test_halo_modes.py",  # 77
+    "taskserver/test_task_server.py",  # 63
+    "envs/test_hostile.py",  # 58
+    "envs/test_tau2_env.py",  # 56
+    "security/test_dependencies_down.py",  # 53
+    "serve/test_gateway.py",  # 45
+    "store/test_store_outage.py",  # 45
 )
 
 
@@ -106,6 +109,26 @@ def pytest_collection_modifyitems(config, items):
             wanted[(item.get_closest_marker("serial") is not None) == (phase == "serial")].append(item)
         config.hook.pytest_deselected(items=wanted[False])
         items[:] = wanted[True]
+
+
+def pytest_runtest_logreport(report):
+    """With LORALOOP_TEST_TIMELINE=<file>: a JSON line per phase of each test (worker, test, phase, start and stop
+    in epoch seconds), every process appending to the one file, so that bench/test_timeline.py can show where the
+    workers of `make test` waited (docs/testing.md)."""
+    path = os.environ.get("LORALOOP_TEST_TIMELINE")
+    if path and not hasattr(report, "node"):  # xdist's controller gets each worker's reports again, with `node`
+        line = json.dumps(
+            {
+                "worker": _worker or "main",
+                "test": report.nodeid,
+                "phase": report.when,
+                "start": report.start,
+                "stop": report.stop,
+                "outcome": report.outcome,
+            }
+        )
+        with open(path, "a") as out:
+            out.write(line + "\n")
 
 
 def pytest_runtest_setup(item):

@@ -31,6 +31,7 @@ from rich.table import Table
 from loraloop.charts import family_chart, learning_chart, success_chart
 from loraloop.datasets.export import export
 from loraloop.envs import env_kind
+from loraloop.envs.web.prompts import ERROR_HEADING
 from loraloop.errors import ConfigError
 from loraloop.evaluate.report import (
     Row,
@@ -60,22 +61,26 @@ from loraloop.train.config import BCConfig, RLConfig
 
 console = Console(stderr=True)
 MODELS = ("base", "BC", "BC+RL")
+TRANSFER = "-transfer"  # the run id suffix of an evaluation on the plan's transfer subset
 
 
 TOP_FAILURES = 10
+BC_SAVE_STEPS = 20  # BC takes 15 s a step on the 2-core VM (MiniWoB: 196 steps): a stop loses at most 5 minutes
 
 
 def check_split(registry: Registry, plan: LearningPlan) -> tuple[int, int]:
-    """(train tasks, held-out tasks): fails naming a task in both (nothing held out may be trained on)."""
+    """(train tasks, held-out tasks): fails naming a task in both (nothing held out, for transfer either, may be
+    trained on)."""
     train = {t.index for t in registry.select(plan.train_subset)}
-    held = {t.index for t in registry.select(plan.heldout_subset)}
-    both = sorted(train & held)
-    if both:
-        raise ConfigError(
-            f"{plan.task_registry}: {len(both)} held-out task(s) are in the train subset "
-            f"{plan.train_subset!r} too (first: {both[0]}): a held-out task is never trained on"
-        )
-    return len(train), len(held)
+    held = {subset: {t.index for t in registry.select(subset)} for subset in plan.subsets()[1:]}
+    for subset, indexes in held.items():
+        both = sorted(train & indexes)
+        if both:
+            raise ConfigError(
+                f"{plan.task_registry}: {len(both)} task(s) of the held-out subset {subset!r} are in the train "
+                f"subset {plan.train_subset!r} too (first: {both[0]}): a held-out task is never trained on"
+            )
+    return len(train), len(held[plan.heldout_subset])
 
 
 class Progress:
@@ -122,7 +127,9 @@ def run_learning(settings: Settings, out: Path, plan: LearningPlan) -> Path:
     store = open_store(settings=settings)
     evaluating = settings.model_copy(update={"max_tokens": plan.max_tokens})
 
-    def rollout(experiment_name: str, run_id: str, subset: str, sample: int | None, model: str | None) -> None:
+    def rollout(
+        experiment_name: str, run_id: str, subset: str, sample: int | None, model: str | None, rollouts: int
+    ) -> None:
         experiment = get_experiment(settings.experiments_path, experiment_name)
         if model is not None and plan.eval_max_steps is not None:
             experiment = experiment.model_copy(update={"max_steps": plan.eval_max_steps})
@@ -133,7 +140,7 @@ def run_learning(settings: Settings, out: Path, plan: LearningPlan) -> Path:
             run_id=run_id,
             subset=subset,
             sample_size=sample,
-            rollouts_per_task=1,
+            rollouts_per_task=rollouts,
             seed=plan.task_seed,
             task_seed=plan.task_seed,
             temperature=None,
@@ -141,7 +148,7 @@ def run_learning(settings: Settings, out: Path, plan: LearningPlan) -> Path:
         )
         execute(specs, evaluating if model is not None else settings)
 
-    tasks = registry.select(plan.train_subset) + registry.select(plan.heldout_subset)
+    tasks = [t for subset in plan.subsets() for t in registry.select(subset)]
     for kind in sorted({task.env for task in tasks}):
         env_kind(kind).preflight([task for task in tasks if task.env == kind], settings)
     with ExitStack() as server:
@@ -151,7 +158,14 @@ def run_learning(settings: Settings, out: Path, plan: LearningPlan) -> Path:
         server.enter_context(vllm_serving(settings))
         with progress.stage("teacher episodes") as due:
             if due:
-                rollout(plan.teacher, plan.run_id("teacher"), plan.train_subset, plan.teacher_tasks or None, None)
+                rollout(
+                    plan.teacher,
+                    plan.run_id("teacher"),
+                    plan.train_subset,
+                    plan.teacher_tasks or None,
+                    None,
+                    plan.teacher_rollouts,
+                )
         with progress.stage("export BC dataset") as due:
             if due:
                 export(
@@ -161,11 +175,7 @@ def run_learning(settings: Settings, out: Path, plan: LearningPlan) -> Path:
                     ["bc"],
                     char_budget=settings.prompt_char_budget,
                 )  # with datasets/manifest.json
-        with progress.stage("eval base") as due:
-            if due:
-                rollout(
-                    plan.evaluator, plan.run_id("base"), plan.heldout_subset, plan.eval_tasks, settings.base_model_name
-                )
+        _evaluate(progress, plan, rollout, "base", None, lambda: settings.base_model_name)
         for seed in plan.seed_list():
             _one_seed(settings, evaluating, out / f"seed-{seed}", plan, seed, progress, rollout)
     return write_learning(store, out, plan, progress.stages, viewer_address(settings), registry)
@@ -176,7 +186,7 @@ def _one_seed(
 ) -> None:
     """BC, its evaluation, RL from it and BC+RL's evaluation, for one training seed."""
     with progress.stage(f"train BC (seed {seed})") as due:
-        if due:
+        if due:  # checkpoints every BC_SAVE_STEPS: a run stopped in BC goes on from the newest one
             train_bc(
                 BCConfig(
                     base_model=str(settings.model_dir),
@@ -187,25 +197,48 @@ def _one_seed(
                     seed=seed,
                     batch_size=plan.batch_size,
                     whole_episodes=plan.whole_episodes,
+                    save_steps=BC_SAVE_STEPS,
+                    resume=any((folder / "bc_lora").glob("checkpoint-*")),
                 )
             )
-    bc_name = plan.run_id("bc", seed)
-    with progress.stage(f"eval BC (seed {seed})") as due:
-        if due:
-            rollout(
-                plan.evaluator,
-                bc_name,
-                plan.heldout_subset,
-                plan.eval_tasks,
-                _served(settings, folder / "bc_lora", bc_name),
-            )
+    _evaluate(
+        progress, plan, rollout, "bc", seed, lambda: _served(settings, folder / "bc_lora", plan.run_id("bc", seed))
+    )
     with progress.stage(f"RL (seed {seed})") as due:
         if due:
             run_rl(_rl_config(settings, folder, plan, seed), evaluating)
-    with progress.stage(f"eval BC+RL (seed {seed})") as due:
-        if due:  # RL's newest stored version, loaded again into vLLM (a run going on after a restart)
-            served = _served(settings, folder / "rl" / "adapter", plan.run_id("rl", seed))
-            rollout(plan.evaluator, plan.run_id("rl", seed), plan.heldout_subset, plan.eval_tasks, served)
+    # BC+RL: RL's newest stored version, loaded again into vLLM (a run going on after a restart)
+    _evaluate(
+        progress,
+        plan,
+        rollout,
+        "rl",
+        seed,
+        lambda: _served(settings, folder / "rl" / "adapter", plan.run_id("rl", seed)),
+    )
+
+
+STAGE_LABEL = {"base": "base", "bc": "BC", "rl": "BC+RL"}
+
+
+def _evaluate(progress: Progress, plan: LearningPlan, rollout, model: str, seed: int | None, served) -> None:
+    """A model's greedy evaluation on the held-out subset and, when the plan has one, on the transfer subset (run
+    `<run id>-transfer`), each a stage of its own; `served()` gives the served name, asked only when a stage is due
+    (publishing or loading the adapter)."""
+    label = STAGE_LABEL[model] + (f" (seed {seed})" if seed is not None else "")
+    name: str | None = None
+    for subset, suffix, stage in (
+        (plan.heldout_subset, "", f"eval {label}"),
+        (plan.transfer_subset, TRANSFER, f"eval {label}, transfer"),
+    ):
+        if not subset:
+            continue
+        with progress.stage(stage) as due:
+            if due:
+                name = name or served()
+                rollout(
+                    plan.evaluator, plan.run_id(model, seed) + suffix, subset, plan.eval_tasks, name, plan.eval_rollouts
+                )
 
 
 def _rl_config(settings: Settings, folder: Path, plan: LearningPlan, seed: int) -> RLConfig:
@@ -240,8 +273,9 @@ COMMAND_ERRORS = re.compile(
 
 def failure_mode(episode) -> str:
     """Why a stored episode failed, read from its records: an environment or service error, a wrong answer,
-    `finish` on a task graded by its answer, the round limit (with what filled it: invalid actions, commands
-    that erred, or commands that ran), or the episode's own status."""
+    `finish` on a task graded by its answer, a web task ended unsolved (its last action named: MiniWoB ends an
+    episode on a wrong click or submit), the round limit (with what filled it: invalid actions, actions that
+    erred, or actions that ran), or the episode's own status."""
     end = episode.end
     if end is None:
         return "no end record"
@@ -249,19 +283,24 @@ def failure_mode(episode) -> str:
         return "environment or service error"
     actions = [step.action for step in episode.steps]
     if end.status == "completed":
+        if actions and actions[-1] not in ("answer", "finish"):
+            return f"ended unsolved after {actions[-1]}"
         return "wrong answer" if actions and actions[-1] == "answer" else "finish without an answer"
     if end.status == "round_limit":
         invalid = actions.count("invalid")
         erred = sum(
-            1 for step in episode.steps if step.action == "bash" and COMMAND_ERRORS.search(step.next_observation or "")
+            1
+            for step in episode.steps
+            if (step.action == "bash" and COMMAND_ERRORS.search(step.next_observation or ""))
+            or ERROR_HEADING in (step.next_observation or "")
         )
         if invalid == len(actions):
             return "round limit: every action invalid"
         if invalid:
             return "round limit: some actions invalid"
         if erred:
-            return "round limit: commands that erred"
-        return "round limit: commands ran, no answer"
+            return "round limit: actions that erred"
+        return "round limit: actions ran, no answer"
     return f"status {end.status or 'unknown'}"
 
 
@@ -314,39 +353,52 @@ def write_learning(
         lines += _pooled_sections(store, out, plan, base, per_seed, seeds)
     else:
         lines += ["No seed has its BC evaluation yet: run the same command again to go on.", ""]
+    transfer = _evaluated(store, plan, registry, TRANSFER)[1] if plan.transfer_subset else {}
+    transfer_seeds = [s for s, rows in transfer.items() if rows]
+    if transfer_seeds:
+        lines += _transfer_section(plan, transfer, transfer_seeds)
     lines += _run_sections(store, plan, stages, viewer_url, per_seed, seeds)
     report = out / "report.md"
     report.write_text("\n".join(lines) + "\n")
     summary = {
         "plan": asdict(plan),
         "stages_s": stages,
-        "seeds": {
-            s: {
-                label: {
-                    "success_rate": r.success_rate,
-                    "solved": r.solved,
-                    "episodes": r.episodes,
-                    "ci95": list(r.interval),
-                    "errors": r.errors,
-                }
-                for label, r in per_seed[s].items()
-            }
-            for s in seeds
-        },
+        "seeds": _rates_json(per_seed, seeds),
+        "transfer": _rates_json(transfer, transfer_seeds),
     }
     (out / "summary.json").write_text(json.dumps(summary, indent=2))
     return report
 
 
-def _evaluated(store, plan: LearningPlan, registry: Registry) -> tuple[Row | None, dict[int, dict[str, Row]]]:
-    """The base's held-out row and each seed's evaluated rows by model (base, BC, BC+RL), with task families."""
+def _rates_json(per_seed: dict[int, dict[str, Row]], seeds: list[int]) -> dict:
+    """Each seed's rows as summary.json holds them: success rate, solved, episodes, the 95% interval, errors."""
+    return {
+        s: {
+            label: {
+                "success_rate": r.success_rate,
+                "solved": r.solved,
+                "episodes": r.episodes,
+                "ci95": list(r.interval),
+                "errors": r.errors,
+            }
+            for label, r in per_seed[s].items()
+        }
+        for s in seeds
+    }
+
+
+def _evaluated(
+    store, plan: LearningPlan, registry: Registry, suffix: str = ""
+) -> tuple[Row | None, dict[int, dict[str, Row]]]:
+    """The base's held-out row and each seed's evaluated rows by model (base, BC, BC+RL), with task families (the
+    `family:` label, else the task's category: MiniWoB's task type); `suffix` TRANSFER: the transfer subset's."""
     family_of = {
-        t.index: next((label.split(":", 1)[1] for label in t.labels if label.startswith("family:")), "")
+        t.index: next((label.split(":", 1)[1] for label in t.labels if label.startswith("family:")), t.category)
         for t in registry.tasks
     }
 
     def row(label: str, model: str, seed: int | None) -> Row | None:
-        run_id = plan.run_id(model, seed)
+        run_id = plan.run_id(model, seed) + suffix
         entries = run_index(store, plan.evaluator, run_id)
         if not entries:
             return None
@@ -359,14 +411,11 @@ def _evaluated(store, plan: LearningPlan, registry: Registry) -> tuple[Row | Non
     return base, {s: {label: r for label, r in by.items() if r is not None} for s, by in rows.items()}
 
 
-def _over_seeds_section(out: Path, per_seed: dict[int, dict[str, Row]], seeds: list[int]) -> list[str]:
-    """Held-out success per seed with mean and sd (and learning.png), then each seed's table and McNemar pairs."""
+def _rates_table(per_seed: dict[int, dict[str, Row]], seeds: list[int]) -> tuple[list[str], dict]:
+    """The success table over seeds (a row per model: each seed's rate, mean and sd) and the (mean, sd) by model."""
     rates = {label: {s: per_seed[s][label].success_rate for s in seeds if label in per_seed[s]} for label in MODELS}
     spread = {label: mean_sd(list(values.values())) for label, values in rates.items() if values}
-    learning_chart(spread, out / "learning.png", f"held-out success over {len(seeds)} seed(s)")
     lines = [
-        "## Held-out success over seeds",
-        "",
         "| Model | " + " | ".join(f"seed {s}" for s in seeds) + " | mean | sd |",
         "|---|" + "---:|" * (len(seeds) + 2),
     ]
@@ -380,6 +429,14 @@ def _over_seeds_section(out: Path, per_seed: dict[int, dict[str, Row]], seeds: l
             + " | "
             + (f"{mean:.1%} | {sd:.1%} |" if mean is not None else "– | – |")
         )
+    return lines, spread
+
+
+def _over_seeds_section(out: Path, per_seed: dict[int, dict[str, Row]], seeds: list[int]) -> list[str]:
+    """Held-out success per seed with mean and sd (and learning.png), then each seed's table and McNemar pairs."""
+    table, spread = _rates_table(per_seed, seeds)
+    learning_chart(spread, out / "learning.png", f"held-out success over {len(seeds)} seed(s)")
+    lines = ["## Held-out success over seeds", "", *table]
     missing = [s for s in seeds if "BC+RL" not in per_seed[s]]
     if missing:
         lines += [
@@ -401,15 +458,43 @@ def _over_seeds_section(out: Path, per_seed: dict[int, dict[str, Row]], seeds: l
     return lines
 
 
-def _pooled_sections(
-    store, out: Path, plan: LearningPlan, base: Row | None, per_seed: dict[int, dict[str, Row]], seeds: list[int]
-) -> list[str]:
-    """Seeds pooled: success by task family, the charts and report.csv, and the most common failure modes."""
-    final = [
+def _transfer_section(plan: LearningPlan, per_seed: dict[int, dict[str, Row]], seeds: list[int]) -> list[str]:
+    """Success on the transfer subset (never trained on) over seeds, then per task family with the seeds pooled."""
+    table, _ = _rates_table(per_seed, seeds)
+    final = _pooled_rows(per_seed, seeds)
+    lines = [
+        f"## Transfer: `{plan.transfer_subset}` (never trained or tuned on)",
+        "",
+        *table,
+        "",
+        *_family_table(final),
+    ]
+    return [*lines, ""]
+
+
+def _pooled_rows(per_seed: dict[int, dict[str, Row]], seeds: list[int]) -> list[Row]:
+    """A row per model evaluated on some seed (base, BC, BC+RL), the seeds' episodes pooled."""
+    return [
         _pooled(label, [per_seed[s][label] for s in seeds if label in per_seed[s]])
         for label in MODELS
         if any(label in per_seed[s] for s in seeds)
     ]
+
+
+def _family_table(rows: list[Row]) -> list[str]:
+    """Solved/episodes per task family (a row each) for each of the pooled rows (a column each)."""
+    lines = ["| Family | " + " | ".join(r.experiment for r in rows) + " |", "|---|" + "---:|" * len(rows)]
+    for name in sorted({f for r in rows for f in r.families}):
+        cells = [f"{r.families[name][0]}/{r.families[name][1]}" if name in r.families else "–" for r in rows]
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    return lines
+
+
+def _pooled_sections(
+    store, out: Path, plan: LearningPlan, base: Row | None, per_seed: dict[int, dict[str, Row]], seeds: list[int]
+) -> list[str]:
+    """Seeds pooled: success by task family, the charts and report.csv, and the most common failure modes."""
+    final = _pooled_rows(per_seed, seeds)
     family_chart(final, out / "success_by_family.png", "Held-out success by task family (seeds pooled)")
     shown = [base] + [per_seed[s][label] for s in seeds for label in ("BC", "BC+RL") if label in per_seed[s]]
     success_chart([r for r in shown if r is not None], out / "success.png", "Held-out success with 95% intervals")
@@ -418,15 +503,7 @@ def _pooled_sections(
         out / "report.csv",
         [{"seed": s, "model": label} for s in seeds for label in per_seed[s]],
     )
-    lines = [
-        "## Success by task family (seeds pooled)",
-        "",
-        "| Family | " + " | ".join(r.experiment for r in final) + " |",
-        "|---|" + "---:|" * len(final),
-    ]
-    for name in sorted({f for r in final for f in r.families}):
-        cells = [f"{r.families[name][0]}/{r.families[name][1]}" if name in r.families else "–" for r in final]
-        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    lines = ["## Success by task family (seeds pooled)", "", *_family_table(final)]
     judged = "BC+RL" if any("BC+RL" in per_seed[s] for s in seeds) else "BC"
     modes = Counter(
         failure_mode(e)

@@ -27,6 +27,9 @@ class LearningPlan:
     )
     train_subset: str = option("train", "the tasks trained on")
     heldout_subset: str = option("heldout", "the tasks judged on: never trained or tuned on")
+    transfer_subset: str = option(
+        "", "a second held-out set judged the same way and reported apart, for transfer (empty: none)"
+    )
     seeds: str = option("1,2,3", "training seeds, comma-separated")
     teacher: str = option("teacher", "the experiment whose episodes BC learns from")
     evaluator: str = option(
@@ -39,7 +42,9 @@ class LearningPlan:
         "train tasks the teacher plays, a seeded sample: BC's data (0: all; "
         "300 keeps BC within half an hour on 2 CPU cores)",
     )
+    teacher_rollouts: int = option(1, "episodes the teacher plays per train task (a task of several seeds: one each)")
     eval_tasks: int | None = option(None, "held-out tasks evaluated (default: all)")
+    eval_rollouts: int = option(1, "episodes per held-out task (a task of several seeds: one each)")
     eval_max_steps: int | None = option(None, "rounds of an evaluation (default: the evaluator's, AgentBench's 8)")
     max_tokens: int = option(128, "longest reply in evaluations and RL rollouts")
     bc_epochs: float = option(1.0, "epochs of BC")
@@ -61,7 +66,17 @@ class LearningPlan:
         self.seed_list()
         if self.teacher_tasks < 0:
             raise ConfigError(f"learning plan: teacher_tasks must be 0 (all) or more, got {self.teacher_tasks}")
-        for name in ("bc_epochs", "bc_lr", "rl_lr", "batch_size", "max_tokens", "rl_rollouts", "rl_tasks"):
+        for name in (
+            "bc_epochs",
+            "bc_lr",
+            "rl_lr",
+            "batch_size",
+            "max_tokens",
+            "rl_rollouts",
+            "rl_tasks",
+            "teacher_rollouts",
+            "eval_rollouts",
+        ):
             if getattr(self, name) <= 0:
                 raise ConfigError(f"learning plan: {name} must be positive, got {getattr(self, name)}")
         if self.rl_iterations < 0:
@@ -80,6 +95,29 @@ class LearningPlan:
             raise ConfigError(f"learning plan: seeds must be distinct integers separated by commas, got {self.seeds!r}")
         return seeds
 
+    def subsets(self) -> list[str]:
+        """The subsets the run plays: train, held out, and the transfer subset when there is one."""
+        return [self.train_subset, self.heldout_subset] + ([self.transfer_subset] if self.transfer_subset else [])
+
     def run_id(self, model: str, seed: int | None = None) -> str:
         """The store run of one stage's episodes: `<name>-teacher`, `<name>-base`, `<name>-bc-s1`, …"""
         return f"{self.name}-{model}" + (f"-s{seed}" if seed is not None else "")
+
+
+@dataclass(frozen=True)
+class MiniWobPlan(LearningPlan):
+    """`loraloop miniwob`: the same run on MiniWoB++ (configs/tasks/miniwob): the scripted solver's episodes on
+    the 60 trained types' train seeds, judged on their held-out seeds (heldout-seed) and, for transfer, on the 65
+    held-out types (heldout-type), never trained or tuned on. The defaults size a seed for the 2-core VM."""
+
+    name: str = option("miniwob", "names the run's store runs and adapters (miniwob-bc-s1, miniwob-rl-s1-v3…)")
+    task_registry: str = option("configs/tasks/miniwob", "the benchmark's registry (its train and held-out splits)")
+    heldout_subset: str = option("heldout-seed", "the trained types' held-out seeds: never trained or tuned on")
+    transfer_subset: str = option("heldout-type", "the 65 held-out types, judged for transfer (empty: none)")
+    teacher: str = option("miniwob_teacher", "the experiment whose episodes BC learns from")
+    evaluator: str = option("smollm_miniwob", "the experiment of every held-out evaluation; the model is set per stage")
+    rl_experiment: str = option("smollm_miniwob_rl", "the experiment of RL's rollouts")
+    teacher_tasks: int = option(0, "train tasks (types) the teacher plays (0: all 60)")
+    teacher_rollouts: int = option(10, "train seeds the teacher plays per type (BC's data)")
+    eval_rollouts: int = option(1, "held-out seeds per type in each evaluation (1: 60 episodes, and 65 for transfer)")
+    max_tokens: int = option(48, "longest reply in evaluations and RL rollouts (a MiniWoB action is one short line)")

@@ -43,7 +43,7 @@ from loraloop.task_registry import load_registry
 from loraloop.train.backend import load_model
 from loraloop.train.config import RLConfig
 from loraloop.train.harness import common_args
-from loraloop.train.rl_batch import build_batch
+from loraloop.train.rl_batch import NOT_THE_POLICY, build_batch
 from loraloop.train.rl_trainer import (
     Correction,
     RLTrainer,
@@ -53,6 +53,7 @@ from loraloop.train.rl_trainer import (
     collate,
     proximal_logprobs,
 )
+from loraloop.train.task_pools import Draw, PoolRules, draw, last_rates
 
 console = Console(stderr=True)
 
@@ -75,6 +76,14 @@ def publish_version(settings: Settings, adapter_dir: Path, name: str) -> int:
 
 
 LEVELS = ("token", "sequence")
+
+
+SAMPLERS = ("uniform", "difficulty-pool")
+
+
+def pool_rules(cfg: RLConfig) -> PoolRules:
+    """The difficulty pools' borders and shares from the config's flags."""
+    return PoolRules(cfg.easy_border, cfg.hard_border, cfg.easy_fraction, cfg.hard_fraction)
 
 
 def correction(cfg: RLConfig) -> Correction | None:
@@ -115,6 +124,14 @@ def check_config(cfg: RLConfig, settings: Settings) -> None:
             raise ConfigError(f"--{flag} must be at least 1, got {value}")
     if cfg.max_staleness < 0 or cfg.eval_every < 0:
         raise ConfigError("--max_staleness and --eval_every must be 0 or more")
+    if cfg.sampler not in SAMPLERS:
+        raise ConfigError(f"--sampler {cfg.sampler!r}: choose one of {', '.join(SAMPLERS)}")
+    if cfg.sampler == "difficulty-pool":
+        problems = pool_rules(cfg).problems()
+        if problems:
+            raise ConfigError("; ".join(problems))
+        if cfg.from_run is not None:
+            raise ConfigError("--sampler difficulty-pool draws the tasks to roll out; --from_run rolls out none")
     correction(cfg)  # the rollout correction's flags, checked
     if not 1 <= cfg.micro_batch_size <= cfg.batch_size or cfg.batch_size % cfg.micro_batch_size:
         raise ConfigError(
@@ -175,6 +192,7 @@ class RLRun:
         self.fused = False  # the policy has TRL's fused LM head (set by load_policy)
         self.model = self.tokenizer = self.optimizer = self._writer = None
         self.trained_steps = 0
+        self.rates: dict[str, float] = {}  # each task's success rate in its last group (difficulty-pool sampler)
 
     # -- where the run stands -------------------------------------------------------------------
     def published(self) -> tuple[int, int]:
@@ -251,6 +269,21 @@ class RLRun:
         submitted = once_ended(partial(self.jobs.submit, request), partial(self.jobs.status, run_id))
         follow(lambda: self.jobs.status(submitted.run_id))
         return list(iter_episodes(self.store, run_prefix(self.cfg.experiment, run_id)))
+
+    def learn_rates(self, episodes: list) -> None:
+        """Remember each task's success rate in this group of episodes (the ones the policy played to an end)."""
+        played = [(e.start.task_id, e.success) for e in episodes if e.end.status not in NOT_THE_POLICY]
+        self.rates.update(last_rates(played))
+
+    def draw_tasks(self, iteration: int) -> Draw:
+        """The iteration's tasks from the difficulty pools, seeded by the iteration: the rates are rebuilt from the
+        stored iterations first when the run goes on after a stop, so it draws what it drew before."""
+        if not self.rates:
+            for earlier in range(iteration):
+                prefix = run_prefix(self.cfg.experiment, iteration_run_id(self.cfg, earlier))
+                self.learn_rates(list(iter_episodes(self.store, prefix)))
+        tasks = [t.index for t in load_registry(self.cfg.dataset_path).select(self.cfg.subset)]
+        return draw(tasks, self.rates, self.cfg.tasks_per_iteration, self.cfg.seed + iteration, pool_rules(self.cfg))
 
     def train(self, rows: list, tokens: int, iteration: int) -> dict:
         """One pass (or `--epochs`) over the rows (`tokens` in all); returns loss, steps, tokens/s and the ratio
@@ -397,6 +430,7 @@ COLUMNS = (
     "rows",
     "sampled_tokens",
     "skipped",
+    "pools",
     "rollout_s",
     "train_s",
     "publish_s",
@@ -419,9 +453,16 @@ def write_report(history: list[dict], out: Path, cfg: RLConfig) -> None:
             f"{cfg.rollouts_per_task} rollouts on each of {cfg.tasks_per_iteration} tasks per iteration "
             f"(subset {cfg.subset}), temperature {cfg.temperature}; held-out: {cfg.eval_subset}, greedy.",
         ]
-    lines = [*head, "", "| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
+    if cfg.sampler == "difficulty-pool" and not cfg.from_run:
+        head.append(
+            f"Tasks drawn from difficulty pools (pools: drawn/held; easy: a last group solved at {cfg.easy_border:.0%} "
+            f"or more, hard: at {cfg.hard_border:.0%} or less; an iteration's shares of them {cfg.easy_fraction:.0%} "
+            f"and {cfg.hard_fraction:.0%})."
+        )
+    columns = [c for c in COLUMNS if c != "pools" or any("pools" in row for row in history)]
+    lines = [*head, "", "| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
     for row in history:
-        lines.append("| " + " | ".join("" if row.get(c) is None else str(row.get(c)) for c in COLUMNS) + " |")
+        lines.append("| " + " | ".join("" if row.get(c) is None else str(row.get(c)) for c in columns) + " |")
     (out / "rl_report.md").write_text("\n".join(lines) + "\n")
     rl_curve(
         [r["iteration"] for r in history],
@@ -473,6 +514,11 @@ def _start(run: RLRun, cfg: RLConfig, settings: Settings) -> tuple[int | None, i
     return version, done
 
 
+def iteration_run_id(cfg: RLConfig, iteration: int) -> str:
+    """The run id an iteration's rollout episodes are stored under."""
+    return f"{cfg.adapter_name}-it{iteration:04d}"
+
+
 def _iterate(run: RLRun, cfg: RLConfig, settings: Settings, iteration: int, version: int | None) -> int | None:
     """One iteration: roll out (or read the stored run), build the batch, train, publish, evaluate, record its row;
     returns the version the next iteration samples with (the same one when there was nothing to train on)."""
@@ -483,18 +529,24 @@ def _iterate(run: RLRun, cfg: RLConfig, settings: Settings, iteration: int, vers
     )
     seconds = {}
     started = time.perf_counter()
+    pools = None
     if cfg.from_run:
         episodes = run.stored()
     else:
+        subset, tasks = cfg.subset, cfg.tasks_per_iteration
+        if cfg.sampler == "difficulty-pool":
+            pools = run.draw_tasks(iteration)
+            subset, tasks = "+".join(filter(None, [cfg.subset, ",".join(f"id:{t}" for t in pools.tasks)])), None
         episodes = run.rollout(
-            f"{cfg.adapter_name}-it{iteration:04d}",
+            iteration_run_id(cfg, iteration),
             served,
-            subset=cfg.subset,
-            tasks=cfg.tasks_per_iteration,
+            subset=subset,
+            tasks=tasks,
             per_task=cfg.rollouts_per_task,
             temperature=cfg.temperature,
             seed=cfg.seed + iteration,
         )
+        run.learn_rates(episodes)
     seconds["rollout_s"] = round(time.perf_counter() - started, 1)
     rows, batch = build_batch(
         episodes,
@@ -508,6 +560,8 @@ def _iterate(run: RLRun, cfg: RLConfig, settings: Settings, iteration: int, vers
     trained = run.train(rows, stats["tokens"], iteration) if rows else {"steps": 0}
     seconds["train_s"] = round(time.perf_counter() - started, 1)
     row = {"iteration": iteration + 1, "sampled_with": served, **stats, **trained, **seconds, "skipped": skipped(stats)}
+    if pools is not None:
+        row["pools"] = pools.summary()
     started = time.perf_counter()
     if rows:
         version = run.publish(iteration, row)

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from loraloop.errors import ConfigError, TaskFormatError
 from loraloop.learning import check_split, failure_mode
-from loraloop.learning_config import LearningPlan
+from loraloop.learning_config import LearningPlan, MiniWobPlan
 from loraloop.store.records import EpisodeEnd, EpisodeStart, Step
 from loraloop.store.trajectories import Episode
 from loraloop.task_registry import load_registry
@@ -130,8 +130,23 @@ def test_a_bad_id_list_is_refused_naming_file_and_line(tmp_path, listing, messag
 
 
 def test_a_plan_whose_subsets_overlap_is_refused(registry):
-    with pytest.raises(ConfigError, match="held-out task.* are in the train subset 'train,heldout' too"):
+    with pytest.raises(ConfigError, match="held-out subset 'heldout' are in the train subset 'train,heldout' too"):
         check_split(registry, LearningPlan(train_subset="train,heldout"))
+
+
+def test_a_transfer_subset_that_overlaps_the_train_subset_is_refused(registry):
+    """The transfer set is held out too: a task of it in the train subset is refused, naming the subset."""
+    with pytest.raises(ConfigError, match="held-out subset 'train' are in the train subset 'train' too"):
+        check_split(registry, LearningPlan(transfer_subset="train"))
+    assert check_split(registry, LearningPlan(transfer_subset="")) == check_split(registry, LearningPlan())
+
+
+@pytest.mark.parametrize("field", ["teacher_rollouts", "eval_rollouts"])
+@pytest.mark.parametrize("value", [0, -1])
+def test_a_plan_with_no_rollouts_per_task_is_refused_naming_the_field(field, value):
+    for plan in (LearningPlan, MiniWobPlan):
+        with pytest.raises(ConfigError, match=f"{field} must be positive, got {value}"):
+            plan(**{field: value})
 
 
 @pytest.mark.parametrize("seeds", ["", "1,x", "1,1"])
@@ -154,8 +169,17 @@ def episode(status: str, actions: list[str], observations: list[str] | None = No
         (episode("completed", ["bash", "finish"]), "finish without an answer"),
         (episode("round_limit", ["invalid"] * 8), "round limit: every action invalid"),
         (episode("round_limit", ["invalid", "bash"]), "round limit: some actions invalid"),
-        (episode("round_limit", ["bash"], ["bash: foo: command not found"]), "round limit: commands that erred"),
-        (episode("round_limit", ["bash"], ["3"]), "round limit: commands ran, no answer"),
+        (episode("round_limit", ["bash"], ["bash: foo: command not found"]), "round limit: actions that erred"),
+        (episode("round_limit", ["bash"], ["3"]), "round limit: actions ran, no answer"),
+        (episode("completed", ["click", "click"]), "ended unsolved after click"),
+        (
+            episode("round_limit", ["click"], ["# Error from the last action\nno element with bid '9'"]),
+            "round limit: actions that erred",
+        ),
+        (
+            episode("round_limit", ["fill", "click"], ["# Accessibility tree", "# Accessibility tree"]),
+            "round limit: actions ran, no answer",
+        ),
         (episode("env_error", [], error="no shell"), "environment or service error"),
         (episode("odd", []), "status odd"),
     ],
@@ -171,8 +195,11 @@ def test_the_command_line_is_built_from_the_plan(tmp_path):
 
     result = CliRunner().invoke(app, ["agentbench", "--help"])
     assert result.exit_code == 0
-    for field in ("--heldout_subset", "--rl_iterations", "--eval_tasks", "--seeds"):
+    for field in ("--heldout_subset", "--rl_iterations", "--eval_tasks", "--seeds", "--transfer_subset"):
         assert field in result.output
+    miniwob = CliRunner().invoke(app, ["miniwob", "--help"], terminal_width=200)
+    assert miniwob.exit_code == 0, miniwob.output
+    assert "configs/tasks/miniwob" in miniwob.output and "heldout-type" in miniwob.output
     bad = CliRunner().invoke(app, ["agentbench", "--seeds", "1,1"])
     assert bad.exit_code != 0 and "seeds must be distinct integers" in bad.output + str(bad.exception)
 

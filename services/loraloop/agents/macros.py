@@ -27,7 +27,7 @@ from typing import Any
 
 from loraloop.envs.shell.protocol import EMPTY_OUTPUT
 from loraloop.envs.web.actions import REQUIRED, bind_arguments, leading_call
-from loraloop.envs.web.prompts import page_url
+from loraloop.envs.web.prompts import ERROR_HEADING, page_url
 from loraloop.errors import LoraloopError
 
 Steps = Generator[str, str, None]  # yields primitive actions, is sent the observation after each
@@ -42,7 +42,7 @@ _LINE = re.compile(
     r"^(?P<depth>\t*)\[(?P<bid>[^\]]+)\] (?P<role>\S+) "
     r"(?P<name>'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\")(?P<props>.*)$"
 )
-_PAGE_ERROR = re.compile(r"^# Error from the last action\n(.+?)(?:\n\n# |\Z)", re.M | re.S)
+_PAGE_ERROR = re.compile(rf"^{re.escape(ERROR_HEADING)}\n(.+?)(?:\n\n# |\Z)", re.M | re.S)
 _CHECKED = re.compile(r"\bchecked(?:='true'|='mixed'|,|$)")
 # Landmarks whose links are the site's chrome, not a result (header, menus, side bars, footer, forms).
 _CHROME = {"banner", "navigation", "complementary", "contentinfo", "search", "form"}

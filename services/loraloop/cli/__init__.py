@@ -37,6 +37,7 @@ app.command("worker")(jobs.worker)
 app.command("demo")(loop.demo)
 app.command("loop")(loop.loop)
 app.command("agentbench")(loop.agentbench_command())
+app.command("miniwob")(loop.miniwob_command())
 app.command(**serve.renamed("serve-api", "serve task-server"))(serve.task_server)
 app.command(**serve.renamed("rollout-api", "serve rollout-api"))(serve.rollout_api)
 

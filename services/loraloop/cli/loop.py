@@ -58,7 +58,8 @@ def loop(
 
 
 def _agentbench(plan) -> None:
-    """Run (or go on with) a learning run in volumes/reports/<name>, then print where its report is."""
+    """Run (or go on with) a learning run (`agentbench`, `miniwob`) in volumes/reports/<name>, then print where
+    its report is."""
     from loraloop.learning import closing_table, run_learning
 
     out = Path("volumes/reports") / plan.name
@@ -79,4 +80,18 @@ def agentbench_command():
         """Learning on AgentBench OS: teacher episodes on the 900
     training tasks, BC, online RL from BC, and base, BC and BC+RL judged on the 100 held-out tasks, per seed;
     started again, it goes on where it stopped (volumes/reports/NAME).""",
+    )
+
+
+def miniwob_command():
+    """`loraloop miniwob`, its flags built from MiniWobPlan (the same run as `agentbench`, MiniWoB++'s defaults)."""
+    from loraloop.learning_config import MiniWobPlan
+
+    return dataclass_command(
+        MiniWobPlan,
+        _agentbench,
+        """Learning on MiniWoB++: the scripted solver's episodes on the
+    60 trained types' train seeds, BC, online RL from BC, and base, BC and BC+RL judged on the trained types'
+    held-out seeds and, for transfer, on the 65 held-out types, per seed; started again, it goes on where it
+    stopped (volumes/reports/NAME).""",
     )

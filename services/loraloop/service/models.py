@@ -25,7 +25,11 @@ class JobRequest(RequestBody):
     task_registry: PathText = Field(
         TASK_REGISTRY, max_length=4096, description="registry file or folder, as the planning process sees it"
     )
-    subset: PathText | None = Field(None, max_length=1024, description="split, category or label")
+    subset: PathText | None = Field(
+        None,
+        max_length=16384,
+        description="split, category, label or id:<task index>; terms joined by +, alternatives by ,",
+    )
     sample_size: int | None = Field(None, ge=1, description="tasks drawn with `seed` (default: all)")
     rollouts_per_task: int = Field(1, ge=1, le=1000)
     seed: Seed = Field(SEED, description="task sampling seed")

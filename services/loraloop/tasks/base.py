@@ -125,7 +125,9 @@ class Registry:
         A subset is one term or several joined by `+` (a task must match every one). A term matches
         a task's split, category (file stem) or label, or is a prefix of its split up to a dash:
         `std` selects splits std-001 … std-007 (AgentBench's os-std), `std-001` only that one. A term
-        may list alternatives joined by `,` (a task must match one): `train+family:a,family:b`.
+        may list alternatives joined by `,` (a task must match one): `train+family:a,family:b`. `id:<index>`
+        matches one task by its index (`train+id:train-count-ext-00001,id:train-text-00002`: the tasks an RL
+        iteration's difficulty pools drew).
         """
         tasks = self.tasks
         if subset:  # "train+family:count-ext,family:grep-count": every term must match, one of its alternatives
@@ -145,9 +147,12 @@ class Registry:
 
 def _matches(task: Task, term: str) -> bool:
     """One --subset term, each of its `,`-separated alternatives the task's split or a dash-ended prefix
-    of it, its category, or a label: true when the task matches one of them."""
+    of it, its category, a label or `id:<its index>`: true when the task matches one of them."""
     return any(
-        name in (task.split, task.category) or task.split.startswith(f"{name}-") or name in task.labels
+        name in (task.split, task.category)
+        or task.split.startswith(f"{name}-")
+        or name in task.labels
+        or name == f"id:{task.index}"
         for name in term.split(",")
         if name
     )

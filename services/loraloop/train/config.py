@@ -102,6 +102,15 @@ class RLConfig(LoraTrainConfig):
     rollouts_per_task: int = flag(4, "rl: the group size (>= 2) advantages compare within")
     temperature: float = flag(1.0, "grpo, rl: sampling temperature")
     max_staleness: int = flag(0, "rl: drop episodes sampled more than K versions before the one being trained")
+    sampler: str = flag(
+        "uniform",
+        "rl: how an iteration's tasks are drawn: uniform | difficulty-pool (tasks whose last group all solved or all "
+        "failed are drawn at most --easy_fraction / --hard_fraction of an iteration, as prime-rl's buffer)",
+    )
+    easy_border: float = flag(1.0, "rl, difficulty-pool: a last group solved at this rate or above makes a task easy")
+    hard_border: float = flag(0.0, "rl, difficulty-pool: a last group solved at this rate or below makes a task hard")
+    easy_fraction: float = flag(0.1, "rl, difficulty-pool: share of an iteration's tasks drawn from the easy pool")
+    hard_fraction: float = flag(0.1, "rl, difficulty-pool: share of an iteration's tasks drawn from the hard pool")
     init_adapter: str | None = flag(None, "rl: warm start (a PEFT adapter folder), published as the first version")
     clip_eps: float = flag(0.2, "rl: PPO clip of the ratio (against the proximal policy; in bypass mode the sampler)")
     bypass_mode: bool = flag(

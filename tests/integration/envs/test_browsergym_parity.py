@@ -6,6 +6,8 @@ the suite keeps a sample, as each type launches three Chromiums (426 s for all 3
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
 from loraloop.envs.browsergym.parity import SOLVED, WRONG, compare
@@ -26,3 +28,6 @@ def test_same_seeds_and_actions_give_browsergyms_rewards(chromium, settings_for)
     assert not [r for r in results if not r.matches], [r for r in results if not r.matches]
     assert all(r.reward == 1.0 for r in results[: len(SAMPLE_SOLVED)])  # the solver's sequences: 1 on both sides
     assert all(r.reward == 0.0 for r in results[len(SAMPLE_SOLVED) :])  # the wrong ones: 0 on both
+    # BrowserGym's global Playwright is stopped after each comparison: its running event loop would break every
+    # later asyncio.run in this test worker (an AReaL-style client's did, in another file)
+    assert asyncio.run(asyncio.sleep(0, result="no loop left running")) == "no loop left running"

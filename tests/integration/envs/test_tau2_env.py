@@ -115,6 +115,30 @@ def test_a_wrong_agent_gets_0_and_a_call_to_an_unknown_tool_is_an_error_observat
     assert end.info["events"][-1]["db_check"]["db_match"] is False  # tau2's evaluator compared the databases
 
 
+def test_a_preempted_agent_thread_still_gives_reset_and_step_their_own_observation(settings_for, monkeypatch):
+    """tau2's gym returns as soon as its agent thread starts a turn, before that thread has set the turn's
+    observation: on a loaded machine an episode began with an empty observation (seen in the suite). Fault
+    injection, since preemption cannot be caused on demand: tau2's agent thread is slowed where it copies the
+    observation (its own deepcopy, 0.3 s later), which widens that window to certain. Reset must still give the
+    user's message, and a step the result of its own call, not the turn's before."""
+    import time
+
+    import tau2.gym.gym_agent as gym_agent
+
+    copy = gym_agent.deepcopy
+    monkeypatch.setattr(gym_agent, "deepcopy", lambda value: (time.sleep(0.3), copy(value))[1])
+    task = load_registry(MOCK).get("create_task_1")
+    with scripted_user([ASK]) as (url, _):
+        env = env_kind("tau2").make_env(task, settings_for(tau2_user_llm_base_url=url), EnvOptions(max_steps=6))
+        try:
+            first, _ = env.reset()
+            made = env.step('{"name": "create_task", "arguments": {"user_id": "user_1", "title": "Important Meeting"}}')
+        finally:
+            env.close()
+    assert first == f"user: {ASK}"
+    assert "Important Meeting" in made.observation and made.observation != first, made.observation
+
+
 def test_an_airline_episode_with_a_scripted_user(settings_for, tmp_path):
     lines = ["Hi, I need to change my reservation.", "Thank you, that is all. ###STOP###"]
     summary, episode, requests = play_with_scripted_user(

@@ -91,11 +91,17 @@ def test_rollback_serves_the_earlier_version_and_proves_it(vllm_url, settings_fo
 @pytest.fixture(scope="module")
 def second_vllm_url():
     """Another real vLLM CPU server: a replica that must serve a published adapter too."""
+    import os
+    from unittest import mock
+
     from loraloop.serve import vllm_server
     from loraloop.settings import Settings
 
     port = free_port()
-    url = vllm_server.start(Settings(vllm_port=port), port=port)
+    # 1 GiB of KV cache (whole GiB only): it answers a few short verification requests, and the suite's other servers
+    # and trainers once left 1.78 GiB free, below the default 2 GiB ("Available memory on node 0 ... less than")
+    with mock.patch.dict(os.environ, {"VLLM_CPU_KVCACHE_SPACE": "1"}):
+        url = vllm_server.start(Settings(vllm_port=port), port=port)
     yield url
     vllm_server.stop(port)
 

@@ -182,6 +182,7 @@ def test_shell_state_survives_replicas_and_restart(replicas):
     def step(base, code):
         response = call(base, "POST", "/api/episode/step", {"episode_id": episode, "action": {"content": bash(code)}})
         assert response.status_code == 200, response.text
+        assert response.json().get("observation"), response.text  # once under load: 200 with no observation
         return response.json()["observation"]["content"].rstrip()
 
     step(a, "cd /etc && export ZZ=42 && greet() { echo hi $1; }")

@@ -94,6 +94,8 @@ def rl_command(out: Path, name: str, init: Path) -> list[str]:
         str(MODEL),
         "--init_adapter",
         str(init),
+        "--sampler",  # the difficulty pools' wiring (the rates rebuilt from the store on going on, `id:` subsets)
+        "difficulty-pool",
     ]
 
 
@@ -168,6 +170,9 @@ def test_rl_runs_trains_publishes_versions_and_survives_kill_9(vllm_url, tmp_pat
     sampled = [t for e in trained for _, completion, _ in turns(e) for t in completion]
     assert [t for r in rows for t, m in zip(r.input_ids, r.completion_mask) if m] == sampled
     assert history[1]["rows"] > 0 and history[2]["rows"] > 0, "coin flips tied in every group of an iteration"
+    for row in history[1:]:  # both tasks drawn each iteration ("easy 1/1, normal 1/1, hard 0/0": drawn/held)
+        assert sum(int(part.split()[1].split("/")[0]) for part in row["pools"].split(", ")) == 2, row["pools"]
+    assert "| pools |" in (out / "rl_report.md").read_text()
 
     # versioned names: the newest is served, the older one unloaded once its rollouts were over
     served = {m["id"] for m in httpx.get(f"{vllm_url}/models").json()["data"]}

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 from loraloop.envs.browsergym.env import BrowserGymEnv
 from loraloop.envs.browsergym.miniwob import local_url
-from loraloop.envs.browsergym.reference import reference_env
+from loraloop.envs.browsergym.reference import reference_env, release_playwright
 from loraloop.envs.browsergym.teacher import goal_of, nodes, solve
 from loraloop.tasks.browsergym.format import one_seed_task
 
@@ -155,6 +155,7 @@ def play_browsergym(
         return obs["goal"], outcomes
     finally:
         env.close()
+        release_playwright()
 
 
 def _raw(task_info: dict) -> float:

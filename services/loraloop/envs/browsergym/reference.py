@@ -8,6 +8,7 @@ path at all, which would need Playwright's own download); both go through the on
 
 from __future__ import annotations
 
+import browsergym.core
 from browsergym.core import _get_global_playwright
 from browsergym.core.action.functions import check, uncheck
 from browsergym.core.action.highlevel import HighLevelActionSet
@@ -33,6 +34,16 @@ def use_system_chromium(executable: str) -> None:
 
     launch_system.loraloop_executable = executable  # type: ignore[attr-defined]  # a mark on a function: patched once
     chromium.launch = launch_system
+
+
+def release_playwright() -> None:
+    """Stop BrowserGym's process-wide Playwright, which it starts once and never stops: its sync API keeps an
+    event loop running in this thread, so any later `asyncio.run` in the process fails ("cannot be called from a
+    running event loop"; an AReaL-style client in the same test worker did). The next `reference_env` starts one
+    again."""
+    if browsergym.core._PLAYWRIGHT is not None:
+        browsergym.core._PLAYWRIGHT.stop()
+        browsergym.core._set_global_playwright(None)
 
 
 def reference_env(task_id: str, executable: str, **kwargs):

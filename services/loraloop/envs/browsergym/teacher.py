@@ -15,6 +15,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from loraloop.envs.web.prompts import ERROR_HEADING
 from loraloop.errors import TaskSkipped
 from loraloop.replies import Reply
 
@@ -500,7 +501,7 @@ def solve(task_type: str, goal: str, observation: str, turn: int, history: list[
     strategy = STRATEGIES.get(task_type)
     if strategy is None:
         return f"report_infeasible({f'no scripted strategy for {task_type}'!r})"
-    failed = history[-1] if history and "\n# Error from the last action\n" in observation else None
+    failed = history[-1] if history and f"\n{ERROR_HEADING}\n" in observation else None
     done = history[:-1] if failed else history  # what the page took: a failed action is not a step made
     action = strategy(goal, nodes(observation), len(done), done)
     clicked = re.fullmatch(r"click\(('[^']+')\)", action or "")

