@@ -217,7 +217,7 @@ class JobBook:
                             if not keys:
                                 return
                         pipe.multi()
-                        pipe.delete(job, f"{job}:keys", f"{job}:errors", f"{job}:counted")
+                        pipe.delete(job, f"{job}:keys", f"{job}:errors", f"{job}:counted", f"{job}:specs")
                         pipe.hset(job, mapping=new_job(run_id, mode, request, keys, skipped, store_url))
                         if keys:
                             pipe.rpush(f"{job}:keys", *keys)
@@ -283,6 +283,32 @@ class JobBook:
             return []
         self.redis.hset(self._job(run_id), mapping={"state": "cancelled", "updated_at": time.time()})
         return self.keys(run_id)
+
+    def keep_specs(self, run_id: str, specs: dict[str, dict]) -> None:
+        """Keep the specs of a job's queued episodes by key, so an episode the broker loses can be queued again
+        (service/lost.py)."""
+        if specs:
+            self.redis.hset(
+                f"{self._job(run_id)}:specs", mapping={key: json.dumps(spec) for key, spec in specs.items()}
+            )
+
+    def running(self) -> list[str]:
+        """The run ids of the booked jobs that still have episodes queued or running."""
+        run_ids = self.redis.zrange(f"{NS}:jobs", 0, -1)
+        pipe = self.redis.pipeline()
+        for run_id in run_ids:
+            pipe.hgetall(self._job(run_id))
+        return [run_id for run_id, fields in zip(run_ids, pipe.execute()) if fields and running(fields)]
+
+    def unfinished(self, run_id: str, present: set[str]) -> dict[str, dict]:
+        """The specs, by key, of the job's episodes that are neither counted nor among the `present` task ids
+        (what the broker holds): the episodes it lost. The counted set is read after `present` was."""
+        job = self._job(run_id)
+        specs = {
+            key: json.loads(spec) for key, spec in self.redis.hgetall(f"{job}:specs").items() if key not in present
+        }
+        counted = self.redis.smembers(f"{job}:counted")
+        return {key: spec for key, spec in specs.items() if episode_id(spec) not in counted}
 
     def keys(self, run_id: str) -> list[str]:
         """The job's episode keys (its Celery task ids), in planned order."""

@@ -11,10 +11,12 @@ from loraloop.rollout.runner import play
 from loraloop.rollout.sampler import EpisodeSpec
 from loraloop.service.book import job_book
 from loraloop.service.jobs import EPISODE_TASK
+from loraloop.service.lost import RequeueLost
 from loraloop.service.queue import celery_for
 from loraloop.settings import get_settings
 
 app = celery_for(get_settings())
+app.steps["consumer"].add(RequeueLost)
 
 
 @app.task(name=EPISODE_TASK, acks_late=True)

@@ -123,6 +123,7 @@ def enqueue(
 ) -> str:
     """Book the run and queue its episodes not yet stored, one Celery task each; return the run id."""
     run_id, todo = book_job(specs, settings, book, request)
+    book.keep_specs(run_id, {spec_key(spec): spec.to_dict() for spec in todo})
     for spec in todo:
         queue.send_task(EPISODE_TASK, args=(spec.to_dict(),), task_id=spec_key(spec))
     return run_id

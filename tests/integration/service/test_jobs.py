@@ -131,6 +131,8 @@ class Service:
 
     def __init__(self, tmp_path, redis_url):
         self.store = tmp_path / "store"
+        self.logs = tmp_path / "logs"  # each process's output, shown when a job does not end
+        self.logs.mkdir()
         self.env = {
             "LORALOOP_BROKER_URL": redis_url.rsplit("/", 1)[0] + "/5",
             "LORALOOP_STORE_URL": f"file://{self.store}",
@@ -146,18 +148,26 @@ class Service:
         wait_port(self.port, 60)
 
     def spawn(self, args):
-        proc = subprocess.Popen(
-            LORALOOP + args,
-            env={**os.environ, **self.env},
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            start_new_session=True,
-        )
+        with open(self.logs / f"{len(self.procs)}-{args[0]}.log", "wb") as log:
+            proc = subprocess.Popen(
+                LORALOOP + args,
+                env={**os.environ, **self.env},
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
         self.procs.append(proc)
         return proc
 
-    def add_worker(self, concurrency=2):
-        worker = self.spawn(["worker", "--concurrency", str(concurrency), "--loglevel", "warning"])
+    def log_tails(self, lines=40):
+        """The last lines each process wrote, for a failure message."""
+        return "\n".join(
+            f"--- {log.name}\n" + "\n".join(log.read_text(errors="replace").splitlines()[-lines:])
+            for log in sorted(self.logs.iterdir())
+        )
+
+    def add_worker(self, concurrency=2, loglevel="warning"):
+        worker = self.spawn(["worker", "--concurrency", str(concurrency), "--loglevel", loglevel])
         self.workers.append(worker)
         return worker
 
@@ -172,7 +182,7 @@ class Service:
             if status["state"] in ("done", "cancelled"):
                 return status
             time.sleep(0.5)
-        raise AssertionError(f"job {run_id} not done after {timeout} s: {status}")
+        raise AssertionError(f"job {run_id} not done after {timeout} s: {status}\n{self.log_tails()}")
 
     def close(self):
         for proc in self.procs:
@@ -390,6 +400,27 @@ def test_cancel_stops_a_job_and_keeps_what_ran(service):
     assert len(episodes(service.store, "teacher", "stop")) == len(stored)
 
 
+def test_an_episode_the_broker_lost_is_queued_again_when_a_worker_connects(service, tmp_path):
+    """Kombu's Redis transport pops a message, then writes it to its unacked hash: a broker restart between the
+    two loses it (celery/kombu#305), a window of milliseconds no test can hit on purpose. Named fake of that
+    loss: one queued message is removed from the real Redis list. The worker that connects next queues it
+    again from the job book; the job ends with every episode stored and counted once."""
+    registry = slow_registry(tmp_path / "slow", n=3, seconds=1)
+    job = {"experiment": "teacher", "task_registry": registry, "run_id": "lost"}
+    assert service.http("POST", "/api/jobs", json=job).status_code == 201
+    broker = redis.Redis.from_url(service.env["LORALOOP_BROKER_URL"])
+    queued = broker.lrange("celery", 0, -1)
+    assert len(queued) == 3
+    victim = next(raw for raw in queued if json.loads(raw)["headers"]["id"].endswith("slow-00001__attempt_0.jsonl"))
+    assert broker.lrem("celery", 1, victim) == 1
+    service.add_worker(concurrency=2, loglevel="info")
+    status = service.wait_done("lost", timeout=120)
+    assert (status["done"], status["solved"]) == (3, 3), status
+    stored = episodes(service.store, "teacher", "lost")
+    assert [p.name for p in stored] == [f"slow-0000{i}__attempt_0.jsonl" for i in range(3)]
+    assert "queued again 1 episode(s) of run lost the broker lost" in service.log_tails()
+
+
 def test_a_killed_worker_loses_no_episode(service, tmp_path):
     """kill -9 a worker in the middle of slow episodes: they are redelivered, run again, stored once."""
     registry = slow_registry(tmp_path / "slow")
@@ -435,7 +466,7 @@ def test_a_redis_restart_mid_job_loses_and_doubles_nothing(tmp_path):
     wait_port(port, 30)
     service = Service(tmp_path, f"redis://127.0.0.1:{port}/0")
     try:
-        service.add_worker(concurrency=3)
+        service.add_worker(concurrency=3, loglevel="info")
         job = {
             "experiment": "teacher",
             "task_registry": slow_registry(tmp_path / "slow", n=6, seconds=3),
