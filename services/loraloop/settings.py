@@ -143,7 +143,7 @@ class Settings(BaseSettings):
         2,
         ge=0,
         description="times an episode is played again from the start, unstored, "
-        "when the model server failed it (down, 5xx, timeout)",
+        "when the model server or the environment failed it (down, 5xx, timeout; env_error)",
     )
     episode_retry_delay_s: float = Field(10.0, ge=0, description="wait before the first replay, doubled each time")
     visibility_timeout_s: int = Field(3600, description="seconds before a dead worker's episode is redelivered")

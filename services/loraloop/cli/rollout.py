@@ -86,7 +86,7 @@ def run_job(request: JobRequest, config: Path | None, concurrency: int | None) -
         + ", "
         + (f"{status.unplayable} skipped (the policy cannot play them), " if status.unplayable else "")
         + (f"{status.store_waits} stored after waiting out a store outage, " if status.store_waits else "")
-        + (f"{status.retries} replays after a model server failure, " if status.retries else "")
+        + (f"{status.retries} replays after a model server or environment failure, " if status.retries else "")
         + f"{status.skipped} already stored; "
         f"{status.episodes_per_min} episodes/min; trajectories in "
         + shown_under(status.store_url or settings.store_url, f"trajectories/{status.mode}/{status.run_id}")

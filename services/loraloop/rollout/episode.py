@@ -31,7 +31,9 @@ FAILURES = (
     (ServiceUnavailable, "service_error"),
     (ModelRequestError, "model_error"),
 )
-SERVER_FAILURES = ("service_error", "model_timeout")  # the model server's fault: worth playing the episode again
+# Failures of the infrastructure, not the policy, that may pass: the model server's (down, 5xx, timeout) and the
+# environment's (a browser or container that did not start, a page that crashed). Worth playing the episode again.
+REPLAYED = ("service_error", "model_timeout", "env_error")
 
 
 @lru_cache(maxsize=16)
@@ -214,8 +216,8 @@ def run_episode(
 
     An episode whose key is already stored is not played again (a redelivered or resubmitted
     one); `should_stop` is asked before every step and ends the episode as cancelled, stored.
-    When the model server fails it and this is not the `last_try`, nothing is stored: the summary says
-    `retry`, and the caller plays the episode again from the start (its key stays free).
+    When the model server or the environment fails it (REPLAYED) and this is not the `last_try`, nothing is
+    stored: the summary says `retry`, and the caller plays the episode again from the start (its key stays free).
     """
     settings = settings or get_settings()
     log = get_logger("loraloop.rollout", run=spec.run_id, task=spec.task_id, attempt=spec.attempt)
@@ -265,8 +267,8 @@ def run_episode(
         raise
     finally:
         env.close()
-    if status in SERVER_FAILURES and not last_try:
-        log.warning("the model server failed the episode; it will be played again", fields={"error": error})
+    if status in REPLAYED and not last_try:
+        log.warning("the episode failed (%s); it will be played again", status, fields={"error": error})
         return {"task_id": spec.task_id, "attempt": spec.attempt, "status": status, "error": error, "retry": True}
     stored = session.finish(status, error, reason)
     if not stored:

@@ -38,7 +38,8 @@ def play(spec: EpisodeSpec, settings: Settings, book: Tally) -> dict:
 
     A job cancelled before the episode starts counts it as `cancelled` without playing; one cancelled
     while it runs stops it at its next step. An exception is counted as a crash, then raised again. An
-    episode the model server failed (down, 5xx, timeout) is played again from the start, unstored, after
+    episode the model server or the environment failed (down, 5xx, timeout; a browser or container that did not
+    start, a page that crashed) is played again from the start, unstored, after
     LORALOOP_EPISODE_RETRY_DELAY_S (doubling), up to LORALOOP_EPISODE_RETRIES times; the last try is stored
     as it ends, so the job goes on and counts the cause.
     """

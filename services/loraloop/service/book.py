@@ -256,7 +256,8 @@ class JobBook:
         return done == total
 
     def retried(self, run_id: str, line: str) -> None:
-        """Count an episode that will be played again (the model server failed it) and keep why."""
+        """Count an episode that will be played again (the model server or the environment failed it) and keep
+        why."""
         job = self._job(run_id)
         pipe = self.redis.pipeline()
         pipe.hincrby(job, "retries", 1)
@@ -285,8 +286,8 @@ class JobBook:
         return self.keys(run_id)
 
     def keep_specs(self, run_id: str, specs: dict[str, dict]) -> None:
-        """Keep the specs of a job's queued episodes by key, so an episode the broker loses can be queued again
-        (service/lost.py)."""
+        """Keep the specs of a job's queued episodes by key, once they are all sent, so an episode the broker
+        loses can be queued again (service/lost.py)."""
         if specs:
             self.redis.hset(
                 f"{self._job(run_id)}:specs", mapping={key: json.dumps(spec) for key, spec in specs.items()}
@@ -387,7 +388,8 @@ class MemoryBook:
             return job["done"] == job["total"]
 
     def retried(self, run_id: str, line: str) -> None:
-        """Count an episode that will be played again (the model server failed it) and keep why."""
+        """Count an episode that will be played again (the model server or the environment failed it) and keep
+        why."""
         with self._lock:
             job = self._get(run_id)
             job["retries"] += 1

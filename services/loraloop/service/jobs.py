@@ -123,9 +123,10 @@ def enqueue(
 ) -> str:
     """Book the run and queue its episodes not yet stored, one Celery task each; return the run id."""
     run_id, todo = book_job(specs, settings, book, request)
-    book.keep_specs(run_id, {spec_key(spec): spec.to_dict() for spec in todo})
     for spec in todo:
         queue.send_task(EPISODE_TASK, args=(spec.to_dict(),), task_id=spec_key(spec))
+    # Booked once all are sent: a worker connecting meanwhile would take the episodes not sent yet for lost.
+    book.keep_specs(run_id, {spec_key(spec): spec.to_dict() for spec in todo})
     return run_id
 
 

@@ -176,10 +176,14 @@ class Service:
         return httpx.request(method, self.url + path, headers=headers, timeout=60, **kwargs)
 
     def wait_done(self, run_id, timeout=240):
+        """The job's status once it ended; a 503 meanwhile (a Redis just restarted, still loading its data) is
+        waited out like a running job."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            status = self.http("GET", f"/api/jobs/{run_id}").json()
-            if status["state"] in ("done", "cancelled"):
+            answer = self.http("GET", f"/api/jobs/{run_id}")
+            status = answer.json()
+            assert answer.status_code in (200, 503), status
+            if answer.status_code == 200 and status["state"] in ("done", "cancelled"):
                 return status
             time.sleep(0.5)
         raise AssertionError(f"job {run_id} not done after {timeout} s: {status}\n{self.log_tails()}")

@@ -9,6 +9,7 @@ import time
 import httpx
 import pytest
 
+from loraloop.envs.shell.docker import reap
 from tests.helpers import free_port, wait_port
 
 pytestmark = pytest.mark.usefixtures("docker_ready")
@@ -188,6 +189,7 @@ def test_shell_state_survives_replicas_and_restart(replicas):
     step(a, "cd /etc && export ZZ=42 && greet() { echo hi $1; }")
     assert step(b, 'echo "$ZZ $(pwd)"; greet b').endswith("42 /etc\nhi b")
     stop(replicas["procs"][0])
+    reap()  # as any rollout worker on this host does on its timer: the episode's container outlives replica a
     replicas["procs"][0] = start_replica(replicas["ports"][0], replicas["env"])
     assert step(a, 'echo "$ZZ"; greet a').endswith("42\nhi a")
     assert call(b, "GET", "/api/health").json()["active_episodes"] == 1

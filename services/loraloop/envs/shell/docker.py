@@ -21,6 +21,13 @@ def owner_id() -> str:
     return f"{socket.gethostname()}:{os.getpid()}"
 
 
+def shared_owner() -> str:
+    """The owner of a shared episode's container (a Task Server in Redis mode): this host, no process. Any replica
+    goes on with the episode after the one that started it stops, so no pid check may reap it; the episode's end
+    or the Task Servers' idle expiry removes it, and `reap` once it has stopped."""
+    return f"{socket.gethostname()}:shared"
+
+
 @dataclass
 class ExecResult:
     """Exit code and captured output of a command run in a container."""
@@ -105,9 +112,10 @@ class Limits:
         return args
 
 
-def run_container(image: str, *, labels: dict[str, str], limits: Limits) -> str:
-    """Start a detached, resource-limited container that idles until removed; return its id."""
-    args = ["run", "-d", *limits.args(), "--label", LABEL, "--label", f"{OWNER_LABEL}={owner_id()}"]
+def run_container(image: str, *, labels: dict[str, str], limits: Limits, owner: str | None = None) -> str:
+    """Start a detached, resource-limited container that idles until removed, owned by `owner` (this process by
+    default); return its id."""
+    args = ["run", "-d", *limits.args(), "--label", LABEL, "--label", f"{OWNER_LABEL}={owner or owner_id()}"]
     project = get_settings().project
     if project:  # a Compose stack's `make down` removes its environment containers by this label
         args += ["--label", f"{PROJECT_LABEL}={project}"]

@@ -100,6 +100,12 @@ class ShellEnv:
     def _new_session(self) -> ShellSession:
         return ShellSession(self.container, output_cap=self.settings.output_cap_bytes, save_state=self.shared)
 
+    @property
+    def outlives_process(self) -> bool:
+        """True for a shared episode whose state is in Redis (a Task Server with a broker): any replica goes on with
+        it after this process stops, so its container must not be reaped with this process."""
+        return self.shared and self.settings.broker_url.startswith(("redis://", "rediss://"))
+
     def image(self) -> str:
         """The image this task asks for: create.image, else create.local mapped to our images."""
         if self.task.image:
@@ -122,6 +128,7 @@ class ShellEnv:
             self.image(),
             docker.Limits.from_settings(self.settings, network=self.task.network or "none"),
             labels={"episode": self.episode_id, "task": self.task.index},
+            owner=docker.shared_owner() if self.outlives_process else None,
         )
         self.session.save_state = self.shared
         try:

@@ -31,20 +31,28 @@ class ContainerPool:
         self._lock = threading.Lock()
         self._closed = False
 
-    def _start(self, image: str, limits: docker.Limits, labels: dict[str, str]) -> tuple[str, ShellSession]:
-        container = docker.run_container(image, labels=labels, limits=limits)
+    def _start(
+        self, image: str, limits: docker.Limits, labels: dict[str, str], owner: str | None = None
+    ) -> tuple[str, ShellSession]:
+        container = docker.run_container(image, labels=labels, limits=limits, owner=owner)
         try:
             return container, ShellSession(container, output_cap=self.output_cap)
         except BaseException:
             docker.remove(container)
             raise
 
-    def acquire(self, image: str, limits: docker.Limits, labels: dict[str, str]) -> tuple[str, ShellSession]:
+    def acquire(
+        self, image: str, limits: docker.Limits, labels: dict[str, str], owner: str | None = None
+    ) -> tuple[str, ShellSession]:
         """A fresh container and its open shell: from the pool when one is ready, else started now.
 
         A spare whose shell has died (the engine restarted, the container was killed) is removed, not handed
-        out: after an engine restart the pool is rebuilt by the next episodes instead of failing them.
+        out: after an engine restart the pool is rebuilt by the next episodes instead of failing them. A container
+        for another `owner` than this process (a shared episode's) is started now: a spare's owner label, this
+        process, cannot be changed, and the reaper would remove it once this process is gone.
         """
+        if owner is not None:
+            return self._start(image, limits, labels, owner)
         key = (image, limits)
         while True:
             with self._lock:
