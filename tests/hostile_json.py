@@ -188,12 +188,13 @@ def assert_sound(reply, secrets: list[str], route: str, body: bytes, allowed_5xx
 
 
 def my_containers() -> int:
-    """How many environment containers (running or not) this process owns, by the owner label the shell env puts on
-    each: the tests of another worker or checkout do not count."""
-    from loraloop.envs.shell.docker import OWNER_LABEL, owner_id
+    """How many environment containers (running or not) this process started, by the creator label the shell env
+    puts on each (a Redis-mode Task Server's episode containers are owned by the host, not by this process): the
+    tests of another worker or checkout do not count."""
+    from loraloop.envs.shell.docker import CREATOR_LABEL, owner_id
 
     listed = subprocess.run(
-        ["docker", "ps", "-aq", "--filter", f"label={OWNER_LABEL}={owner_id()}"],
+        ["docker", "ps", "-aq", "--filter", f"label={CREATOR_LABEL}={owner_id()}"],
         capture_output=True,
         text=True,
         check=True,

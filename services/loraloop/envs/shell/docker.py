@@ -13,6 +13,7 @@ from loraloop.settings import get_settings
 
 LABEL = "loraloop.role=shell-env"
 OWNER_LABEL = "loraloop.owner"
+CREATOR_LABEL = "loraloop.creator"  # the process that started the container, whoever owns it (`shared_owner`)
 PROJECT_LABEL = "loraloop.project"
 
 
@@ -116,6 +117,7 @@ def run_container(image: str, *, labels: dict[str, str], limits: Limits, owner: 
     """Start a detached, resource-limited container that idles until removed, owned by `owner` (this process by
     default); return its id."""
     args = ["run", "-d", *limits.args(), "--label", LABEL, "--label", f"{OWNER_LABEL}={owner or owner_id()}"]
+    args += ["--label", f"{CREATOR_LABEL}={owner_id()}"]
     project = get_settings().project
     if project:  # a Compose stack's `make down` removes its environment containers by this label
         args += ["--label", f"{PROJECT_LABEL}={project}"]
