@@ -8,3 +8,8 @@ all use these; they live here, below every stage, so that none of those imports 
 from __future__ import annotations
 
 BROKER_OUTAGE_S = 120  # how long workers retry the book (with backoff) while Redis restarts
+
+
+def is_redis(url: str) -> bool:
+    """True for a Redis URL (redis:// or rediss://): state shared through it outlives this process."""
+    return url.startswith(("redis://", "rediss://"))

@@ -18,7 +18,7 @@ import redis
 from redis.backoff import ExponentialBackoff
 from redis.retry import Retry
 
-from loraloop.broker import BROKER_OUTAGE_S
+from loraloop.broker import BROKER_OUTAGE_S, is_redis
 from loraloop.errors import ConfigError, LoraloopError, ServiceUnavailable, without_credentials
 from loraloop.service.models import JobRequest, JobStatus
 
@@ -187,7 +187,7 @@ class JobBook:
     def __init__(self, url: str, outage_s: float = 0) -> None:
         """A book in the Redis at `url`. With `outage_s`, a command that finds the server gone is tried again with
         backoff for about that long (redis-py's Retry); without, it fails at once (the API answers 503)."""
-        if not url.startswith(("redis://", "rediss://")):
+        if not is_redis(url):
             raise ConfigError(f"jobs need a Redis broker (LORALOOP_BROKER_URL=redis://…), got {url!r}")
         self.url = url
         retry = Retry(ExponentialBackoff(cap=2.0, base=0.1), retries=int(outage_s / 2) + 4) if outage_s else None
@@ -293,7 +293,7 @@ class JobBook:
                 f"{self._job(run_id)}:specs", mapping={key: json.dumps(spec) for key, spec in specs.items()}
             )
 
-    def running(self) -> list[str]:
+    def running_jobs(self) -> list[str]:
         """The run ids of the booked jobs that still have episodes queued or running."""
         run_ids = self.redis.zrange(f"{NS}:jobs", 0, -1)
         pipe = self.redis.pipeline()

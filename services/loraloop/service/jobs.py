@@ -123,11 +123,17 @@ def enqueue(
 ) -> str:
     """Book the run and queue its episodes not yet stored, one Celery task each; return the run id."""
     run_id, todo = book_job(specs, settings, book, request)
-    for spec in todo:
-        queue.send_task(EPISODE_TASK, args=(spec.to_dict(),), task_id=spec_key(spec))
+    queued = {spec_key(spec): spec.to_dict() for spec in todo}
+    send_episodes(queue, queued)
     # Booked once all are sent: a worker connecting meanwhile would take the episodes not sent yet for lost.
-    book.keep_specs(run_id, {spec_key(spec): spec.to_dict() for spec in todo})
+    book.keep_specs(run_id, queued)
     return run_id
+
+
+def send_episodes(queue: Celery, specs: dict[str, dict]) -> None:
+    """Queue episodes (specs as dicts, by store key), one Celery task each whose task id is the key."""
+    for key, spec in specs.items():
+        queue.send_task(EPISODE_TASK, args=(spec,), task_id=key)
 
 
 def submit(request: JobRequest, settings: Settings, book: JobBook, queue: Celery) -> JobStatus:

@@ -20,7 +20,7 @@ from celery import Celery, bootsteps
 
 from loraloop.logs import get_logger
 from loraloop.service.book import JobBook, job_book
-from loraloop.service.jobs import EPISODE_TASK
+from loraloop.service.jobs import send_episodes
 from loraloop.settings import get_settings
 
 LOCK = "loraloop:requeue-lost"
@@ -50,10 +50,9 @@ def requeue_lost(app: Celery, channel, queues: list[str], book: JobBook) -> dict
         return {}
     try:
         present = queued_ids(channel, queues)
-        lost = {run_id: specs for run_id in book.running() if (specs := book.unfinished(run_id, present))}
+        lost = {run_id: specs for run_id in book.running_jobs() if (specs := book.unfinished(run_id, present))}
         for specs in lost.values():
-            for key, spec in specs.items():
-                app.send_task(EPISODE_TASK, args=(spec,), task_id=key)
+            send_episodes(app, specs)
     finally:
         lock.release()
     return {run_id: sorted(specs) for run_id, specs in lost.items()}

@@ -18,6 +18,7 @@ from typing import Any, cast
 from fastapi import HTTPException
 from redis import RedisError
 
+from loraloop.broker import is_redis
 from loraloop.envs import env_kind
 from loraloop.envs.base import Env, EnvOptions, SharedEnv
 from loraloop.errors import ConfigError, LoraloopError, StoreUnavailable
@@ -49,7 +50,7 @@ from loraloop.taskserver.models import (
 def open_states(settings: Settings, task_name: str) -> EpisodeStates:
     """Redis-backed states when a broker URL is set (shared, restart-proof), else this process's memory."""
     lock_timeout = settings.command_timeout_s * 3 + 60
-    if settings.broker_url.startswith(("redis://", "rediss://")):
+    if is_redis(settings.broker_url):
         return RedisEpisodeStates(settings.broker_url, task_name, lock_timeout)
     return MemoryEpisodeStates()
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 import uuid
 
+from loraloop.broker import is_redis
 from loraloop.envs.base import StepResult
 from loraloop.envs.shell import docker
 from loraloop.envs.shell.evaluate import expected_output, failure_cause, grade, run_script
@@ -104,7 +105,7 @@ class ShellEnv:
     def outlives_process(self) -> bool:
         """True for a shared episode whose state is in Redis (a Task Server with a broker): any replica goes on with
         it after this process stops, so its container must not be reaped with this process."""
-        return self.shared and self.settings.broker_url.startswith(("redis://", "rediss://"))
+        return self.shared and is_redis(self.settings.broker_url)
 
     def image(self) -> str:
         """The image this task asks for: create.image, else create.local mapped to our images."""

@@ -25,6 +25,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
+from loraloop.broker import is_redis
 from loraloop.errors import SessionError
 from loraloop.rollout.session import EpisodeSession
 from loraloop.rollout.states import (
@@ -59,7 +60,7 @@ def key_digest(api_key: str) -> str:
 
 def open_sessions_states(settings: Settings) -> EpisodeStates:
     """Redis-backed session states when a broker URL is set (shared, restart-proof), else this process's memory."""
-    if settings.broker_url.startswith(("redis://", "rediss://")):
+    if is_redis(settings.broker_url):
         return RedisEpisodeStates(settings.broker_url, "sessions", lock_timeout_s=30.0, service="gateway")
     return MemoryEpisodeStates()
 
