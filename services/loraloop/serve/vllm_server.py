@@ -62,10 +62,6 @@ def command(
         "HF_HUB_OFFLINE": "1",
         "VLLM_ALLOW_RUNTIME_LORA_UPDATING": "True",
         "VLLM_CPU_OMP_THREADS_BIND": os.environ.get("VLLM_CPU_OMP_THREADS_BIND", "auto"),
-        # The model runs in the engine's own process instead of a third one that imports vLLM again: vLLM's CPU
-        # platform turns the "uni" executor below back into "mp" unless this is 0 (vllm/platforms/cpu.py). Ready in
-        # 23.9 s instead of 31.1 s on the idle 2-core VM (22.9 against 67.0 s cold), 20.7 against 19.1 tokens/s.
-        "VLLM_ENABLE_V1_MULTIPROCESSING": os.environ.get("VLLM_ENABLE_V1_MULTIPROCESSING", "0"),
     }
     args = [
         str(python),
@@ -88,8 +84,10 @@ def command(
         str(settings.max_lora_rank),
         "--max-loras",
         "4",
-        "--distributed-executor-backend",
-        "uni",
+        # No "--distributed-executor-backend uni": vLLM's CPU platform turns it into "mp" (its own process for the
+        # model, pinned to VLLM_CPU_OMP_THREADS_BIND's cores) unless VLLM_ENABLE_V1_MULTIPROCESSING=0. With that set
+        # a server was ready 7 s sooner alone, but the model then ran unpinned in the engine's process, and the
+        # test suite's three servers took it from 20.9 to 25.0 minutes (bench/results/test_suite.md).
         *extra_args,
     ]
     return args, env
