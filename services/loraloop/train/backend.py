@@ -1,23 +1,39 @@
-"""Load the base model with LoRA: unsloth on CUDA when installed, else transformers + PEFT."""
+"""Load the base model with LoRA: unsloth on CUDA when installed, else transformers + PEFT (`--backend`)."""
 
 from __future__ import annotations
 
+import importlib.util
+
+from loraloop.errors import ConfigError
 from loraloop.hardware import choose_dtype
 from loraloop.settings import get_settings
 from loraloop.train.config import LoraTrainConfig
 
+BACKENDS = ("auto", "unsloth", "peft")
+NAMES = {"unsloth": "unsloth", "peft": "trl+peft"}  # as training_metrics.json names them
 
-def use_unsloth() -> bool:
-    """True on a CUDA machine with unsloth installed (it raises at import without a GPU)."""
+
+def resolve_backend(asked: str) -> str:
+    """The backend a run uses: unsloth or peft. auto is unsloth on a CUDA machine where it is installed, else
+    peft; unsloth asked for where it cannot run is a ConfigError before any model is loaded (unsloth raises at
+    import without a GPU, and would otherwise fail deep in its patching)."""
+    if asked not in BACKENDS:
+        raise ConfigError(f"--backend: {asked!r} is not one of {', '.join(BACKENDS)}")
+    if asked == "peft":
+        return "peft"
     import torch
 
-    if not torch.cuda.is_available():
-        return False
-    try:
-        import unsloth  # noqa: F401
-    except ImportError:
-        return False
-    return True
+    cuda = torch.cuda.is_available()
+    # unsloth's model patching imports bitsandbytes even for 16-bit LoRA (unsloth_zoo/patching_utils.py): without it
+    # the import succeeds and loading the model fails (seen on an H100, bench/results/gpu.md)
+    missing = [name for name in ("unsloth", "bitsandbytes") if importlib.util.find_spec(name) is None]
+    if asked == "unsloth" and not cuda:
+        raise ConfigError("--backend unsloth needs a CUDA GPU, and torch sees none: use --backend peft (TRL+PEFT)")
+    if asked == "unsloth" and missing:
+        raise ConfigError(
+            f"--backend unsloth: {' and '.join(missing)} not installed here (the loraloop/trainer image has them)"
+        )
+    return "unsloth" if cuda and not missing else "peft"
 
 
 def train_dtype() -> str:
@@ -44,13 +60,17 @@ def limit_gpu_memory() -> float | None:
 
 
 def load_model(cfg: LoraTrainConfig):
-    """Return (model, tokenizer, peft_config): peft_config is None when the model already has LoRA."""
+    """Return (model, tokenizer, peft_config) through `cfg.backend`: peft_config is None when the model already has
+    LoRA (unsloth's `get_peft_model`, which patches its own kernels in)."""
     import torch
     from peft import LoraConfig
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
+    backend = resolve_backend(cfg.backend)
+    if cfg.load_in_4bit and backend != "unsloth":
+        raise ConfigError("--load_in_4bit needs the unsloth backend (CUDA): TRL+PEFT here loads the base in full")
     limit_gpu_memory()
-    if use_unsloth():
+    if backend == "unsloth":
         from unsloth import FastLanguageModel
 
         model, tokenizer = FastLanguageModel.from_pretrained(

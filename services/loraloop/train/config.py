@@ -43,6 +43,9 @@ class LoraTrainConfig:
     max_length: int = flag(1024, "tokens a row is cut to")
     seed: int = flag(42, "training seed")
     logging_steps: int = flag(1, "log every N steps")
+    backend: str = flag(
+        "auto", "auto | unsloth | peft: unsloth's FastLanguageModel (CUDA) or TRL+PEFT; auto: unsloth where it can run"
+    )
     load_in_4bit: bool = flag(False, "unsloth on CUDA: 4-bit base weights (QLoRA-style)")
     save_steps: int = flag(0, "checkpoint every N steps (0: none in between)")
     resume: bool = flag(False, "go on from the last checkpoint in --output_dir")

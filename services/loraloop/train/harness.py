@@ -6,7 +6,7 @@ import hashlib
 import time
 from pathlib import Path
 
-from loraloop.train.backend import train_dtype, use_unsloth
+from loraloop.train.backend import NAMES, resolve_backend, train_dtype
 from loraloop.train.config import LoraTrainConfig
 from loraloop.train.report import write_training_report
 
@@ -50,7 +50,7 @@ def train_and_save(
         out,
         {
             "algorithm": algorithm,
-            "backend": "unsloth" if use_unsloth() else "trl+peft",
+            "backend": NAMES[resolve_backend(cfg.backend)],
             "dtype": str(trainer.model.dtype).removeprefix("torch."),
             "rows": rows,
             "train_tokens": tokens,

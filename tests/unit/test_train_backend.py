@@ -1,0 +1,43 @@
+"""`--backend`: unsloth where it can run, TRL+PEFT otherwise, and a clear error before any model is loaded when
+unsloth is asked for where it cannot run (issue #31's bad input)."""
+
+import importlib.util
+import json
+
+import pytest
+import torch
+
+from loraloop.errors import ConfigError
+from loraloop.train.backend import BACKENDS, resolve_backend
+from tests.helpers import run_cli
+
+CUDA = torch.cuda.is_available()
+UNSLOTH = all(importlib.util.find_spec(name) is not None for name in ("unsloth", "bitsandbytes"))
+
+
+def test_peft_is_always_peft_and_auto_is_unsloth_only_where_it_runs():
+    assert resolve_backend("peft") == "peft"
+    assert resolve_backend("auto") == ("unsloth" if CUDA and UNSLOTH else "peft")
+
+
+@pytest.mark.parametrize("asked", ["", "Unsloth", "trl", "peft ", "cuda"])
+def test_an_unknown_backend_is_refused_naming_the_choices(asked):
+    with pytest.raises(ConfigError, match=rf"--backend: {asked!r} is not one of {', '.join(BACKENDS)}"):
+        resolve_backend(asked)
+
+
+@pytest.mark.skipif(CUDA, reason="a CUDA machine: unsloth may run here")
+def test_unsloth_without_cuda_is_refused_before_a_model_is_loaded(tmp_path):
+    """Through the CLI, as a user types it: the base model's folder does not exist, so an error about the backend
+    (and not the model) shows that it came first; exit status 1, no traceback."""
+    with pytest.raises(ConfigError, match="--backend unsloth needs a CUDA GPU, and torch sees none"):
+        resolve_backend("unsloth")
+    data = tmp_path / "bc.jsonl"
+    data.write_text(json.dumps({"prompt": "p", "completion": "c"}) + "\n")
+    for flags in (["--backend", "unsloth"], ["--load_in_4bit"]):
+        args = ["train", "bc", "--base_model", str(tmp_path / "no-model"), "--dataset_path", str(data)]
+        result = run_cli([*args, "--output_dir", str(tmp_path / "out"), *flags], timeout=300)
+        assert result.returncode == 1, result.stderr[-2000:]
+        assert "Traceback" not in result.stderr and not (tmp_path / "out").exists()
+        expected = "needs a CUDA GPU" if "--backend" in flags else "--load_in_4bit needs the unsloth backend"
+        assert expected in " ".join(result.stderr.split()), result.stderr[-2000:]
