@@ -54,7 +54,7 @@ PORT ?=
 STAGE ?=
 opt = $(if $(2),$(1) $(2),)
 
-.PHONY: help env envd envd-images setup lock lock-gpu docker images images-stack model vllm-up vllm-down demo loop rl test test-unit test-integration rollout worker rollout-api task-server serve-api gateway jobs lint \
+.PHONY: help env envd envd-images setup lock lock-gpu docker images images-stack model vllm-up vllm-down demo loop rl test test-gpu-libs test-unit test-integration rollout worker rollout-api task-server serve-api gateway jobs lint \
         agentbench miniwob bench bench-halo docs clean up up-lora down logs ps export train publish eval report tunnel cpu-wheels sites
 
 help: ## list the targets
@@ -115,6 +115,9 @@ lint: setup ## ruff (lint and format), mypy on services/loraloop, import-linter 
 
 test: setup lint images images-stack model ## install, lint (make lint), then run every test: both lanes (real Docker, Redis, S3, Chromium, vLLM CPU)
 	bash scripts/test.sh
+
+test-gpu-libs: setup model ## the RL batching, correction, configs and --backend again under the GPU images' TRL/transformers/PEFT/datasets/accelerate (constraints/gpu.txt)
+	bash scripts/test-gpu-libs.sh $(ARGS)
 
 test-unit: setup model ## the unit lane (tests/unit and the sites' tests; no service; the model's tokenizer; under a minute)
 	bash scripts/test.sh -m unit

