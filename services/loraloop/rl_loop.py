@@ -52,6 +52,8 @@ from loraloop.train.rl_trainer import (
     as_dataset,
     collate,
     proximal_logprobs,
+    step_layout,
+    world_size,
 )
 from loraloop.train.task_pools import Draw, PoolRules, draw, last_rates
 
@@ -108,6 +110,20 @@ def correction(cfg: RLConfig) -> Correction | None:
     )
 
 
+def layout_of(cfg: RLConfig) -> tuple[int, int]:
+    """(turns per forward pass, passes per process) of an optimiser step under this run's training processes
+    (`accelerate launch --num_processes N`; 1 in a plain process); a ConfigError naming the flags when the step's
+    turns do not split into whole passes on every process."""
+    layout = step_layout(cfg.batch_size, cfg.micro_batch_size, world_size())
+    if layout is None:
+        raise ConfigError(
+            f"--batch_size {cfg.batch_size} turns do not split into passes of --micro_batch_size "
+            f"{cfg.micro_batch_size} on each of the {world_size()} training processes (accelerate's --num_processes): "
+            "make the batch size a multiple of their product"
+        )
+    return layout
+
+
 def check_config(cfg: RLConfig, settings: Settings) -> None:
     """Refuse, before any model is loaded or episode played, what cannot give a useful run; name the flag."""
     if cfg.rollouts_per_task < 2:
@@ -138,6 +154,7 @@ def check_config(cfg: RLConfig, settings: Settings) -> None:
             f"--micro_batch_size {cfg.micro_batch_size} must divide the batch size {cfg.batch_size} "
             "(turns per optimiser step) into whole forward passes"
         )
+    layout_of(cfg)
     if cfg.from_run is not None:
         mode, _, run_id = cfg.from_run.partition("/")
         if not mode or not run_id or "/" in run_id:
@@ -290,6 +307,7 @@ class RLRun:
         diagnostics."""
         from transformers import TrainingArguments
 
+        per_pass, passes = layout_of(self.cfg)
         args = TrainingArguments(
             **{
                 **common_args(self.cfg),
@@ -299,8 +317,9 @@ class RLRun:
                 "remove_unused_columns": False,
                 "disable_tqdm": True,
                 "seed": self.cfg.seed + iteration,
-                "per_device_train_batch_size": self.cfg.micro_batch_size,
-                "gradient_accumulation_steps": self.cfg.batch_size // self.cfg.micro_batch_size,
+                # the step's turns shared by the processes of `accelerate launch` (one in a plain process)
+                "per_device_train_batch_size": per_pass,
+                "gradient_accumulation_steps": passes,
             }
         )
         pad = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else 0

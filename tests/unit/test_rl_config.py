@@ -32,3 +32,18 @@ def cfg(**overrides):
 def test_bad_rl_config_is_refused_naming_the_flag(overrides, message):
     with pytest.raises(LoraloopError, match=message):
         check_config(cfg(**overrides), Settings(max_lora_rank=16))
+
+
+@pytest.mark.parametrize(
+    "processes, micro, ok", [(1, 8, True), (2, 4, True), (4, 2, True), (3, 1, False), (8, 2, False)]
+)
+def test_a_step_that_does_not_split_over_the_training_processes_is_refused(monkeypatch, processes, micro, ok):
+    """Under `accelerate launch --num_processes N` (WORLD_SIZE) the step's 8 turns are shared by the processes in
+    passes of --micro_batch_size: a count that does not divide them is refused before a model is loaded."""
+    monkeypatch.setenv("WORLD_SIZE", str(processes))
+    config = cfg(micro_batch_size=micro)
+    if ok:
+        check_config(config, Settings(max_lora_rank=16))
+    else:
+        with pytest.raises(LoraloopError, match=rf"on each of the {processes} training processes"):
+            check_config(config, Settings(max_lora_rank=16))

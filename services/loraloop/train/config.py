@@ -37,6 +37,9 @@ class LoraTrainConfig:
         factory=lambda: ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"],
     )
     lr: float = flag(2e-4, "learning rate")
+    optim: str = flag(
+        "adamw_torch", "bc, dpo, grpo, grpo-online: the optimiser, by transformers' names (adamw_torch, sgd, adafactor)"
+    )
     epochs: float = flag(3.0, "passes over the data")
     batch_size: int = flag(4, "rows per device step")
     gradient_accumulation_steps: int = flag(1, "device steps per optimiser step")

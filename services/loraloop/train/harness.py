@@ -21,6 +21,7 @@ def common_args(cfg: LoraTrainConfig) -> dict:
         per_device_train_batch_size=cfg.batch_size,
         gradient_accumulation_steps=cfg.gradient_accumulation_steps,
         learning_rate=cfg.lr,
+        optim=cfg.optim,
         logging_steps=cfg.logging_steps,
         report_to=["tensorboard"],
         seed=cfg.seed,

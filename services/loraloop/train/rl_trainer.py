@@ -13,7 +13,8 @@ in tiles and no vocabulary-wide logits are held; not with unsloth, whose forward
 Memory: an optimiser step of `batch_size` turns runs as forward passes of `micro_batch_size` turns whose
 gradients are accumulated (the Trainer's gradient accumulation); the loss is still the token mean over the
 whole step (DAPO's), because `_get_num_items_in_batch` counts the tokens the step trains on (the sampled ones,
-less those masked IS rejects) and each pass divides its sum by that count.
+less those masked IS rejects) and each pass divides its sum by that count. Under `accelerate launch` (DDP) the step's
+turns are shared by the processes (`step_layout`) and the count is the whole step's, across processes.
 
 The loss is PPO's clipped surrogate averaged over every sampled token of the batch (DAPO's token-level
 mean); observation and prompt tokens are masked. Two modes, named as verl's rollout correction names them:
@@ -71,6 +72,22 @@ class Correction:
     rollout_is_threshold: float = 2.0
     rollout_rs: str | None = None  # token | sequence | None: mask what lies outside [1/threshold, threshold]
     rollout_rs_threshold: float = 2.0
+
+
+def world_size() -> int:
+    """The training processes `accelerate launch` (or torchrun) started: WORLD_SIZE, 1 in a plain process."""
+    import os
+
+    return int(os.environ.get("WORLD_SIZE", "1"))
+
+
+def step_layout(batch_size: int, micro_batch_size: int, processes: int) -> tuple[int, int] | None:
+    """(turns per forward pass, passes accumulated per process) for an optimiser step of `batch_size` turns shared
+    by `processes` data-parallel processes, so that the step is the same whatever the process count; None when the
+    turns do not split into whole passes on every process."""
+    if micro_batch_size < 1 or processes < 1 or batch_size % (micro_batch_size * processes):
+        return None
+    return micro_batch_size, batch_size // (micro_batch_size * processes)
 
 
 def _masked_mean(values: torch.Tensor, mask: torch.Tensor) -> float:
@@ -194,7 +211,11 @@ class RLTrainer(Trainer):
                 prox, sampler = batch["prox_logprobs"][:, 1:], batch["old_logprobs"][:, 1:]
                 _, mask, _ = rollout_correction(prox, sampler, mask, self.correction)
             total = total + mask.sum()
-        return total.to(device)
+        total = total.to(device)
+        if self.args.average_tokens_across_devices and self.args.world_size > 1:
+            # every process's share of the step divides by the whole step's tokens, as the Trainer's own count does
+            total = self.accelerator.gather(total).sum()
+        return total
 
     def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
         """Log-probabilities of the sequence's own next tokens, then the clipped surrogate on the sampled ones:
@@ -212,6 +233,10 @@ class RLTrainer(Trainer):
             loss, stats = clipped_loss(logprobs, sampler, inputs["advantages"], mask, self.clip_eps, step_tokens=step)
         for name, value in stats.items():
             self._diagnostics[name].append(value)
+        if num_items_in_batch is not None and self.args.average_tokens_across_devices and self.args.world_size > 1:
+            # DDP averages the processes' gradients, and each process's loss is its share of the whole step's token
+            # mean: times the process count, as the Trainer's own compute_loss scales it
+            loss = loss * self.accelerator.num_processes
         return loss
 
     def log(self, logs: dict[str, float], *args, **kwargs) -> None:
