@@ -17,14 +17,13 @@ from tests.helpers import MODEL, ROOT, free_port
 ACCELERATE = [sys.executable, "-m", "accelerate.commands.launch"]
 
 
-def launched(out, processes: int, micro: int) -> dict[str, torch.Tensor]:
-    """The LoRA weights after tests/rl_tiny.py's step run in `processes` processes (each in passes of `micro`)."""
+def launched(out, micro: int) -> dict[str, torch.Tensor]:
+    """The LoRA weights after tests/rl_tiny.py's step shared by two processes (each in passes of `micro`)."""
     env = {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{ROOT / 'services'}", "OMP_NUM_THREADS": "1"}
     # --multi_gpu is accelerate's torchrun launcher (its --cpu runs one process): with no GPU, the processes train on
     # the CPU and talk over gloo
-    launcher = ["--multi_gpu"] if processes > 1 else []
-    command = [*ACCELERATE, *launcher, "--num_processes", str(processes), "--num_machines", "1", "--mixed_precision"]
-    command += ["no", "--dynamo_backend", "no", "--main_process_port", str(free_port()), "-m", "tests.rl_tiny"]
+    command = [*ACCELERATE, "--multi_gpu", "--num_processes", "2", "--num_machines", "1", "--mixed_precision", "no"]
+    command += ["--dynamo_backend", "no", "--main_process_port", str(free_port()), "-m", "tests.rl_tiny"]
     proc = subprocess.run([*command, str(out), str(micro)], cwd=ROOT, env=env, capture_output=True, text=True,
                           timeout=600)  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -33,10 +32,11 @@ def launched(out, processes: int, micro: int) -> dict[str, torch.Tensor]:
 
 @pytest.mark.timeout(900)
 def test_an_rl_step_shared_by_two_processes_is_the_one_process_step(tmp_path):
-    from tests.rl_tiny import tiny_policy
+    from loraloop.train.rl_trainer import Correction
+    from tests.rl_tiny import tiny_policy, trained_lora
 
-    one = launched(tmp_path / "one.pt", processes=1, micro=4)
-    two = launched(tmp_path / "two.pt", processes=2, micro=1)  # 2 turns a process, in passes of one
+    one = trained_lora(tmp_path, micro=4, fused=False, correction=Correction("token", 2.0))  # here: one process
+    two = launched(tmp_path / "two.pt", micro=1)  # 2 turns a process, in passes of one
     start = {n: p.detach() for n, p in tiny_policy(False).named_parameters() if "lora_" in n}
     assert set(one) == set(two) == set(start)
     assert any(not torch.allclose(one[n], start[n]) for n in start), "the step moved nothing"
