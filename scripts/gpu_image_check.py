@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.metadata as md
+import os
 import subprocess
 import sys
 
@@ -16,6 +17,12 @@ COMMANDS = {
     "trainer": [["loraloop", "train", "--help"], ["loraloop", "train", "bc", "--help"]],
     "vllm": [[sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--help"]],
 }
+# what compose.yaml's vllm command and loraloop's publish rely on in this vLLM release
+VLLM_FLAGS = ["--enable-lora", "--max-lora-rank", "--max-loras", "--gpu-memory-utilization", "--max-model-len",
+              "--served-model-name", "--dtype", "--tensor-parallel-size"]  # fmt: skip
+# vLLM's --help builds its device config, which fails where no GPU is found ("Failed to infer device type"): the
+# check parses the flags with the platform named, as a build machine has no GPU
+ENV = {**os.environ, "VLLM_TARGET_DEVICE": "cpu"}
 
 
 def main(image: str) -> int:
@@ -29,8 +36,16 @@ def main(image: str) -> int:
             return 1
         print(f"{image}: {lib} {found}")
     for command in COMMANDS[image]:
-        subprocess.run(command, check=True, capture_output=True, text=True)
+        shown = subprocess.run(command, check=True, capture_output=True, text=True, env=ENV).stdout
         print(f"{image}: {' '.join(command[-3:])} answers")
+    if image == "vllm":
+        missing = [flag for flag in VLLM_FLAGS if flag not in shown]
+        import vllm.envs
+
+        if missing or not hasattr(vllm.envs, "VLLM_ALLOW_RUNTIME_LORA_UPDATING"):
+            print(f"vllm: this release lacks {missing or 'VLLM_ALLOW_RUNTIME_LORA_UPDATING'}", file=sys.stderr)
+            return 1
+        print(f"vllm: {', '.join(VLLM_FLAGS)} and runtime LoRA updating are there")
     if image == "trainer":
         import torch
 
