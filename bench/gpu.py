@@ -173,7 +173,7 @@ def run_rl(model: Path, backend: str, steps: int, tokens: int, work: Path) -> di
     return {
         "backend": NAMES[resolve_backend(backend)],
         "tokens": len(turns) * tokens,
-        "tokens_per_s": round(len(turns) * tokens / seconds, 1),
+        "tokens_per_s": result["train_tokens_per_s"],  # the run's own figure, as `train rl` records it
         "seconds": seconds,
         "gpu_gib": gpu_peak_gib(),
         "dtype": str(run.model.dtype).removeprefix("torch."),

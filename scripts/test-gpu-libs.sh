@@ -24,25 +24,18 @@ if [ "$(cat $venv/.loraloop-stamp 2>/dev/null)" != "$stamp" ]; then
   main_site=$(.venv/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
   own_site=$($venv/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
   echo "import site; site.addsitedir('$main_site')" > "$own_site/zz-loraloop-main.pth"
-  # --no-deps, so that pip never touches .venv; then each need of theirs that .venv's release does not meet
-  # (transformers 5.17 wants huggingface_hub below 2) at the lock's release, until none is left
-  $venv/bin/pip install -q --no-deps $pins
-  for _ in 1 2 3; do
+  # --no-deps, so that pip never touches .venv: the libraries at the lock's releases, then each need of theirs that
+  # .venv's release does not meet (transformers 5.17 wants huggingface_hub below 2), until none is left
+  for _ in 1 2 3 4; do
     unmet=$($venv/bin/python scripts/unmet_needs.py constraints/gpu.txt "${LIBS[@]}")
     [ -z "$unmet" ] && break
-    echo "[test-gpu-libs] their needs at the lock's releases: $unmet"
+    echo "[test-gpu-libs] at the lock's releases: $unmet"
     $venv/bin/pip install -q --no-deps $unmet
   done
-  [ -z "$unmet" ] || { echo "[test-gpu-libs] still unmet: $unmet" >&2; exit 1; }
   echo "$stamp" > $venv/.loraloop-stamp
 fi
-$venv/bin/python - "${LIBS[@]}" <<'PY'
-import importlib.metadata, sys
-pins = {l.split("==")[0].lower(): l.split("==")[1].strip() for l in open("constraints/gpu.txt") if "==" in l}
-found = {lib: importlib.metadata.version(lib) for lib in sys.argv[1:]}
-wrong = {lib: v for lib, v in found.items() if v != pins[lib]}
-assert not wrong, f"not the GPU lock's versions: {wrong}"
-print("[test-gpu-libs] running with " + ", ".join(f"{k} {v}" for k, v in found.items()))
-PY
+unmet=$($venv/bin/python scripts/unmet_needs.py constraints/gpu.txt "${LIBS[@]}")
+[ -z "$unmet" ] || { echo "[test-gpu-libs] $venv does not hold the lock's releases: $unmet" >&2; exit 1; }
+echo "[test-gpu-libs] running with $(echo $pins)"
 exec $venv/bin/python -m pytest -p no:cacheprovider -q tests/unit/test_rl_batch.py \
   tests/unit/test_rollout_correction.py tests/unit/test_train_config.py tests/unit/test_train_backend.py "$@"

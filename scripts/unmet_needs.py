@@ -1,5 +1,6 @@
-"""Print, as name==version pins from a lock, the requirements of the given distributions (and of what they need, in
-turn) that the installed releases do not meet: what scripts/test-gpu-libs.sh installs next. Standard library and
+"""Print, as name==version pins from a lock, the given distributions not installed at the lock's releases and their
+requirements (and what those need, in turn) that the installed releases do not meet: what scripts/test-gpu-libs.sh
+installs next, and nothing once the environment holds the lock's releases. Standard library and
 `packaging` only (pip's resolver would uninstall from .venv, which the GPU-libs venv reads through a site dir)."""
 
 from __future__ import annotations
@@ -17,8 +18,16 @@ def canonical(name: str) -> str:
 
 
 def unmet(lock: dict[str, str], roots: list[str]) -> list[str]:
-    """The lock's pins for every requirement, reachable from `roots`, whose installed release does not satisfy it."""
+    """The lock's pins for each root not installed at the lock's release, and for every requirement reachable from the
+    roots whose installed release does not satisfy it."""
     seen, todo, out = set(), [canonical(r) for r in roots], []
+    for root in todo:
+        try:
+            have = md.version(root)
+        except md.PackageNotFoundError:
+            have = None
+        if have != lock[root]:
+            out.append(f"{root}=={lock[root]}")
     while todo:
         name = todo.pop()
         if name in seen:

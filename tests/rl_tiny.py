@@ -24,14 +24,13 @@ from loraloop.train.rl_trainer import (
 VOCAB = 97
 
 
-def tiny_policy(fused: bool):
-    """A 2-layer Llama of width 32 with LoRA on its attention, the same weights on every call."""
-    from peft import LoraConfig, get_peft_model
+def tiny_llama(vocab_size: int = VOCAB):
+    """A 2-layer random Llama of width 32, the same weights on every call (seed 0)."""
     from transformers import LlamaConfig, LlamaForCausalLM
 
     torch.manual_seed(0)
     config = LlamaConfig(
-        vocab_size=VOCAB,
+        vocab_size=vocab_size,
         hidden_size=32,
         intermediate_size=64,
         num_hidden_layers=2,
@@ -39,9 +38,15 @@ def tiny_policy(fused: bool):
         num_key_value_heads=2,
         tie_word_embeddings=True,
     )
+    return LlamaForCausalLM(config)
+
+
+def tiny_policy(fused: bool):
+    """`tiny_llama` with LoRA on its attention, the same weights on every call."""
+    from peft import LoraConfig, get_peft_model
+
     model = get_peft_model(
-        LlamaForCausalLM(config),
-        LoraConfig(r=4, lora_alpha=8, target_modules=["q_proj", "v_proj"], init_lora_weights=False),
+        tiny_llama(), LoraConfig(r=4, lora_alpha=8, target_modules=["q_proj", "v_proj"], init_lora_weights=False)
     )
     if fused:
         add_fused_head(model)

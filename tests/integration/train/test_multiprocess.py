@@ -45,14 +45,13 @@ def test_an_rl_step_shared_by_two_processes_is_the_one_process_step(tmp_path):
 
 
 def tiny_model(folder):
-    """A 2-layer random Llama of width 32 over SmolLM2's tokenizer (its files copied beside it), seed 0."""
-    from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM
+    """tests/rl_tiny.py's tiny Llama over SmolLM2's tokenizer, saved with the tokenizer's files beside it."""
+    from transformers import AutoTokenizer
+
+    from tests.rl_tiny import tiny_llama
 
     tokenizer = AutoTokenizer.from_pretrained(MODEL)
-    torch.manual_seed(0)
-    config = LlamaConfig(vocab_size=len(tokenizer), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
-                         num_attention_heads=4, num_key_value_heads=2, tie_word_embeddings=True)  # fmt: skip
-    LlamaForCausalLM(config).save_pretrained(folder)
+    tiny_llama(len(tokenizer)).save_pretrained(folder)
     tokenizer.save_pretrained(folder)
     return folder
 
