@@ -1,11 +1,14 @@
 """`train rl` refuses, before loading a model or playing an episode, what cannot give a useful run."""
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from loraloop.errors import LoraloopError
 from loraloop.rl_loop import check_config
 from loraloop.settings import Settings
 from loraloop.train.config import RLConfig
+from loraloop.train.rl_trainer import step_layout
 
 
 def cfg(**overrides):
@@ -47,3 +50,14 @@ def test_a_step_that_does_not_split_over_the_training_processes_is_refused(monke
     else:
         with pytest.raises(LoraloopError, match=rf"on each of the {processes} training processes"):
             check_config(config, Settings(max_lora_rank=16))
+
+
+@given(batch=st.integers(0, 64), micro=st.integers(0, 16), processes=st.integers(1, 16))
+def test_a_step_layout_covers_the_step_exactly_or_is_refused(batch, micro, processes):
+    """Every layout `step_layout` gives shares exactly the step's turns (passes of `micro` on each process); it
+    refuses exactly the counts that do not split (an empty step and a pass of zero turns included)."""
+    layout = step_layout(batch, micro, processes)
+    splits = batch >= 1 and micro >= 1 and batch % (micro * processes) == 0
+    assert (layout is not None) == splits
+    if layout is not None:
+        assert layout[0] == micro and layout[0] * layout[1] * processes == batch and layout[1] >= 1

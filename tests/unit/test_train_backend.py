@@ -66,7 +66,7 @@ def test_the_gpu_lock_pins_the_vllm_release_the_cpu_tests_exercise():
 
 
 @pytest.mark.parametrize(
-    "processes, gpus, ok", [(1, 1, True), (8, 8, True), (2, 8, True), (2, 1, False), (9, 8, False)]
+    "processes, gpus, ok", [(1, 1, True), (8, 8, True), (2, 8, True), (2, 1, False), (9, 8, False), (2, 0, True)]
 )
 def test_more_training_processes_than_gpus_is_refused_naming_both(processes, gpus, ok):
     from loraloop.train.backend import check_gpu_processes

@@ -84,8 +84,8 @@ def world_size() -> int:
 def step_layout(batch_size: int, micro_batch_size: int, processes: int) -> tuple[int, int] | None:
     """(turns per forward pass, passes accumulated per process) for an optimiser step of `batch_size` turns shared
     by `processes` data-parallel processes, so that the step is the same whatever the process count; None when the
-    turns do not split into whole passes on every process."""
-    if micro_batch_size < 1 or processes < 1 or batch_size % (micro_batch_size * processes):
+    turns do not split into whole passes on every process (an empty step included)."""
+    if batch_size < 1 or micro_batch_size < 1 or processes < 1 or batch_size % (micro_batch_size * processes):
         return None
     return micro_batch_size, batch_size // (micro_batch_size * processes)
 
