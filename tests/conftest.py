@@ -111,12 +111,44 @@ def pytest_collection_modifyitems(config, items):
         items[:] = wanted[True]
 
 
+def tree_cpu() -> float:
+    """CPU seconds this process and its descendants have used (the ones alive, and the ones reaped by one of
+    them): a test's own work plus its worker's vLLM, Chromium and trainers. Containers run under dockerd and
+    are not counted. The timeline's `cpu` is its difference between two reports, so that the suite's CPU
+    (it is CPU-bound: docs/testing.md) can be read per file; a descendant that ends without being reaped by
+    another (a killed Playwright driver's Chromium) takes its time out of the sum, so a phase's difference is
+    floored at 0 and undercounts there."""
+    import psutil
+
+    total = 0.0
+    me = psutil.Process()
+    for proc in [me, *me.children(recursive=True)]:
+        try:
+            t = proc.cpu_times()
+        except psutil.Error:  # ended in between
+            continue
+        total += t.user + t.system + t.children_user + t.children_system
+    return total
+
+
+_tree_cpu_seen = 0.0
+
+
+def pytest_collection_finish(session):
+    """The timeline's CPU count starts after collection (not charged to the first test)."""
+    global _tree_cpu_seen
+    if os.environ.get("LORALOOP_TEST_TIMELINE"):
+        _tree_cpu_seen = tree_cpu()
+
+
 def pytest_runtest_logreport(report):
     """With LORALOOP_TEST_TIMELINE=<file>: a JSON line per phase of each test (worker, test, phase, start and stop
     in epoch seconds), every process appending to the one file, so that bench/test_timeline.py can show where the
     workers of `make test` waited (docs/testing.md)."""
     path = os.environ.get("LORALOOP_TEST_TIMELINE")
     if path and not hasattr(report, "node"):  # xdist's controller gets each worker's reports again, with `node`
+        global _tree_cpu_seen
+        cpu, _tree_cpu_seen = _tree_cpu_seen, tree_cpu()
         line = json.dumps(
             {
                 "worker": _worker or "main",
@@ -125,6 +157,7 @@ def pytest_runtest_logreport(report):
                 "start": report.start,
                 "stop": report.stop,
                 "outcome": report.outcome,
+                "cpu": round(max(0.0, _tree_cpu_seen - cpu), 2),
             }
         )
         with open(path, "a") as out:

@@ -51,6 +51,7 @@ def test_the_timeline_has_a_line_per_phase_and_the_bench_reads_it(tmp_path, monk
     conftest.pytest_runtest_logreport(copy)
     lines = [json.loads(line) for line in timeline.read_text().splitlines()]
     assert [line["phase"] for line in lines] == ["setup", "call", "teardown"]
+    assert lines[1].pop("cpu") >= 0  # this process's CPU between two reports
     assert lines[1] == {
         "worker": "main",
         "test": "tests/integration/x/test_a.py::test_b",
@@ -67,3 +68,4 @@ def test_the_timeline_has_a_line_per_phase_and_the_bench_reads_it(tmp_path, monk
     ).stdout
     assert "| main | 0 | 3 | 3 | - |" in table, table
     assert "| tests/integration/x/test_a.py | main | 0 | 3 | 3 |" in table, table
+    assert "files that used the most CPU" in table, table
