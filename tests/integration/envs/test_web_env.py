@@ -56,6 +56,13 @@ def fixture_app(away_port: int) -> FastAPI:
         state["name"] = name
         return RedirectResponse("/s", status_code=303)
 
+    @app.get("/s/guarded")
+    def guarded():  # asks before it is left, once touched (Chromium wants a user gesture for that)
+        return HTMLResponse(
+            "<html><body><script>addEventListener('beforeunload', e => { e.preventDefault(); e.returnValue = ''; });"
+            "</script><button>Touch</button></body></html>"
+        )
+
     @app.get("/s/hang")
     async def hang():
         await asyncio.sleep(3600)
@@ -129,6 +136,20 @@ def test_wrong_final_state_fails_the_eval(env):
     env.reset()
     done = env.step("send_msg_to_user('nothing done')")
     assert done.done and done.reward == 0.0 and done.info["success"] is False
+
+
+def test_the_final_state_is_read_on_the_episodes_page_even_one_that_asks_before_it_is_left(env, site):
+    """/finish is read on the episode's own page (one renderer an episode): a page that asks before it is
+    left (beforeunload) is let go then, not kept as during the episode."""
+    env.reset()
+    obs = env.step(f"goto('{site}/guarded')").observation
+    step = env.step(f"click('{bid(obs, 'button', 'Touch')}')")
+    assert "error" not in step.info, step.info
+    step = env.step(f"goto('{site}')")  # during the episode the page asks, and stays
+    assert "beforeunload" in step.observation and "/guarded" in step.info.get("url", "") + step.observation
+    done = env.step("send_msg_to_user('nothing done')")
+    assert done.done and done.info["status"] == "completed" and done.info["success"] is False
+    assert done.info["final_state_differences"] == {"name": ""}
 
 
 def test_bad_actions_give_error_observations(env):

@@ -41,6 +41,7 @@ class PageState:
     dialogs: list[str] = field(default_factory=list)
     crashed: bool = False
     new_tabs: int = 0
+    finishing: bool = False  # /finish is being read: a beforeunload dialog lets the page go
 
 
 class WebEnv:
@@ -125,13 +126,15 @@ class WebEnv:
     # ---- browser side (runs on the browser loop) -----------------------------------------------
     async def _reset(self) -> str:
         await self._open_context({"width": 1280, "height": 720}, self.settings.web_action_timeout_ms)
-        setup = await self.context.new_page()
         config = f"{self.url}/config?run_id={self.episode_id}&task_id={self.task.index}&latency=0"
         try:
-            await setup.goto(config, wait_until="domcontentloaded")
-            await setup.close()
-            self.page = await self.context.new_page()
-            await self.page.goto(self.url, wait_until="domcontentloaded")
+            # One page for the whole episode: /config, the site, then /finish (_finish). Each page a context opens
+            # starts a renderer process; a page each for /config and /finish cost 1.25 CPU-s a reset+finish here
+            # against 0.75 s on one page (issue #25: the suite is CPU-bound, and so is a rollout worker).
+            page = await self.context.new_page()
+            await page.goto(config, wait_until="domcontentloaded")
+            self.page = page
+            await page.goto(self.url, wait_until="domcontentloaded")
         except Exception as exc:
             raise EnvironmentFailure(
                 f"task {self.task.index}: site {self.url} did not load: {_first_line(exc)}"
@@ -156,6 +159,9 @@ class WebEnv:
             self.page = page
 
     async def _on_dialog(self, dialog) -> None:
+        if self.events.finishing and dialog.type == "beforeunload":
+            await dialog.accept()  # /finish leaves the page
+            return
         self.events.dialogs.append(f"{dialog.type} {dialog.message!r}")
         await dialog.dismiss()
 
@@ -296,7 +302,10 @@ class WebEnv:
     async def _finish(self, action: Action, info: dict) -> StepResult:
         """Read the site's final state as REAL does (`<url>/finish`, the JSON in its <pre>) and grade it."""
         answer = str(action.args.get("text", action.args.get("reason", "")))
-        page = await self.context.new_page()
+        # On the episode's own page (no new renderer, see _reset): the episode is over, and a page that asks
+        # before it is left (beforeunload) is let go (_on_dialog).
+        self.events.finishing = True
+        page = self.page if not self.page.is_closed() else await self.context.new_page()
         try:
             await page.goto(f"{self.url}/finish", wait_until="domcontentloaded")
             state = json.loads(await page.inner_text("pre"))
@@ -304,8 +313,6 @@ class WebEnv:
             raise EnvironmentFailure(
                 f"task {self.task.index}: cannot read {self.url}/finish: {_first_line(exc)}"
             ) from exc
-        finally:
-            await page.close()
         judge = (
             Judge(self.settings.judge_url, self.settings.judge_model, self.settings.judge_api_key)
             if self.settings.judge_url
