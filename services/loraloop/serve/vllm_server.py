@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -85,12 +86,33 @@ def command(
         "--max-loras",
         "4",
         # No "--distributed-executor-backend uni": vLLM's CPU platform turns it into "mp" (its own process for the
-        # model, pinned to VLLM_CPU_OMP_THREADS_BIND's cores) unless VLLM_ENABLE_V1_MULTIPROCESSING=0. With that set
-        # a server was ready 7 s sooner alone, but the model then ran unpinned in the engine's process, and the
-        # test suite's three servers took it from 20.9 to 25.0 minutes (bench/results/test_suite.md).
+        # model, pinned to VLLM_CPU_OMP_THREADS_BIND's cores) unless VLLM_ENABLE_V1_MULTIPROCESSING=0; see
+        # pinned_cores for when we set that.
         *extra_args,
     ]
+    if pinned_cores(env) is not None:
+        env.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
     return args, env
+
+
+def pinned_cores(env: dict[str, str]) -> set[int] | None:
+    """The cores a server bound to an explicit VLLM_CPU_OMP_THREADS_BIND list ("0", "0-1", "0,2") runs on whole, or
+    None ("auto", "nobind", or VLLM_ENABLE_V1_MULTIPROCESSING set by the caller: vLLM's own mp executor).
+
+    Why: with mp, the engine process waits for the model's process by spinning (sched_yield in vLLM's shm ring
+    buffer), which on the 2-core VM cost as much CPU as the model itself: 12 agent-like replies of 32 tokens took
+    45.0 CPU-s (engine 20.6, model 23.6) in 23.8 s. With the model in the engine's process
+    (VLLM_ENABLE_V1_MULTIPROCESSING=0) and the whole server pinned to the bound core: 22.9 CPU-s in 22.8 s, ready
+    in 18.6 s instead of 30.0 (bench/results/vllm_cpu_executor.md). Pinning is what makes it work: unpinned, the
+    model's threads ran on every core and the test suite's three servers took it from 20.9 to 25.0 minutes."""
+    spec = env.get("VLLM_CPU_OMP_THREADS_BIND", "auto")
+    if "VLLM_ENABLE_V1_MULTIPROCESSING" in os.environ or not re.fullmatch(r"\d+(-\d+)?(,\d+(-\d+)?)*", spec):
+        return None
+    cores: set[int] = set()
+    for part in spec.split(","):
+        low, _, high = part.partition("-")
+        cores.update(range(int(low), int(high or low) + 1))
+    return cores
 
 
 def start(
@@ -130,7 +152,15 @@ def start(
     with open(log, "ab") as out:
         out.write(f"{line}\n".encode())
         out.flush()
-        proc = subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+        cores = pinned_cores(env)
+        proc = subprocess.Popen(
+            args,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env=env,
+            start_new_session=True,
+            preexec_fn=(lambda: os.sched_setaffinity(0, cores)) if cores is not None else None,
+        )
     _pidfile(port).write_text(str(proc.pid))
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
