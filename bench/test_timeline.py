@@ -57,22 +57,23 @@ def summarise(lines: list[dict], files: int) -> str:
         for (worker, path), rows in by_file.items()
     ]
     for path, worker, first, last, busy, cpu in sorted(spans, key=lambda s: -s[4])[:files]:
-        out.append(f"| {path} | {worker} | {first - origin:.0f} | {last - origin:.0f} | {busy:.0f} | {cpu} |")
-    measured = [s for s in spans if s[5] != "-"]
+        shown = "-" if cpu is None else f"{cpu:.0f}"
+        out.append(f"| {path} | {worker} | {first - origin:.0f} | {last - origin:.0f} | {busy:.0f} | {shown} |")
+    measured = [s for s in spans if s[5] is not None]
     if measured:  # the suite is CPU-bound: what costs the CPU is what to cut
         out += ["", f"The {files} files that used the most CPU (their process trees; containers not counted):", ""]
         out += ["| file | CPU s | seconds |", "|---|---|---|"]
-        for path, _, _, _, busy, cpu in sorted(measured, key=lambda s: -float(s[5]))[:files]:
-            out.append(f"| {path} | {cpu} | {busy:.0f} |")
-        out.append(f"\nCPU of every test's process tree, summed: {sum(float(s[5]) for s in measured):.0f} s")
+        for path, _, _, _, busy, cpu in sorted(measured, key=lambda s: -s[5])[:files]:
+            out.append(f"| {path} | {cpu:.0f} | {busy:.0f} |")
+        out.append(f"\nCPU of every test's process tree, summed: {sum(s[5] for s in measured):.0f} s")
     return "\n".join(out) + "\n"
 
 
-def cpu_of(rows: list[dict]) -> str:
-    """The CPU seconds of a file's test phases (tests/conftest.py's `cpu`), or "-" in a timeline without them."""
+def cpu_of(rows: list[dict]) -> float | None:
+    """The CPU seconds of a file's test phases (tests/conftest.py's `cpu`), or None in a timeline without them."""
     if any("cpu" not in r for r in rows):
-        return "-"
-    return f"{sum(r['cpu'] for r in rows):.0f}"
+        return None
+    return sum(r["cpu"] for r in rows)
 
 
 def main() -> None:
