@@ -66,6 +66,22 @@ def test_init_failure_names_its_cause_not_apt_noise(settings_for):
     assert len(message) < 400
 
 
+def test_the_episodes_seed_reaches_init_and_checks_and_none_leaves_it_unset(settings_for):
+    """reset(seed=k) gives the task's scripts $LORALOOP_SEED=k (init makes k files, the check compares the answer
+    with it): a task that draws at random draws the same for the same seed; without a seed the variable is unset."""
+    task = simple_task(
+        create={"init": 'mkdir -p /root/d && for i in $(seq "$LORALOOP_SEED"); do touch /root/d/$i; done'},
+        evaluation={"check": [{"language": "bash", "code": '[ "$1" = "${LORALOOP_SEED-unset}" ]'}]},
+    )
+    with ShellEnv(task, settings_for()) as env:
+        env.reset(seed=3)
+        assert env.step(BASH.format("ls /root/d | wc -l")).observation == "The output of the OS:\n\n3\n"
+        assert env.handle()["seed"] == 3 and env.step("Act: answer(3)").info["success"]
+        env.reset()
+        assert env.step(BASH.format("ls /root/d | wc -l")).observation == "The output of the OS:\n\n0\n"
+        assert env.step("Act: answer(unset)").info["success"]
+
+
 def test_init_may_run_longer_than_a_check_up_to_its_own_timeout(settings_for):
     """A published init sleeps 60 s (train_0317 #356): init has LORALOOP_INIT_TIMEOUT_S, not 30 s."""
     from loraloop.errors import EnvironmentFailure

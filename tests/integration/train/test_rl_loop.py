@@ -1,7 +1,7 @@
 """`loraloop train rl` on real parts: vLLM CPU serving SmolLM2 and its published versions, shell episodes in
 Docker, a file store, rollouts through the embedded jobs path. The run is killed with SIGKILL in its second
 iteration's rollout and started again: it must go on from the last published version, lose no stored episode
-and publish no version twice. The tasks' check is a coin flip (tests/fixtures/rl_coin), so groups differ
+and publish no version twice. The tasks' check passes on even episode seeds (tests/fixtures/rl_coin), so groups differ
 once the policy answers: a BC warm start (trained here on the two tasks' opening prompts) makes SmolLM2 answer, and is
 published as version 1. Learning itself is measured by bench/rl.py."""
 
@@ -169,7 +169,7 @@ def test_rl_runs_trains_publishes_versions_and_survives_kill_9(vllm_url, tmp_pat
     trained = [e for e in episodes if e.start.task_id in {r.task_id for r in rows}]
     sampled = [t for e in trained for _, completion, _ in turns(e) for t in completion]
     assert [t for r in rows for t, m in zip(r.input_ids, r.completion_mask) if m] == sampled
-    assert history[1]["rows"] > 0 and history[2]["rows"] > 0, "coin flips tied in every group of an iteration"
+    assert history[1]["rows"] > 0 and history[2]["rows"] > 0, "every group of an iteration tied"
     for row in history[1:]:  # both tasks drawn each iteration ("easy 1/1, normal 1/1, hard 0/0": drawn/held)
         assert sum(int(part.split()[1].split("/")[0]) for part in row["pools"].split(", ")) == 2, row["pools"]
     assert "| pools |" in (out / "rl_report.md").read_text()

@@ -129,10 +129,17 @@ def run_container(image: str, *, labels: dict[str, str], limits: Limits, owner: 
     return proc.stdout.strip()
 
 
-def exec_in(container: str, argv: list[str], *, input: str | None = None, timeout: float = 60.0) -> ExecResult:
-    """Run argv in the container (stdin from `input`) and capture its output."""
-    args = ["exec", "-i", container, *argv] if input is not None else ["exec", container, *argv]
-    proc = _docker(*args, input=input, timeout=timeout)
+def exec_in(
+    container: str,
+    argv: list[str],
+    *,
+    input: str | None = None,
+    timeout: float = 60.0,
+    env: dict[str, str] | None = None,
+) -> ExecResult:
+    """Run argv in the container (stdin from `input`, `env` added to its environment) and capture its output."""
+    options = [*(["-i"] if input is not None else []), *(f"--env={k}={v}" for k, v in (env or {}).items())]
+    proc = _docker("exec", *options, container, *argv, input=input, timeout=timeout)
     return ExecResult(proc.returncode, proc.stdout, proc.stderr)
 
 

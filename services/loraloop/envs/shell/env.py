@@ -57,6 +57,7 @@ class ShellEnv:
         self.session: ShellSession | None = None
         self.turn = 0
         self.done = False
+        self.seed: int | None = None  # reset's, for the task's scripts
         self._expected: str | None = None
 
     @classmethod
@@ -71,13 +72,14 @@ class ShellEnv:
         expected: str | None,
         max_rounds: int = ROUND_LIMIT,
         protocol: str = "text",
+        seed: int | None = None,
     ) -> ShellEnv:
         """Go on with a shared episode another process started: a new shell restores the saved state.
 
         The keyword arguments are what `handle()` returned in that process.
         """
         env = cls(task, settings, max_rounds=max_rounds, episode_id=episode_id, shared=True, protocol=protocol)
-        env.container, env.turn, env._expected = container, turn, expected
+        env.container, env.turn, env._expected, env.seed = container, turn, expected, seed
         env.session = env._new_session()
         env.session.restore()
         return env
@@ -91,6 +93,7 @@ class ShellEnv:
             "expected": self._expected,
             "max_rounds": self.max_rounds,
             "protocol": self.protocol,
+            "seed": self.seed,
         }
 
     @property
@@ -119,11 +122,11 @@ class ShellEnv:
         """Take a fresh container with its shell open (as AgentBench opens it before init), run init
         and start, compute expected values; return the task prompt and `{"expected": …}`.
 
-        The container is the randomness, so `seed` and `options` change nothing here; they are
-        taken for the contract's sake.
+        `seed` reaches the task's scripts (init, example, checks) as $LORALOOP_SEED; `options` changes nothing
+        here and is taken for the contract's sake.
         """
         self.close()
-        self.turn, self.done = 0, False
+        self.turn, self.done, self.seed = 0, False, seed
         pool = get_pool(self.settings.pool_size, self.settings.output_cap_bytes)
         self.container, self.session = pool.acquire(
             self.image(),
@@ -135,7 +138,9 @@ class ShellEnv:
         try:
             for i, script in enumerate(self.task.init):
                 try:
-                    result = run_script(self.container, script, self.task, timeout=self.settings.init_timeout_s)
+                    result = run_script(
+                        self.container, script, self.task, timeout=self.settings.init_timeout_s, seed=seed
+                    )
                 except EnvironmentFailure as exc:  # `docker exec timed out after N s`
                     raise EnvironmentFailure(
                         f"task {self.task.index}: init script #{i}: {exc} (LORALOOP_INIT_TIMEOUT_S)"
@@ -148,7 +153,7 @@ class ShellEnv:
             if self.task.start:  # on the shell's stdin, as AgentBench: `su - jack` takes the shell over
                 self.session.start(self.task.start, timeout=self.settings.command_timeout_s)
                 time.sleep(0.5)  # let a background process write its first lines
-            self._expected = expected_output(self.container, self.task)
+            self._expected = expected_output(self.container, self.task, seed)
         except BaseException:
             self.close()
             raise
@@ -163,7 +168,7 @@ class ShellEnv:
         info: dict = {"turn": self.turn, "action_kind": parsed.kind}
         if parsed.kind in ("answer", "finish"):
             answer = parsed.content if parsed.kind == "answer" else None
-            success = grade(self.container, self.task, answer, self._expected)
+            success = grade(self.container, self.task, answer, self._expected, self.seed)
             self.done = True
             info.update(status="completed", success=success, answer=answer, num_turns=self.turn)
             return StepResult(None, 1.0 if success else 0.0, True, False, info)

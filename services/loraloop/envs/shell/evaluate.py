@@ -11,6 +11,7 @@ from loraloop.tasks.shell.format import CheckEval, MatchEval, Script, ShellTask
 INTERPRETERS = {"bash": ["bash", "-s", "--"], "python": ["python3", "-"]}
 SCRIPT_TIMEOUT_S = 30.0
 CAUSE_CHARS = 300
+SEED_VARIABLE = "LORALOOP_SEED"
 # Lines a failing script prints that never explain the failure.
 NOISE = ("WARNING: apt does not have a stable CLI interface. Use with caution in scripts.",)
 
@@ -27,18 +28,26 @@ def failure_cause(result: docker.ExecResult) -> str:
 
 
 def run_script(
-    container: str, script: Script, task: ShellTask, args: list[str] = (), timeout: float = SCRIPT_TIMEOUT_S
+    container: str,
+    script: Script,
+    task: ShellTask,
+    args: list[str] = (),
+    timeout: float = SCRIPT_TIMEOUT_S,
+    seed: int | None = None,
 ) -> docker.ExecResult:
-    """Run a task script inside the container, its text on stdin and `args` as argv."""
+    """Run a task script inside the container, its text on stdin and `args` as argv. The episode's seed, when it
+    has one, is $LORALOOP_SEED: a task whose init or check draws at random can draw the same for the same seed
+    (Gymnasium's `reset(seed=…)`), as the containers themselves share no state to seed."""
     text = script.source(task.scripts_dir)
-    return docker.exec_in(container, [*INTERPRETERS[script.language], *args], input=text, timeout=timeout)
+    env = {SEED_VARIABLE: str(seed)} if seed is not None else None
+    return docker.exec_in(container, [*INTERPRETERS[script.language], *args], input=text, timeout=timeout, env=env)
 
 
-def expected_output(container: str, task: ShellTask) -> str | None:
+def expected_output(container: str, task: ShellTask, seed: int | None = None) -> str | None:
     """Run the task's example (before the agent acts) when a check needs its output."""
     if not isinstance(task.evaluation, CheckEval) or all(c is not None for c in task.evaluation.checks):
         return None
-    result = run_script(container, task.example, task)
+    result = run_script(container, task.example, task, seed=seed)
     if result.returncode != 0:
         raise EnvironmentFailure(
             f"task {task.index}: example solution failed with exit {result.returncode}: {failure_cause(result)}"
@@ -46,7 +55,7 @@ def expected_output(container: str, task: ShellTask) -> str | None:
     return result.stdout
 
 
-def grade(container: str, task: ShellTask, answer: str | None, expected: str | None) -> bool:
+def grade(container: str, task: ShellTask, answer: str | None, expected: str | None, seed: int | None = None) -> bool:
     """True iff the task is solved: the answer matches, or every check script exits 0."""
     evaluation = task.evaluation
     if isinstance(evaluation, MatchEval):
@@ -63,7 +72,7 @@ def grade(container: str, task: ShellTask, answer: str | None, expected: str | N
         if check is None:
             values.append(expected or "")
             continue
-        result = run_script(container, check, task, [answer or "", *values])
+        result = run_script(container, check, task, [answer or "", *values], seed=seed)
         if result.returncode != 0:
             return False
         values.append(result.stdout)
