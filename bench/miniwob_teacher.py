@@ -17,8 +17,8 @@ from pathlib import Path
 from results import add_out, machine, report
 
 from loraloop.envs.base import EnvOptions
-from loraloop.envs.browsergym.kind import KIND
 from loraloop.envs.browsergym.teacher import SOLVED
+from loraloop.kinds.browsergym import KIND
 from loraloop.settings import Settings
 from loraloop.tasks.browsergym.format import one_seed_task
 from loraloop.tasks.browsergym.miniwob import train_types
@@ -29,10 +29,10 @@ ROOT = Path(__file__).resolve().parents[1]
 def play(task_type: str, seed: int, settings: Settings) -> tuple[bool, int, str]:
     """One solver episode on one seed: (solved, steps, the last action)."""
     task = one_seed_task(f"miniwob.{task_type}", seed, "bench")
-    env = KIND.make_env(task, settings, EnvOptions())
+    env = KIND.envs.make_env(task, settings, EnvOptions())
     try:
         observation, _ = env.reset(seed=0)
-        teacher = KIND.teacher(task, env)
+        teacher = KIND.envs.teacher(task, env)
         for turn in range(env.max_rounds):
             reply = teacher.act([{"role": "user", "content": observation}])
             step = env.step(reply.text)

@@ -29,10 +29,10 @@ from pathlib import Path
 from results import add_out, machine, report
 from service import EXPERIMENT, LORALOOP, REGISTRY, SUBSET, job, private_service, start_workers, stop
 
-from loraloop.agents.prompts import build_messages
 from loraloop.envs.shell.env import ShellEnv
 from loraloop.envs.shell.teacher import ScriptedTeacher
 from loraloop.errors import LoraloopError
+from loraloop.kinds.prompts import build_messages
 from loraloop.rollout.sampler import EpisodeSpec
 from loraloop.settings import Settings
 from loraloop.store import FileStore

@@ -30,7 +30,7 @@ from results import add_out, machine, percentile, report, timed  # noqa: E402
 
 from loraloop.agents.policy import tool_call_text  # noqa: E402
 from loraloop.envs.base import EnvOptions  # noqa: E402
-from loraloop.envs.tau2.kind import KIND  # noqa: E402
+from loraloop.kinds.tau2 import KIND  # noqa: E402
 from loraloop.settings import Settings  # noqa: E402
 from loraloop.task_registry import load_registry  # noqa: E402
 from loraloop.tasks.tau2.snapshot import write_snapshot  # noqa: E402
@@ -68,7 +68,7 @@ def play_tau2(task, url: str) -> tuple[list[float], float]:
 
 def play_ours(task, settings: Settings) -> tuple[list[float], float]:
     """Tau2Env: (step times, reward)."""
-    env = KIND.make_env(task, settings, EnvOptions(max_steps=200))
+    env = KIND.envs.make_env(task, settings, EnvOptions(max_steps=200))
     env.reset()
     times, reward = [], 0.0
     try:

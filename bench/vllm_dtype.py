@@ -4,7 +4,7 @@
 
 Starts vLLM CPU (.venv-vllm, SmolLM2-135M-Instruct from volumes/models) with serve/vllm_server.start,
 first with --dtype bfloat16, then with float32, each on its own free port and stopped before the next.
-Both get the same chat requests, built as rollouts build them (agents/prompts.build_messages with the
+Both get the same chat requests, built as rollouts build them (kinds/prompts.build_messages with the
 shell text protocol's instructions and one-shot example) for tasks of configs/tasks/os (sampled with
 a fixed seed), each at its second turn: the scripted teacher's first command and its observation
 (an empty output) are in the history. temperature 0, a fixed seed, --in_flight requests at a time,
@@ -32,10 +32,10 @@ from pathlib import Path
 import httpx
 from results import add_out, free_port, report
 
-from loraloop.agents.prompts import build_messages
 from loraloop.envs.shell.protocol import EMPTY_OUTPUT, INSTRUCTIONS, ONE_SHOT, task_prompt
 from loraloop.envs.shell.teacher import ScriptedTeacher
 from loraloop.hardware import cpu_flags, cpu_has_bf16
+from loraloop.kinds.prompts import build_messages
 from loraloop.serve import vllm_server
 from loraloop.settings import Settings
 from loraloop.task_registry import load_registry

@@ -57,3 +57,8 @@ class SessionError(LoraloopError):
     def __init__(self, message: str, status: int = 400) -> None:
         super().__init__(message)
         self.status = status
+
+
+class MacroError(LoraloopError):
+    """A macro call with a missing or bad argument, or a macro that cannot go on; the message names what. Raised by
+    the kinds' macros (envs/<kind>/macros.py) and agents/macros.py, so it sits here, below both."""

@@ -30,7 +30,6 @@ from rich.table import Table
 
 from loraloop.charts import family_chart, learning_chart, success_chart
 from loraloop.datasets.export import export
-from loraloop.envs import env_kind
 from loraloop.envs.web.prompts import ERROR_HEADING
 from loraloop.errors import ConfigError
 from loraloop.evaluate.report import (
@@ -43,6 +42,7 @@ from loraloop.evaluate.report import (
     viewer_address,
     write_csv,
 )
+from loraloop.kinds.registry import env_kind
 from loraloop.learning_config import LearningPlan
 from loraloop.models.prepare import prepare
 from loraloop.orchestrator import vllm_serving
@@ -150,7 +150,7 @@ def run_learning(settings: Settings, out: Path, plan: LearningPlan) -> Path:
 
     tasks = [t for subset in plan.subsets() for t in registry.select(subset)]
     for kind in sorted({task.env for task in tasks}):
-        env_kind(kind).preflight([task for task in tasks if task.env == kind], settings)
+        env_kind(kind).envs.preflight([task for task in tasks if task.env == kind], settings)
     with ExitStack() as server:
         with progress.stage("prepare model") as due:
             if due:

@@ -19,9 +19,9 @@ from rich.table import Table
 
 from loraloop.datasets.export import export
 from loraloop.defaults import SEED, TASK_REGISTRY, TASK_SEED
-from loraloop.envs import env_kind
 from loraloop.errors import ConfigError
 from loraloop.evaluate.report import viewer_address, write_learning_report, write_report
+from loraloop.kinds.registry import env_kind
 from loraloop.models.prepare import prepare
 from loraloop.rollout.experiments import get_experiment
 from loraloop.rollout.sampler import new_run_id, plan_rollout
@@ -152,7 +152,7 @@ def run_turn(settings: Settings, out: Path, plan: LoopPlan, seed: int, server: E
     registry = load_registry(plan.registry)
     tasks = registry.select(plan.train_subset) + registry.select(plan.test_subset)
     for kind in sorted({task.env for task in tasks}):  # what each kind needs (the shell's image), before vLLM
-        env_kind(kind).preflight([task for task in tasks if task.env == kind], settings)
+        env_kind(kind).envs.preflight([task for task in tasks if task.env == kind], settings)
     run = new_run_id()
     out.mkdir(parents=True, exist_ok=True)
     store = open_store(settings=settings)

@@ -107,6 +107,11 @@ class Settings(BaseSettings):
         65536, description="a command's output is cut past this many bytes before it reaches Python"
     )
 
+    kinds: str = Field(
+        "",
+        description="env kinds of one's own, `name=module` joined by `,` (each module defines `KIND`, an "
+        "EnvKind; docs/envs/index.md): the one line that registers a kind",
+    )
     # Web environment (Playwright + Chromium) and REAL's llm_boolean judge.
     chromium_path: str = Field("/usr/bin/chromium", description="the Chromium Playwright drives")
     sites_url: str = Field("http://127.0.0.1:8090", description="where the bundled sites run (service `sites`)")

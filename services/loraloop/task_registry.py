@@ -41,7 +41,7 @@ def _registry_yaml(path: Path) -> Registry:
         raise TaskFormatError(f"{path}: not valid YAML ({exc})") from exc
     if not isinstance(doc, dict) or not isinstance(doc.get("sets"), list):
         raise TaskFormatError(f"{path}: field 'sets' must be a list of task sets")
-    from loraloop.envs import DEFAULT_KIND
+    from loraloop.kinds.registry import DEFAULT_KIND
 
     env = str(doc.get("env", DEFAULT_KIND))
     registry = Registry(name=str(doc.get("name", path.parent.name)), env=env)
@@ -86,17 +86,17 @@ def _disjoint_lists(root: Path, specs: list[TaskSet]) -> None:
 
 def _parser(env: str = "") -> Callable[[Any, TaskContext], Task]:
     """Each raw task parsed by the kind `env` names, else by the first kind that owns it."""
-    from loraloop.envs import parse_any
+    from loraloop.kinds.registry import parse_any
 
     return partial(parse_any, env=env)
 
 
 def _published_layout(path: Path) -> Registry | None:
     """A registry in a layout one kind reads in place (AgentBench's folders, a REAL snapshot), else None."""
-    from loraloop.envs import kinds
+    from loraloop.kinds.registry import kinds
 
     for kind in kinds():
-        registry = kind.layout(path)
+        registry = kind.tasks.layout(path)
         if registry is not None:
             return registry
     return None
@@ -146,6 +146,6 @@ def registries_below(path: str | Path) -> list[Path]:
 
 def missing_files(task: Task) -> list[str]:
     """Files a task names that do not exist (scripts, for shell tasks), as its kind checks them."""
-    from loraloop.envs import env_kind
+    from loraloop.kinds.registry import env_kind
 
-    return env_kind(task.env).missing_files(task)
+    return env_kind(task.env).tasks.missing_files(task)

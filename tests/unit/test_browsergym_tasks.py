@@ -7,10 +7,10 @@ import json
 
 import pytest
 
-from loraloop.envs import env_kind, kind_of_raw
 from loraloop.envs.browsergym.teacher import SOLVED, Node, goal_of, nodes, solve
 from loraloop.envs.web.observe import flatten_axtree
 from loraloop.errors import ConfigError
+from loraloop.kinds.registry import env_kind, kind_of_raw
 from loraloop.task_registry import load_registry
 from loraloop.tasks.base import TaskContext
 from loraloop.tasks.browsergym.format import parse_task, registered, task_entrypoint

@@ -129,15 +129,18 @@ def test_a_shell_export_loads_no_other_kind(tmp_path, store):
         "from loraloop.store.backends import FileStore; "
         f"m = export(FileStore({str(tmp_path / 'store')!r}), 'trajectories', Path({str(tmp_path / 'ds')!r}), ['bc']); "
         "assert m['rows']['bc'] > 0, m; "
-        "print(sorted(n for n in sys.modules if n.startswith('loraloop.envs.') and n.endswith('.kind')))"
+        "print(sorted(n for n in sys.modules if n.startswith('loraloop.kinds.') and n.count('.') == 2))"
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.strip() == "['loraloop.envs.shell.kind']"
+    assert (
+        proc.stdout.strip()
+        == "['loraloop.kinds.prompts', 'loraloop.kinds.registry', 'loraloop.kinds.shell', 'loraloop.kinds.spec']"
+    )
 
 
 def test_an_unknown_prompt_style_is_named_with_the_known_ones():
-    from loraloop.agents.prompts import build_prompt
+    from loraloop.kinds.prompts import build_prompt
 
     with pytest.raises(ValueError, match=r"unknown prompt style 'bogus' \(known: chat, web\)"):
         build_prompt("bogus", "sys", [], "Task: t", [])

@@ -7,12 +7,12 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from loraloop.envs import parse_any
 from loraloop.envs.shell.protocol import parse_action as parse_shell_action
 from loraloop.envs.shell.tools import parse_tool_call
 from loraloop.envs.web.actions import ActionError
 from loraloop.envs.web.actions import parse_action as parse_web_action
 from loraloop.errors import TaskFormatError
+from loraloop.kinds.registry import parse_any
 from loraloop.store.records import EpisodeEnd, EpisodeStart, Step, dump
 from loraloop.store.trajectories import MalformedTrajectory, parse_episode
 from loraloop.tasks.base import TaskContext

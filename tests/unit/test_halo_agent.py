@@ -13,11 +13,13 @@ from loraloop.agents.manager import Manager
 from loraloop.agents.policy import OpenAIPolicy, Reply
 from loraloop.envs.base import StepResult
 from loraloop.envs.shell.protocol import parse_action
+from loraloop.kinds.registry import env_kind
 from loraloop.rollout.session import EpisodeSession
 from loraloop.store import open_store
 from tests.helpers import BASH
 
 ANSWER = "Think: done.\nAct: answer(3)"
+SHELL = env_kind("shell")
 TASK = SimpleNamespace(index="t1", env="shell", split="test", category="c", description="count")
 
 
@@ -87,7 +89,7 @@ def manager_of(*texts):
 def test_warm_start_then_the_worker(tmp_path):
     agent = HaloAgent(
         Replies(ANSWER),
-        "shell",
+        SHELL,
         "t1",
         manager=manager_of("Reason: look first\n" + BASH.format("ls")),
         tuning=Tuning(warm_start_steps=1),
@@ -97,13 +99,14 @@ def test_warm_start_then_the_worker(tmp_path):
     assert (steps[0].manager_called, steps[0].gate, steps[0].manager_reason) == (True, "warm_start", "look first")
     assert steps[0].model == "manager-model" and steps[0].prompt_token_ids is None  # no worker tokens on it
     assert not steps[1].manager_called and steps[1].gate is None and end.manager_calls == 1
+    assert [s.progress_score for s in steps] == [None, None] and end.max_progress_score is None  # no facet
 
 
 def test_a_repeated_error_gets_recovery_then_the_manager(tmp_path):
     worker = Replies("no action", "still none", ANSWER)
     agent = HaloAgent(
         worker,
-        "shell",
+        SHELL,
         "t1",
         manager=manager_of("Reason: answer now\n" + ANSWER),
         tuning=Tuning(warm_start_steps=0, use_recovery=True),
@@ -119,7 +122,7 @@ def test_a_repeated_error_gets_recovery_then_the_manager(tmp_path):
 def test_without_recovery_the_manager_takes_the_repeated_error(tmp_path):
     agent = HaloAgent(
         Replies("no action", "none", ANSWER),
-        "shell",
+        SHELL,
         "t1",
         manager=manager_of(ANSWER),
         tuning=Tuning(warm_start_steps=0),
@@ -136,7 +139,7 @@ def test_without_recovery_the_manager_takes_the_repeated_error(tmp_path):
 def test_a_manager_reply_without_an_action_leaves_the_step_to_the_worker(tmp_path):
     agent = HaloAgent(
         Replies(ANSWER),
-        "shell",
+        SHELL,
         "t1",
         manager=manager_of("Reason: the agent knows\nGood luck."),
         tuning=Tuning(warm_start_steps=1),
@@ -151,7 +154,7 @@ def test_a_manager_reply_without_an_action_leaves_the_step_to_the_worker(tmp_pat
 def test_a_destructive_command_goes_to_the_manager(tmp_path):
     manager = manager_of("Reason: never delete\n" + ANSWER)
     agent = HaloAgent(
-        Replies(BASH.format("rm -rf /root")), "shell", "t1", manager=manager, tuning=Tuning(warm_start_steps=0)
+        Replies(BASH.format("rm -rf /root")), SHELL, "t1", manager=manager, tuning=Tuning(warm_start_steps=0)
     )
     _, steps, _ = play(tmp_path, agent)
     assert [(s.action_source, s.gate, s.manager_reason) for s in steps] == [("manager", "high_stakes", "never delete")]
@@ -162,7 +165,7 @@ def test_a_manager_that_does_not_answer_leaves_the_worker_alone(tmp_path):
     url = "http://127.0.0.1:9/v1"  # a real refused connection
     manager = Manager(OpenAIPolicy(model="m", base_url=url, retries=0, timeout=5), "m", url)
     agent = HaloAgent(
-        Replies("no action", "none", ANSWER), "shell", "t1", manager=manager, tuning=Tuning(warm_start_steps=1)
+        Replies("no action", "none", ANSWER), SHELL, "t1", manager=manager, tuning=Tuning(warm_start_steps=1)
     )
     session, steps, end = play(tmp_path, agent)
     assert [s.action_source for s in steps] == ["worker"] * 3 and session.outcome["success"]
@@ -203,7 +206,7 @@ MACROS = SimpleNamespace(parse_macro=parse_macro, MacroError=MacroError)
 
 def test_macros_expand_into_recorded_steps_and_a_bad_call_is_an_error_observation(tmp_path):
     env = TextShell()
-    agent = HaloAgent(Replies("Act: twice()", "Act: twice(command='ls')", ANSWER), "shell", "t1", macros=MACROS)
+    agent = HaloAgent(Replies("Act: twice()", "Act: twice(command='ls')", ANSWER), SHELL, "t1", macros=MACROS)
     session, steps, end = play(tmp_path, agent, env)
     assert [s.action_source for s in steps] == ["worker", "macro", "macro", "worker"] and session.outcome["success"]
     assert steps[0].last_action_error == "twice: missing argument 'command'" and steps[0].action == "invalid"
@@ -214,7 +217,7 @@ def test_macros_expand_into_recorded_steps_and_a_bad_call_is_an_error_observatio
 
 
 def test_a_macro_that_cannot_go_on_is_an_error_observation_and_the_worker_goes_on(tmp_path):
-    agent = HaloAgent(Replies("Act: twice(command='nope')", ANSWER), "shell", "t1", macros=MACROS)
+    agent = HaloAgent(Replies("Act: twice(command='nope')", ANSWER), SHELL, "t1", macros=MACROS)
     session, steps, _ = play(tmp_path, agent)
     assert [(s.action_source, s.macro is not None) for s in steps] == [
         ("macro", True),
@@ -225,7 +228,7 @@ def test_a_macro_that_cannot_go_on_is_an_error_observation_and_the_worker_goes_o
 
 
 def test_replies_that_never_reach_the_env_still_end_at_max_steps(tmp_path):
-    agent = HaloAgent(Replies("Act: twice()"), "shell", "t1", macros=MACROS)
+    agent = HaloAgent(Replies("Act: twice()"), SHELL, "t1", macros=MACROS)
     session, steps, _ = play(tmp_path, agent, max_steps=2)
     assert len(steps) == 2 and steps[-1].truncated and session.outcome["status"] == "round_limit"
 
@@ -257,7 +260,7 @@ class Cache:
 
 
 VAC = SimpleNamespace(
-    state_key=lambda kind, task_id, observation, url=None: f"{kind}:{task_id}:{observation}",
+    state_key=lambda kind, task_id, observation: f"{kind.name}:{task_id}:{observation}",
     action_worked=lambda kind, info, before, after: (
         not info.get("error") and (info.get("success") if after is None else info.get("exit_code") == 0)
     ),
@@ -267,12 +270,12 @@ VAC = SimpleNamespace(
 def test_the_cache_is_asked_before_the_worker_and_learns_from_every_step(tmp_path):
     cache = Cache()
     ls = BASH.format("ls")
-    agent = HaloAgent(Replies(ls, ANSWER), "shell", "t1", cache=cache, vac=VAC)
+    agent = HaloAgent(Replies(ls, ANSWER), SHELL, "t1", cache=cache, vac=VAC)
     _, steps, end = play(tmp_path, agent, run="first")
     assert [(s.action_source, s.cache_event) for s in steps] == [("worker", "miss"), ("worker", "miss")]
     assert cache.entries["shell:t1:Task: count"] == (ls, 0) and (end.cache_hits, end.cache_misses) == (0, 2)
     worker = Replies(ANSWER)
-    _, steps, end = play(tmp_path, HaloAgent(worker, "shell", "t1", cache=cache, vac=VAC), run="second")
+    _, steps, end = play(tmp_path, HaloAgent(worker, SHELL, "t1", cache=cache, vac=VAC), run="second")
     assert [(s.action_source, s.cache_hit, s.cache_event) for s in steps] == [
         ("cache", True, "hit"),
         ("cache", True, "hit"),
@@ -283,7 +286,7 @@ def test_the_cache_is_asked_before_the_worker_and_learns_from_every_step(tmp_pat
     for run in ("third", "fourth"):
         play(
             tmp_path,
-            HaloAgent(Replies(ANSWER), "shell", "t1", cache=cache, vac=VAC),
+            HaloAgent(Replies(ANSWER), SHELL, "t1", cache=cache, vac=VAC),
             broken if run == "third" else TextShell({"ls": ("ls: cannot open", 1)}, max_rounds=2),
             run=run,
         )

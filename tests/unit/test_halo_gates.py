@@ -5,12 +5,12 @@ import pytest
 from loraloop.agents import gates, recovery
 from loraloop.agents.manager import Manager, briefing, parse_decision
 from loraloop.agents.policy import OpenAIPolicy
-from loraloop.envs import env_kind
 from loraloop.errors import ServiceUnavailable
+from loraloop.kinds.registry import env_kind
 from loraloop.store.records import Step
 from tests.helpers import BASH
 
-SHELL = env_kind("shell").canonical_action
+SHELL = env_kind("shell").envs.canonical_action
 
 
 def step(i, command="ls", error=None, obs="o", nxt=None, progress=None, url=None):
@@ -56,10 +56,16 @@ def test_trouble_orders_the_gates():
 
 
 def test_high_stakes_pages_and_destructive_commands():
-    assert gates.high_stakes_page("http://h:1/shop/checkout") and gates.high_stakes_page("http://h/mail/compose")
-    assert gates.high_stakes_page("http://h/mail/email/3/delete")
-    assert not gates.high_stakes_page("http://h/shop/product/p2") and not gates.high_stakes_page(None)
-    assert not gates.high_stakes_page("http://h/shop/search?q=checkout")  # the path, not the query
+    high_stakes, destructive = env_kind("web").agent.high_stakes, env_kind("shell").agent.destructive
+
+    def at(url: str) -> str:
+        return f"# Current page\nURL: {url}\n"
+
+    assert high_stakes(at("http://h:1/shop/checkout")) and high_stakes(at("http://h/mail/compose"))
+    assert high_stakes(at("http://h/mail/email/3/delete")) == "http://h/mail/email/3/delete"
+    assert not high_stakes(at("http://h/shop/product/p2")) and not high_stakes("no page here")
+    assert not high_stakes(at("http://h/shop/search?q=checkout"))  # the path, not the query
+    assert env_kind("shell").agent.high_stakes(at("http://h:1/shop/checkout")) is None  # a kind without pages
     for command in (
         "rm -rf /tmp/x",
         "rm -r d",
@@ -69,9 +75,10 @@ def test_high_stakes_pages_and_destructive_commands():
         "chmod -R 777 /srv",
         "find . | xargs rm -fr",
     ):
-        assert gates.destructive(command), command
+        assert destructive(command), command
     for command in ("rm file.txt", "ls -R", "chmod 644 f", "echo skill", "grep -r kill_switch ."):
-        assert not gates.destructive(command), command
+        assert not destructive(command), command
+    assert not env_kind("web").agent.destructive("rm -rf /tmp/x")
 
 
 def test_no_progress_reads_progress_scores_else_the_observation():
@@ -89,15 +96,17 @@ def test_recovery_triggers_and_actions_in_the_env_syntax():
     assert recovery.trigger([step(0, error="e"), step(1, "x", error="e")], 3, SHELL) == "repeated_error"
     looped = [step(0, "ls", obs="A"), step(1, "pwd", obs="B"), step(2, "ls", obs="A")]
     assert recovery.trigger(looped, 5, SHELL) == "loop"
-    action = recovery.recovery_action("shell", "repeated_error", [step(0, error="no such file 'x'")])
+    action = recovery.recovery_action(env_kind("shell"), "repeated_error", [step(0, error="no such file 'x'")])
     assert SHELL(action) == "bash: cd ~ && echo 'recovery (repeated_error); last error: no such file '\"'\"'x'\"'\"''"
-    web = env_kind("web").canonical_action
+    web = env_kind("web").envs.canonical_action
     on_first = [step(0, url="http://h/shop"), step(1, url="http://h/shop")]
-    assert web(recovery.recovery_action("web", "loop", on_first)) == "web: goto('http://h/shop')"  # reload
+    assert web(recovery.recovery_action(env_kind("web"), "loop", on_first)) == "web: goto('http://h/shop')"  # reload
     moved = [step(0, url="http://h/shop"), step(1, url="http://h/shop/search")]
-    assert web(recovery.recovery_action("web", "no_progress", moved)) == "web: go_back()"
-    assert web(recovery.recovery_action("web", "repeated_error", moved)) == "web: goto('http://h/shop/search')"
-    assert recovery.recovery_action("tau2", "loop", moved) is None
+    assert web(recovery.recovery_action(env_kind("web"), "no_progress", moved)) == "web: go_back()"
+    assert (
+        web(recovery.recovery_action(env_kind("web"), "repeated_error", moved)) == "web: goto('http://h/shop/search')"
+    )
+    assert recovery.recovery_action(env_kind("tau2"), "loop", moved) is None
 
 
 def test_manager_reply_parsing():

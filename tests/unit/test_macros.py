@@ -6,7 +6,10 @@ from loraloop.agents.macros import MacroError, macro_help, parse_macro
 from loraloop.envs.shell.protocol import EMPTY_OUTPUT, format_output
 from loraloop.envs.shell.protocol import parse_action as parse_shell
 from loraloop.envs.web.actions import parse_action
+from loraloop.kinds.registry import env_kind
 from tests.unit.test_vac import pages
+
+WEB, SHELL, TAU2 = env_kind("web"), env_kind("shell"), env_kind("tau2")
 
 SHOP = pages("shop-2")  # home, search filled, results, product, quantity set, cart, checkout, radio checked, order
 MAIL_SEARCH = pages("mail-19")  # inbox, search filled, results, the statement
@@ -15,7 +18,7 @@ COMPOSE = pages("mail-9")[2]  # the forward form: To, Subject, Body, Send
 
 def expand(call: str, kind: str, observations: list[str]) -> list[str]:
     """The primitive actions a macro takes when the env answers each with the next observation in turn."""
-    macro = parse_macro(call, kind)
+    macro = parse_macro(call, env_kind(kind))
     taken = []
     for observation in observations:
         action = macro.next_action(observation)
@@ -38,7 +41,7 @@ def test_search_and_open_fills_the_search_box_submits_and_opens_the_first_result
 
 
 def test_fill_form_fills_by_label_and_submits():
-    macro = parse_macro("fill_form({'To': 'sofia.garcia@example.com', 'subject': 'Fwd: trip'}, submit='Send')", "web")
+    macro = parse_macro("fill_form({'To': 'sofia.garcia@example.com', 'subject': 'Fwd: trip'}, submit='Send')", WEB)
     assert web([macro.next_action(COMPOSE) for _ in range(3)]) == [
         "fill('26', 'sofia.garcia@example.com')",
         "fill('28', 'Fwd: trip')",
@@ -71,7 +74,7 @@ def test_add_to_cart_and_checkout_from_a_product_page():
 
 
 def test_shell_macros_write_the_text_protocol():
-    macro = parse_macro("Act: inspect_then_answer(path='/etc/my conf')", "shell")
+    macro = parse_macro("Act: inspect_then_answer(path='/etc/my conf')", SHELL)
     first = parse_shell(macro.next_action("Task: what is in /etc/my conf?"))
     assert first.kind == "bash" and first.content == (
         "if [ -d '/etc/my conf' ]; then ls -A '/etc/my conf'; else cat '/etc/my conf'; fi"
@@ -79,10 +82,10 @@ def test_shell_macros_write_the_text_protocol():
     answer = parse_shell(macro.next_action(format_output("alpha\nbeta\n")))
     assert (answer.kind, answer.content) == ("answer", "alpha beta")
     assert macro.next_action(format_output("")) is None and macro.done
-    count = parse_macro("find_and_count(directory='/var/log', pattern='*.log')", "shell")
+    count = parse_macro("find_and_count(directory='/var/log', pattern='*.log')", SHELL)
     assert parse_shell(count.next_action("Task: count")).content == "find /var/log -type f -name '*.log' | wc -l"
     assert parse_shell(count.next_action(format_output("7\n"))).content == "7"
-    empty = parse_macro("inspect_then_answer('/tmp/empty')", "shell")
+    empty = parse_macro("inspect_then_answer('/tmp/empty')", SHELL)
     empty.next_action("Task")
     assert parse_shell(empty.next_action(EMPTY_OUTPUT)).content == ""
 
@@ -103,7 +106,7 @@ def test_shell_macros_write_the_text_protocol():
 )
 def test_web_calls_with_missing_or_bad_arguments_name_the_argument(call, named):
     with pytest.raises(MacroError, match=named.replace("(", r"\(").replace("[", r"\[")):
-        parse_macro(f"Action: {call}", "web")
+        parse_macro(f"Action: {call}", WEB)
 
 
 @pytest.mark.parametrize(
@@ -116,7 +119,7 @@ def test_web_calls_with_missing_or_bad_arguments_name_the_argument(call, named):
 )
 def test_shell_calls_with_missing_or_bad_arguments_name_the_argument(call, named):
     with pytest.raises(MacroError, match=named):
-        parse_macro(f"Act: {call}", "shell")
+        parse_macro(f"Act: {call}", SHELL)
 
 
 def test_a_macro_that_cannot_go_on_says_why():
@@ -126,10 +129,10 @@ def test_a_macro_that_cannot_go_on_says_why():
         match=r"no 'Add to cart' button \(open a product first\) \(page http://"
         r"localhost:8090/shop/cart\)",
     ):
-        parse_macro("add_to_cart_and_checkout()", "web").next_action(cart)
+        parse_macro("add_to_cart_and_checkout()", WEB).next_action(cart)
     with pytest.raises(MacroError, match="no field 'Coupon' on the page.*fields: 'Search', 'Full name'"):
-        parse_macro("fill_form({'Coupon': 'X'})", "web").next_action(SHOP[6])
-    macro = parse_macro("search_and_open('gel pens')", "web")
+        parse_macro("fill_form({'Coupon': 'X'})", WEB).next_action(SHOP[6])
+    macro = parse_macro("search_and_open('gel pens')", WEB)
     macro.next_action(SHOP[0])
     failed = SHOP[1].replace(
         "# Accessibility tree", "# Error from the last action\nno element with bid '11'\n\n# Accessibility tree"
@@ -137,14 +140,14 @@ def test_a_macro_that_cannot_go_on_says_why():
     with pytest.raises(MacroError, match="the last step failed: no element with bid '11'"):
         macro.next_action(failed)
     assert macro.done and macro.next_action(SHOP[1]) is None
-    count = parse_macro("find_and_count('/nope', '*.txt')", "shell")
+    count = parse_macro("find_and_count('/nope', '*.txt')", SHELL)
     count.next_action("Task")
     with pytest.raises(MacroError, match="directory '/nope' does not exist"):
         count.next_action(format_output("find: '/nope': No such file or directory\n0"))
 
 
 def test_replies_without_a_macro_and_kinds_without_macros():
-    assert parse_macro("Think: x\nAction: click('12')", "web") is None
-    assert parse_macro("Act: bash\n```bash\nls\n```", "shell") is None
-    assert parse_macro("search_and_open('x')", "tau2") is None and macro_help("tau2") == ""
-    assert "search_and_open(query)" in macro_help("web") and "find_and_count(directory, pattern)" in macro_help("shell")
+    assert parse_macro("Think: x\nAction: click('12')", WEB) is None
+    assert parse_macro("Act: bash\n```bash\nls\n```", SHELL) is None
+    assert parse_macro("search_and_open('x')", TAU2) is None and macro_help(TAU2) == ""
+    assert "search_and_open(query)" in macro_help(WEB) and "find_and_count(directory, pattern)" in macro_help(SHELL)

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from loraloop.agents.progress import ProgressTracker, page_type
-from loraloop.envs.shell.protocol import format_output
+from loraloop.envs.web.progress import WebProgress, page_type
+from loraloop.kinds.registry import env_kind
 from loraloop.task_registry import load_registry
 
 PAGES = Path(__file__).parents[1] / "fixtures" / "web_pages"
@@ -15,7 +15,7 @@ TASKS = {t.id: t for t in load_registry("configs/tasks/web").tasks}
 
 
 def scores(task, episode: dict) -> list[float]:
-    tracker = ProgressTracker("web", task)
+    tracker = WebProgress(task)
     tracker.start(episode["first_observation"])
     return [tracker.update(s["observation"], None, s["info"].get("action"), s["info"]) for s in episode["steps"]]
 
@@ -71,7 +71,7 @@ def page(url: str, tree: str = "[1] button 'Go'") -> str:
 
 def test_other_sites_score_new_page_types_and_fields_filled():
     task = replace(TASKS["shop-2"], site_id="elsewhere")
-    tracker = ProgressTracker("web", task)
+    tracker = WebProgress(task)
     tracker.start(page("http://x.test/home"))
     assert tracker.update(page("http://x.test/home"), None, "click('1')", {}) == 0.0  # nothing new
     assert tracker.update(page("http://x.test/item/17"), None, "click('1')", {}) == 0.2  # 1 point: 1/(1+4)
@@ -84,8 +84,7 @@ def test_other_sites_score_new_page_types_and_fields_filled():
 
 
 def test_shell_and_tau2_have_no_score():
-    for kind in ("shell", "tau2"):
-        tracker = ProgressTracker(kind, TASKS["shop-2"])
-        tracker.start("Task: x")
-        assert tracker.update(format_output("3"), None, "bash: ls", {"exit_code": 0}) is None
-        assert tracker.update(None, None, "answer: 3", {"success": True}) is None
+    """Kinds without a progress facet: their sessions record no score (test_halo_agent.py plays a shell one)."""
+    assert env_kind("web").agent.progress is WebProgress
+    for kind in ("shell", "tau2", "browsergym"):
+        assert env_kind(kind).agent.progress is None

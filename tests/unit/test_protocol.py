@@ -1,7 +1,7 @@
 """AgentBench text protocol: parsing, observation strings and truncation."""
 
-from loraloop.agents.prompts import build_messages
 from loraloop.envs.shell.protocol import EMPTY_OUTPUT, TRUNCATION_NOTE, format_output, parse_action
+from loraloop.kinds.prompts import build_messages
 
 
 def test_bash_action_takes_code_block():

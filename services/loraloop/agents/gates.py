@@ -1,24 +1,18 @@
 """When the HALO orchestrator asks for help: the manager's gates and the recovery triggers, over step records.
 
-Every check reads the episode's Step records (store/records.py) since the last intervention (a manager's
-decision or a recovery action), so one situation fires once and the next firing needs fresh evidence.
+The kinds' own gates (a web page whose actions cannot be taken back, a destructive shell command) are their
+AgentFacet's `high_stakes` and `destructive` (kinds/spec.py). Every check here reads the episode's Step records
+(store/records.py) since the last intervention (a manager's decision or a recovery action), so one situation fires
+once and the next firing needs fresh evidence.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
-from urllib.parse import urlparse
 
 from loraloop.store.records import Step
 
 LOOP_WINDOW = 6  # steps looked back for a repeated (state, action) pair
-# Web pages where an action cannot be taken back: paying, sending, deleting (matched on the URL's path).
-HIGH_STAKES_PAGE = re.compile(r"/(checkout|compose|send|delete|cancel)\b", re.I)
-# Shell commands that destroy: recursive removal, killing processes, recursive permission changes.
-DESTRUCTIVE = re.compile(
-    r"\brm\s+(-\w*[rR]\w*|--recursive)\b|\b(kill|pkill|killall)\b|\bchmod\s+(-\w*R\w*|--recursive)\b"
-)
 
 
 Canonical = Callable[[str], "str | None"]  # the env kind's canonical_action: a reply as the env understands it
@@ -65,16 +59,6 @@ def no_progress(steps: list[Step], patience: int) -> bool:
     if all(score is not None for score in scores):
         return max(scores) <= scores[0]
     return len({s.next_observation for s in window} | {window[0].observation}) == 1
-
-
-def high_stakes_page(url: str | None) -> bool:
-    """A web page whose actions cannot be taken back (checkout, compose/send, delete, cancel)."""
-    return bool(url) and bool(HIGH_STAKES_PAGE.search(urlparse(url).path))
-
-
-def destructive(command: str) -> bool:
-    """A shell command that destroys (`rm -r`, `kill`, `chmod -R`)."""
-    return bool(DESTRUCTIVE.search(command))
 
 
 def trouble(steps: list[Step], canonical: Canonical, streak: int) -> str | None:

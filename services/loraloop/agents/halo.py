@@ -10,7 +10,8 @@ Before every step it asks, in turn:
    that holds no action (its reason is recorded);
 3. a macro in progress (agents/macros.py): its next primitive action (`action_source: macro`, `macro`);
 4. the Verified Action Cache (agents/vac.py): an action verified in this state (`action_source: cache`);
-5. the worker. A destructive shell command it proposes goes to the manager first (gate `high_stakes`).
+5. the worker. An action it proposes that the kind calls destructive (the shell's `rm -r`) goes to the manager
+   first (gate `high_stakes`).
 A macro call written by the worker or the manager starts the macro; a bad call is an error observation for
 the agent (EpisodeSession.note), never a crash. After each step the cache learns whether the action worked.
 
@@ -27,9 +28,8 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeGuard
 from loraloop.agents import gates, recovery
 from loraloop.agents.manager import Decision, Manager, note
 from loraloop.agents.policy import Policy, Reply
-from loraloop.envs import env_kind
-from loraloop.envs.web.prompts import page_url
 from loraloop.errors import ServiceUnavailable
+from loraloop.kinds.spec import EnvKind
 
 if TYPE_CHECKING:
     from loraloop.agents.macros import Macro
@@ -78,6 +78,8 @@ class Tuning:
 class HaloAgent:
     """Plays one episode's steps through an EpisodeSession: recovery, manager gate, macro, cache, worker.
 
+    `kind` is the task's EnvKind: what HALO does differently by kind (cache keys, recovery moves, gates, macros)
+    is the kind's AgentFacet, so this class names no kind.
     `cache` is an agents.vac ActionCache (None: off) and `vac` the agents.vac module (its state keys and its
     rule for an action that worked); `macros` is the agents.macros module (None: off). The modules are passed
     in so that each rule has one home.
@@ -86,7 +88,7 @@ class HaloAgent:
     def __init__(
         self,
         worker: Policy,
-        kind: str,
+        kind: EnvKind,
         task_id: str,
         *,
         manager: Manager | None = None,
@@ -98,7 +100,7 @@ class HaloAgent:
         self.worker, self.kind, self.task_id = worker, kind, task_id
         self.manager, self.cache, self.vac, self.macros = manager, cache, vac, macros
         self.tuning = tuning or Tuning()
-        self.canonical = env_kind(kind).canonical_action
+        self.canonical = kind.envs.canonical_action
         self.macro: Macro | None = None  # the macro in progress
         self.mark = 0  # steps before this index are before the last intervention
         self.pending_gate: str | None = None  # a trigger recovery handled, for the manager on the next step
@@ -162,12 +164,7 @@ class HaloAgent:
             if lookup.action is not None:
                 return Choice(lookup.action, "cache", {**fields, "cache_hit": True})
         reply = self.worker.act(session.prompt())
-        if (
-            self.manager is not None
-            and not asked
-            and self.kind == "shell"
-            and gates.destructive(self.canonical(reply.text) or "")
-        ):
+        if self.manager is not None and not asked and self.kind.agent.destructive(self.canonical(reply.text) or ""):
             decision, asked = self.ask(session, "high_stakes", proposal=reply.text)
             fields.update(asked)
             if decision is not None and self.usable(decision.action):
@@ -186,8 +183,8 @@ class HaloAgent:
         found = gates.trouble(steps, self.canonical, self.tuning.error_streak)
         if found is not None:
             return found
-        url = page_url(session.observation) if self.kind == "web" else None
-        if url and gates.high_stakes_page(url) and url not in self.consulted:
+        url = self.kind.agent.high_stakes(session.observation)
+        if url and url not in self.consulted:
             self.consulted.add(url)
             return "high_stakes"
         return None
@@ -249,8 +246,7 @@ class HaloAgent:
 
     def state_key(self, session: Session) -> str:
         """The cache's key for the state the next action is taken in."""
-        url = page_url(session.observation) if self.kind == "web" else None
-        return self.vac.state_key(self.kind, self.task_id, session.observation, url)
+        return self.vac.state_key(self.kind, self.task_id, session.observation)
 
     def learn(self, choice: Choice, info: dict, before: str, after: str | None) -> None:
         """Tell the cache whether the step's action worked in the state it was taken in (recovery actions are

@@ -1,7 +1,7 @@
 """A worker policy over transformers in this process: for hosts without a model server, and for debugging.
 
 It is slow (no batching, no paged attention: one reply at a time on the CPU), but it sees the same prompts
-(agents/prompts.py, through EpisodeSession.prompt) and returns the same Reply fields as OpenAIPolicy: the
+(kinds/prompts.py, through EpisodeSession.prompt) and returns the same Reply fields as OpenAIPolicy: the
 prompt's and the completion's token ids, and each sampled token's logprob from generate's scores.
 """
 

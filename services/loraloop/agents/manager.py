@@ -1,7 +1,7 @@
 """The manager: a (stronger) model that decides the worker's next action when the orchestrator asks.
 
 The orchestrator (agents/halo.py) asks it on the first steps (a warm start) and then only when a gate
-fires (agents/gates.py). It sees the worker's own prompt (agents/prompts.py) with one note added: why it
+fires (agents/gates.py). It sees the worker's own prompt (kinds/prompts.py) with one note added: why it
 is asked and, for a destructive command, what the worker proposed. It replies with a `Reason:` line and the
 action, written as the worker writes actions; both are recorded on the step.
 """

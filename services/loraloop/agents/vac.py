@@ -2,13 +2,15 @@
 
 HALO's orchestrator asks the cache before the worker model: when an earlier step (of this or another
 episode, any worker) took an action in the same state and the action worked, taking it again skips a
-model call. An action "worked" when the environment reported no error and, for the web, the page
-changed (its URL or structure); for the shell, the command exited 0 (`action_worked`).
+model call. An action "worked" when the environment reported no error and the kind's own rule agrees
+(its AgentFacet, kinds/spec.py: for the web, the page changed, its URL or structure; for the shell, the
+command exited 0); a final action worked when the episode succeeded (`action_worked`). A state's key is
+the kind's (the web: the task, the page's path and structure) or the task and a digest of the observation.
 
 Rules, the same for both stores:
 - one action per state key: the first verified action stays; verifying it again resets its failures;
-- an entry is reused only when its target still exists (web: every bid the action names is on the
-  current page; shell: always, a command names no element) -> else the lookup says `stale`;
+- an entry is reused only when its target still exists (the kind's `target_exists`: the web, every bid
+  the action names is on the current page; other kinds name no element) -> else the lookup says `stale`;
 - and only when it would not repeat the last action taken -> else `repeat`;
 - a cached action that fails again is evicted at its second failure.
 The caller counts each lookup's event (hit, miss, stale, repeat) on its episode.
@@ -21,27 +23,20 @@ Lua scripts, so two workers never lose each other's counts.
 from __future__ import annotations
 
 import hashlib
-import re
 import threading
 from dataclasses import dataclass
 from typing import Protocol
-from urllib.parse import urlsplit
 
 import redis
 from redis.backoff import ExponentialBackoff
 from redis.retry import Retry
 
 from loraloop.broker import BROKER_OUTAGE_S
-from loraloop.envs import env_kind
-from loraloop.envs.web.actions import ActionError, parse_action
-from loraloop.envs.web.prompts import page_url
 from loraloop.errors import ConfigError, ServiceUnavailable, without_credentials
+from loraloop.kinds.spec import EnvKind
 
 EVICT_AFTER = 2  # failures of a cached action before it is dropped
 TTL_S = 7 * 24 * 3600  # a Redis entry unused (neither verified nor failed) this long expires
-_TREE = "# Accessibility tree\n"
-_VOLATILE = re.compile(r", focused\b")  # which element has the focus says nothing about the page's state
-_BID_ARGS = ("bid", "from_bid", "to_bid")
 
 
 @dataclass(frozen=True)
@@ -52,68 +47,35 @@ class CacheLookup:
     event: str  # hit | miss | stale (its target is gone: skipped) | repeat (it would repeat the last action: skipped)
 
 
-def page_structure(observation: str) -> str:
-    """A web page's elements as the key sees them: the accessibility tree's lines that carry a bid (role, name
-    and state such as value or checked), without the focus marker; free text, tabs, errors and events are left
-    out, so the same page with another error message or focus is the same state."""
-    tree = (observation or "").split(_TREE, 1)[-1]
-    return "\n".join(_VOLATILE.sub("", line.strip()) for line in tree.splitlines() if line.lstrip().startswith("["))
-
-
 def _digest(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
-def state_key(kind: str, task_id: str, observation: str, url: str | None = None) -> str:
-    """The cache key of a state. Web: the task, the page's path and query (`url`, else the observation's URL line;
-    the sites' host is left out, so workers reaching them at different addresses share entries) and a digest of
-    the page's structure. Other kinds: the task and a digest of the observation (the shell's last output).
-
-    The task is part of every key: the same page asks for a different action under another goal.
-    """
-    if kind == "web":
-        where = urlsplit(url or page_url(observation) or "")
-        path = where.path + (f"?{where.query}" if where.query else "")
-        return f"web:{task_id}:{path}:{_digest(page_structure(observation))}"
-    return f"{kind}:{task_id}:{_digest(observation or '')}"
+def state_key(kind: EnvKind, task_id: str, observation: str) -> str:
+    """The cache key of a state: the kind's own (the web: the task, the page's path and query, a digest of its
+    structure), else the kind, the task and a digest of the observation (the shell's last output). The task is
+    part of every key: the same state asks for a different action under another goal."""
+    if kind.agent.state_key is not None:
+        return kind.agent.state_key(task_id, observation)
+    return f"{kind.name}:{task_id}:{_digest(observation or '')}"
 
 
-def action_worked(kind: str, info: dict, observation_before: str, observation_after: str | None) -> bool:
+def action_worked(kind: EnvKind, info: dict, observation_before: str, observation_after: str | None) -> bool:
     """True when a step's action did what it should, so it may be cached for the state before it.
 
     Every kind: the env reported no error. A final action (the episode ended, no observation after) worked when
-    the episode succeeded. Web: the page changed (URL or structure; a click on nothing changes neither). Shell:
-    the command exited 0.
+    the episode succeeded. Otherwise the kind's rule (the web: the page changed; the shell: the command exited 0).
     """
     if info.get("error"):
         return False
     if observation_after is None:
         return bool(info.get("success"))
-    if kind == "web":
-        return page_url(observation_before) != page_url(observation_after) or page_structure(
-            observation_before
-        ) != page_structure(observation_after)
-    if kind == "shell":
-        return info.get("exit_code") == 0
-    return True
+    return kind.agent.action_worked(info, observation_before, observation_after)
 
 
-def target_exists(kind: str, action: str, observation: str) -> bool:
-    """Whether what a cached action acts on is still there: web, every bid it names is on the current page (the
-    action is parsed with the env's own parser, never run); other kinds name no element, so always."""
-    if kind != "web":
-        return True
-    try:
-        parsed = parse_action(action)
-    except ActionError:
-        return False
-    page = observation or ""
-    return all(f"[{parsed.args[arg]}]" in page for arg in _BID_ARGS if arg in parsed.args)
-
-
-def _same_action(kind: str, one: str, other: str) -> bool:
+def _same_action(kind: EnvKind, one: str, other: str) -> bool:
     """Two replies that are the same action (`Action: click('3')` and `click("3")`), else the same text."""
-    parse = env_kind(kind).canonical_action
+    parse = kind.envs.canonical_action
     first, second = parse(one), parse(other)
     return first == second if first is not None and second is not None else one.strip() == other.strip()
 
@@ -121,7 +83,7 @@ def _same_action(kind: str, one: str, other: str) -> bool:
 class ActionCache(Protocol):
     """The cache's interface; `MemoryActionCache` and `RedisActionCache` hold it."""
 
-    def lookup(self, key: str, *, kind: str, observation: str, recent_actions: list[str]) -> CacheLookup:
+    def lookup(self, key: str, *, kind: EnvKind, observation: str, recent_actions: list[str]) -> CacheLookup:
         """The cached action for `key`, if it may be taken now (see the module's rules)."""
 
     def verified(self, key: str, action: str) -> None:
@@ -131,11 +93,11 @@ class ActionCache(Protocol):
         """The cached `action` failed here: evicted at its second failure."""
 
 
-def _decide(entry: str | None, *, kind: str, observation: str, recent_actions: list[str]) -> CacheLookup:
+def _decide(entry: str | None, *, kind: EnvKind, observation: str, recent_actions: list[str]) -> CacheLookup:
     """The lookup's outcome for a stored entry (None: nothing stored)."""
     if entry is None:
         return CacheLookup(None, "miss")
-    if not target_exists(kind, entry, observation):
+    if not kind.agent.target_exists(entry, observation):
         return CacheLookup(None, "stale")
     if recent_actions and _same_action(kind, entry, recent_actions[-1]):
         return CacheLookup(None, "repeat")
@@ -150,7 +112,7 @@ class MemoryActionCache:
         self.entries: dict[str, tuple[str, int]] = {}  # key -> (action, failures)
         self._lock = threading.Lock()
 
-    def lookup(self, key: str, *, kind: str, observation: str, recent_actions: list[str]) -> CacheLookup:
+    def lookup(self, key: str, *, kind: EnvKind, observation: str, recent_actions: list[str]) -> CacheLookup:
         """The cached action for `key`, if it may be taken now (see the module's rules)."""
         entry = self.entries.get(key)
         return _decide(entry and entry[0], kind=kind, observation=observation, recent_actions=recent_actions)
@@ -213,7 +175,7 @@ class RedisActionCache:
                 f"action cache: {what} failed at {without_credentials(self.url)} ({type(exc).__name__})"
             ) from exc
 
-    def lookup(self, key: str, *, kind: str, observation: str, recent_actions: list[str]) -> CacheLookup:
+    def lookup(self, key: str, *, kind: EnvKind, observation: str, recent_actions: list[str]) -> CacheLookup:
         """The cached action for `key`, if it may be taken now (see the module's rules)."""
         entry = self._call("lookup", self.redis.hget, self.prefix + key, "action")
         return _decide(entry, kind=kind, observation=observation, recent_actions=recent_actions)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from loraloop.datasets.states import State, canonical_action
-from loraloop.envs import DEFAULT_KIND
+from loraloop.store.records import LEGACY_KIND
 from loraloop.store.trajectories import Episode
 
 UNPARSEABLE = -1.0
@@ -43,7 +43,7 @@ def grpo_rows(
         }
 
 
-def action_reward(completion: str, action_returns: dict[str, float], env: str = DEFAULT_KIND) -> float:
+def action_reward(completion: str, action_returns: dict[str, float], env: str = LEGACY_KIND) -> float:
     """The reward of one sampled completion in its state, parsed as its environment kind parses actions."""
     action = canonical_action(completion, env)
     if action is None:

@@ -14,9 +14,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import lru_cache
 
-from loraloop.agents.prompts import build_prompt
-from loraloop.envs import DEFAULT_KIND, env_kind
+from loraloop.kinds.prompts import build_prompt
+from loraloop.kinds.registry import env_kind
 from loraloop.store.backends import Store
+from loraloop.store.records import LEGACY_KIND
 from loraloop.store.trajectories import Episode, MalformedTrajectory, parse_episode, task_and_attempt
 
 
@@ -108,7 +109,7 @@ def episodes_by_task(store: Store, prefix: str, malformed: list[str]) -> Iterato
 
 
 def by_progress(episodes: list[Episode]) -> bool:
-    """Whether a task's episodes carry progress scores (web episodes recorded since agents/progress.py)."""
+    """Whether a task's episodes carry progress scores (web episodes recorded since progress scores came in)."""
     return any(e.end.max_progress_score is not None for e in episodes)
 
 
@@ -143,14 +144,14 @@ def rank(episodes: list[Episode]) -> list[Episode]:
 
 
 @lru_cache(maxsize=65536)
-def canonical_action(text: str, env: str = DEFAULT_KIND) -> str | None:
+def canonical_action(text: str, env: str = LEGACY_KIND) -> str | None:
     """An action as its environment kind understands it (`bash: ls`, `answer: 3`, `finish`,
     `web: click('12')`); None if unparseable.
 
     Two replies that differ only in their Think line or formatting are the same action. Cached:
     agents repeat the same replies across episodes and states.
     """
-    return env_kind(env).canonical_action(text)
+    return env_kind(env).envs.canonical_action(text)
 
 
 def assistant(text: str) -> list[dict]:

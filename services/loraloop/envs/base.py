@@ -1,4 +1,4 @@
-"""The contract every loraloop environment keeps, close to Gymnasium's, and what each kind brings.
+"""The contract every loraloop environment keeps, close to Gymnasium's.
 
 An environment takes the agent's reply as text and answers in text:
 
@@ -9,28 +9,20 @@ An environment takes the agent's reply as text and answers in text:
   answer, a final message), `truncated` when the round limit cut it;
 - `close()` releases what the episode held (container, browser context).
 
-An `EnvKind` is one kind of environment (`shell`, `web`) with everything loraloop needs to know
-about it: how its tasks are read and checked, how its environment, teacher and tools are made,
-how its actions are made canonical for the exports, and how its prompts are laid out. Kinds are
-registered in `loraloop.envs`; nothing outside `envs/<kind>/` and `tasks/<kind>/` asks which kind
-a task is.
+This is the bottom of the environments: the contract and nothing else. What a whole kind of environment
+brings (its task format, its env factory, its worker hooks, what HALO asks of it) is `kinds/spec.py`'s
+`EnvKind`, and the kinds are looked up in `kinds/registry.py`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, Generic, NamedTuple, Protocol, TypeVar
-
-if TYPE_CHECKING:
-    from loraloop.replies import Policy
-    from loraloop.settings import Settings
-    from loraloop.tasks.base import Registry, Task, TaskContext
-
-TaskT = TypeVar("TaskT", bound="Task")  # a kind's own task type (ShellTask, WebTask, Tau2Task)
+from typing import Any, NamedTuple, Protocol
 
 Message = dict[str, str]
+# How a kind lays out its chat: (instructions, examples, first observation, (reply, observation) turns, budget).
+PromptBuilder = Callable[[str, list[Message], str, list[tuple[str, str]], int], list[Message]]
 
 
 class StepResult(NamedTuple):
@@ -57,7 +49,7 @@ class Env(Protocol):
 
     instructions: str  # the system prompt
     examples: list[Message]  # one-shot turns shown before the task
-    prompt_style: str  # how agents/prompts lays out the chat (`chat`, `web`)
+    prompt_style: str  # how kinds/prompts lays out the chat (`chat`, `web`)
     stop: list[str] | None  # stop strings for the model (it must not write the env's part)
     max_rounds: int
 
@@ -88,54 +80,3 @@ class EnvOptions:
     episode_id: str | None = None
     shared: bool = False  # the episode may go on in another process: the env saves what that needs
     config: dict = field(default_factory=dict, hash=False)
-
-
-PromptBuilder = Callable[[str, list[Message], str, list[tuple[str, str]], int], list[Message]]
-
-
-@dataclass(frozen=True)
-class EnvKind(Generic[TaskT]):
-    """Everything one kind of environment brings; one instance per kind, registered in loraloop.envs.
-
-    Tasks:
-    - `parse_task(raw, ctx)`: validate one raw task object and return it (errors name file, task, field);
-    - `owns(raw)`: True when a raw task object is this kind's (for folders without a registry.yaml);
-    - `layout(path)`: a registry in a published layout this kind reads in place, else None;
-    - `missing_files(task)`: files a task names that do not exist.
-    Episodes:
-    - `make_env(task, settings, options)`: the environment for one episode;
-    - `teacher(task, env)`: the scripted expert policy (raises TaskFormatError when the task has no solution);
-    - `tools(protocol, task)`: OpenAI tool schemas sent with each model request for the task, or None;
-    - `preflight(tasks, settings)`: check the servers these tasks need before a rollout starts;
-    - `attach(task, settings, handle)` and `release(handle)`, for kinds whose episodes another process
-      can go on with (the Task Server's replicas): such envs also have `handle()` (what to attach
-      with, plain JSON) and `detach()` (leave the episode running); None for kinds whose episodes
-      live in one process.
-    Data:
-    - `canonical_action(text)`: the action as the env understands it (`bash: ls`), None if unparseable;
-    - `prompt_style` and `prompt_builder`: how the chat is laid out; exports rebuild it by style.
-    Rollout workers (loraloop.service.worker calls these for every kind):
-    - `worker_start(settings, say)`: prepare a worker process before its first episode (clean up what
-      dead workers left, start timers, warm pools); `say` reports what it did;
-    - `worker_stop()`: release what this process holds (its containers, its browsers) at shutdown.
-    """
-
-    name: str
-    parse_task: Callable[[Any, TaskContext], TaskT]
-    owns: Callable[[Any], bool]
-    make_env: Callable[[TaskT, Settings, EnvOptions], Env]
-    teacher: Callable[[TaskT, Env], Policy]
-    canonical_action: Callable[[str], str | None]
-    prompt_style: str
-    prompt_builder: PromptBuilder | None = None  # None: the generic `chat` layout
-    layout: Callable[[Path], Registry | None] = lambda _path: None
-    missing_files: Callable[[TaskT], list[str]] = lambda _task: []
-    tools: Callable[[str, TaskT], list[dict] | None] = lambda _protocol, _task: None
-    preflight: Callable[[list[TaskT], Settings], None] = lambda _tasks, _settings: None
-    attach: Callable[[TaskT, Settings, dict], Env] | None = None
-    release: Callable[[dict], None] | None = None
-    protocols: tuple[str, ...] = ("text",)
-    max_steps: int = 8  # the round limit when a driver sets none
-    description: str = ""
-    worker_start: Callable[[Settings, Callable[[str], None]], None] = lambda _settings, _say: None
-    worker_stop: Callable[[], None] = lambda: None

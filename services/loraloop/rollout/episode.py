@@ -10,9 +10,9 @@ from typing import Any
 from loraloop.agents.halo import HaloAgent, Tuning
 from loraloop.agents.manager import MANAGER_RETRIES, Manager
 from loraloop.agents.policy import OpenAIPolicy, Policy
-from loraloop.envs import env_kind
 from loraloop.envs.base import Env, EnvOptions
 from loraloop.errors import EnvironmentFailure, ModelRequestError, ModelTimeout, ServiceUnavailable, TaskSkipped
+from loraloop.kinds.registry import env_kind
 from loraloop.logs import get_logger
 from loraloop.rollout.endpoints import endpoint, server_url
 from loraloop.rollout.sampler import EpisodeSpec
@@ -47,7 +47,7 @@ def make_policy(spec: EpisodeSpec, task: Task, settings: Settings, env: Env) -> 
     model on an OpenAI-compatible server (the spec's URL, else the stack's vLLM)."""
     kind = env_kind(task.env)
     if spec.policy == "scripted":
-        return kind.teacher(task, env)
+        return kind.envs.teacher(task, env)
     if spec.policy == "local":
         from loraloop.agents.local import LocalPolicy  # transformers and torch: only where asked for
 
@@ -69,7 +69,7 @@ def make_policy(spec: EpisodeSpec, task: Task, settings: Settings, env: Env) -> 
         timeout=settings.request_timeout_s,
         retries=settings.model_retries,
         max_in_flight=settings.model_concurrency,
-        tools=kind.tools(spec.protocol, task),
+        tools=kind.envs.tools(spec.protocol, task),
         stop=env.stop,
         adapter=spec_adapter(spec),
     )
@@ -97,7 +97,7 @@ def make_agent(
         from loraloop.agents import macros as macros_module
 
         macros = macros_module
-        usage = macros_module.macro_help(task.env)
+        usage = macros_module.macro_help(env_kind(task.env))
         env.instructions += usage
         session.char_budget -= len(usage)
     tuning = Tuning(
@@ -106,7 +106,9 @@ def make_agent(
         recovery_patience=spec.recovery_patience,
         use_recovery=spec.use_recovery,
     )
-    return HaloAgent(worker, task.env, task.index, manager=manager, cache=cache, vac=vac, macros=macros, tuning=tuning)
+    return HaloAgent(
+        worker, env_kind(task.env), task.index, manager=manager, cache=cache, vac=vac, macros=macros, tuning=tuning
+    )
 
 
 def make_manager(spec: EpisodeSpec, task: Task, settings: Settings, env: Env) -> Manager:
@@ -124,7 +126,7 @@ def make_manager(spec: EpisodeSpec, task: Task, settings: Settings, env: Env) ->
         timeout=settings.request_timeout_s,
         retries=MANAGER_RETRIES,
         max_in_flight=settings.model_concurrency,
-        tools=env_kind(task.env).tools(spec.protocol, task),
+        tools=env_kind(task.env).envs.tools(spec.protocol, task),
         stop=env.stop,
     )
     return Manager(policy, config["model"], base_url)
@@ -227,7 +229,7 @@ def run_episode(
     if done_before is not None:
         log.info("already stored, skipped")
         return {**done_before, "task_id": spec.task_id, "attempt": spec.attempt}
-    env = env_kind(task.env).make_env(
+    env = env_kind(task.env).envs.make_env(
         task, settings, EnvOptions(max_steps=spec.max_steps, protocol=spec.protocol, screenshots=spec.screenshots)
     )
     session = _session(spec, settings, store, env, task)

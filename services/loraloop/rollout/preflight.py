@@ -73,7 +73,7 @@ def check_servers(specs: list, settings) -> list:
     model server does not serve (retired, or never loaded) fails here, naming it and the server."""
     from collections import defaultdict
 
-    from loraloop.envs import env_kind
+    from loraloop.kinds.registry import env_kind
     from loraloop.rollout.episode import cached_registry
 
     by_kind = defaultdict(list)
@@ -81,7 +81,7 @@ def check_servers(specs: list, settings) -> list:
         task = cached_registry(spec.task_registry).get(spec.task_id)
         by_kind[task.env].append(task)
     for name, tasks in by_kind.items():
-        env_kind(name).preflight(tasks, settings)
+        env_kind(name).envs.preflight(tasks, settings)
     specs = pin_adapters(specs, settings)
     for url, key_env, model in sorted(
         {

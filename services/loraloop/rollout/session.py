@@ -3,11 +3,12 @@
 The rollout worker, the Task Server and the trainers each drive episodes differently (a policy
 in a loop, HTTP calls spread over replicas, sampled completions), but they all go through an
 `EpisodeSession`: `start()` resets the environment, `prompt()` builds the chat the policy sees
-(agents/prompts, the function the exports use too), `act(text)` takes one step, `finish()`
+(kinds/prompts, the function the exports use too), `act(text)` takes one step, `finish()`
 writes the episode to the store as typed records (store/records.py). So every stored episode has
 the same fields, whoever produced it, and a session can be saved and resumed by another process
-(`snapshot()`/`resume()`). Every step also gets the episode's progress score so far (agents/progress.py),
-and the end record its maximum and final score, for every driver and policy.
+(`snapshot()`/`resume()`). Where the task's kind scores progress (its AgentFacet's `progress`: the web's
+milestones, envs/web/progress.py), every step also gets the episode's score so far, and the end record its
+maximum and final score, for every driver and policy.
 """
 
 from __future__ import annotations
@@ -15,9 +16,10 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from loraloop.agents.progress import ProgressTracker
-from loraloop.agents.prompts import build_prompt
 from loraloop.envs.base import Env, StepResult
+from loraloop.kinds.prompts import build_prompt
+from loraloop.kinds.registry import env_kind
+from loraloop.kinds.spec import Progress
 from loraloop.logs import get_logger
 from loraloop.store.backends import Store
 from loraloop.store.records import RECORDS, EpisodeEnd, EpisodeStart, Step
@@ -63,7 +65,10 @@ class EpisodeSession:
         self.done = False
         self.outcome: dict[str, Any] = {"success": False, "reward": 0.0, "status": "error", "answer": None}
         self.started = time.time()
-        self.progress = ProgressTracker(task.env, task)  # each step's progress_score (agents/progress.py)
+        # each step's progress_score, where the kind scores progress; a session without an env (the gateway's, one
+        # that can only finish) takes no step to score
+        track = env_kind(task.env).agent.progress if env is not None else None
+        self.progress: Progress | None = track(task) if track else None
         self._cut_warned = False  # the prompt's history was cut to its budget, and a warning said so
 
     @property
@@ -90,7 +95,8 @@ class EpisodeSession:
         start = self._record_start()
         self.first, info = self.live_env.reset(seed=self.seed)
         self.observation = self.first
-        self.progress.start(self.first)
+        if self.progress is not None:
+            self.progress.start(self.first)
         self.expected = info.get("expected")
         start.first_observation, start.expected = self.first, self.expected
         start.events = info.get("events")
@@ -159,7 +165,7 @@ class EpisodeSession:
         info = result.info
         error = info.get("error")
         self.errors += bool(error)
-        progress = self.progress.update(result.observation, None, info.get("action"), info)
+        progress = self.progress and self.progress.update(result.observation, None, info.get("action"), info)
         self.recorder.add(
             Step(
                 **self._common(),
@@ -237,7 +243,7 @@ class EpisodeSession:
                 model_latency_ms=None if latency_ms is None else round(latency_ms, 1),
                 elapsed_ms=0.0,
                 completion_tokens=completion_tokens,
-                progress_score=self.progress.score,
+                progress_score=self.progress and self.progress.score,
                 **fields,
             )
         )
@@ -331,10 +337,14 @@ class EpisodeSession:
         session.prompt_style, session.started = start.prompt_style, start.timestamp
         session.first, session.observation = start.first_observation, start.first_observation or ""
         session.expected = start.expected
-        session.progress.start(start.first_observation or "")
+        if session.progress is not None:
+            session.progress.start(start.first_observation or "")
         for step in steps:
             session.errors += bool(step.last_action_error)
-            session.progress.update(step.next_observation, None, step.action_text, {"error": step.last_action_error})
+            if session.progress is not None:
+                session.progress.update(
+                    step.next_observation, None, step.action_text, {"error": step.last_action_error}
+                )
             session._went_on(step.raw_output, step.next_observation)
         return session
 

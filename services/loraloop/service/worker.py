@@ -11,8 +11,8 @@ from collections.abc import Callable
 
 from celery.signals import worker_shutdown
 
-from loraloop.envs import kinds
 from loraloop.errors import ConfigError
+from loraloop.kinds.registry import kinds
 from loraloop.rollout.preflight import require_redis
 from loraloop.service.celery_app import app
 from loraloop.settings import Settings
@@ -23,7 +23,7 @@ def release_at_shutdown() -> None:
 
     def release(**_kwargs) -> None:
         for kind in kinds():
-            kind.worker_stop()
+            kind.worker.stop()
 
     worker_shutdown.connect(release, weak=False)
 
@@ -35,7 +35,7 @@ def run_worker(settings: Settings, concurrency: int, loglevel: str, say: Callabl
     require_redis(settings.broker_url)
     release_at_shutdown()
     for kind in kinds():
-        kind.worker_start(settings, say)
+        kind.worker.start(settings, say)
     app.worker_main(
         [
             "worker",

@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
 SCHEMA_VERSION = 2
 # The kind of an episode written before records named their kind: those were all shell episodes. A constant of
-# the records' own, not the registry's default for task objects no kind claims (envs.DEFAULT_KIND).
+# the records' own, not the registry's default for task objects no kind claims (kinds/registry.DEFAULT_KIND).
 LEGACY_KIND = "shell"
 # `events` of a start or step record: what an environment did beyond its observation, one object each with a
 # `type` (tau2: `tool_result`, `user_turn` (a user simulator's model call, apart from the agent's), `evaluation`).

@@ -208,7 +208,7 @@ def snapshot_document(path: Path, sources: tuple[str, ...], unnamed: str = "") -
 
 def load_set(root: Path, spec: TaskSet, parse: Callable[[Any, TaskContext], Task]) -> list[Task]:
     """The tasks of one set, its file glob relative to `root`, each raw task read by `parse` (a kind's task format,
-    or `loraloop.envs.parse_any`, which asks the kinds)."""
+    or `loraloop.kinds.registry.parse_any`, which asks the kinds)."""
     paths = sorted(Path(p) for p in glob.glob(str(root / spec.files)))
     if any(ch in spec.files for ch in "*?["):
         paths = [p for p in paths if p.name.endswith(TASK_SUFFIXES) and p.is_file()]

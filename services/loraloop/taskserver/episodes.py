@@ -19,9 +19,9 @@ from fastapi import HTTPException
 from redis import RedisError
 
 from loraloop.broker import is_redis
-from loraloop.envs import env_kind
 from loraloop.envs.base import Env, EnvOptions, SharedEnv
 from loraloop.errors import ConfigError, LoraloopError, StoreUnavailable
+from loraloop.kinds.registry import env_kind
 from loraloop.logs import get_logger
 from loraloop.rollout.session import EpisodeSession, steps_taken
 from loraloop.rollout.states import (
@@ -92,7 +92,7 @@ class Episodes:
         return TaskInfo(
             name=self.task_name,
             num_samples=len(self.registry.tasks),
-            max_episode_length=max((env_kind(k).max_steps for k in self.kinds), default=0),
+            max_episode_length=max((env_kind(k).envs.max_steps for k in self.kinds), default=0),
             observation_type="text",
             action_type="text",
             env_kinds=self.kinds,
@@ -106,14 +106,15 @@ class Episodes:
         task = self.resolve(request.sample_id)
         kind = env_kind(task.env)
         protocol = request.config.get("protocol", "text")
-        if not isinstance(protocol, str) or protocol not in kind.protocols:
+        if not isinstance(protocol, str) or protocol not in kind.envs.protocols:
             raise HTTPException(
-                400, f"config.protocol must be one of {list(kind.protocols)} for {task.env} tasks, got {protocol!r}"
+                400,
+                f"config.protocol must be one of {list(kind.envs.protocols)} for {task.env} tasks, got {protocol!r}",
             )
         episode_id = str(uuid.uuid4())
-        shared = kind.attach is not None
+        shared = kind.envs.attach is not None
         try:
-            env = kind.make_env(
+            env = kind.envs.make_env(
                 task,
                 self.settings,
                 EnvOptions(protocol=protocol, episode_id=episode_id, shared=shared, config=request.config),
@@ -124,7 +125,7 @@ class Episodes:
             self.local[episode_id] = (env, 0)
         session = self._begin(env, task, request, episode_id, protocol, shared)
         info: dict[str, Any] = {"max_turns": env.max_rounds, "sample_id": request.sample_id, "turn": 0}
-        tools = kind.tools(protocol, task)
+        tools = kind.envs.tools(protocol, task)
         if tools:  # a client speaking native tool calls sends these with its model requests
             info["tools"] = tools
         return EpisodeReply(
@@ -288,7 +289,7 @@ class Episodes:
         if env is not None and seen == steps:
             return env
         kind = env_kind(task.env)
-        if state.handle is None or kind.attach is None:
+        if state.handle is None or kind.envs.attach is None:
             raise HTTPException(
                 409,
                 f"episode {state.episode_id} lives on replica {state.owner}: {task.env} "
@@ -296,7 +297,7 @@ class Episodes:
             )
         if env is not None:
             self.drop_local(state.episode_id, close=False)
-        env = kind.attach(task, self.settings, state.handle)
+        env = kind.envs.attach(task, self.settings, state.handle)
         with self.local_guard:
             self.local[state.episode_id] = (env, steps)
         return env
@@ -340,7 +341,7 @@ class Episodes:
             here = state.episode_id in self.local
         if here:
             self.drop_local(state.episode_id, close=True)
-        elif state.handle is not None and (release := env_kind(session.task.env).release) is not None:
+        elif state.handle is not None and (release := env_kind(session.task.env).envs.release) is not None:
             release(state.handle)
         self.log.info(
             "episode ended",

@@ -10,7 +10,7 @@ import json
 import math
 
 from loraloop.datasets.grpo import action_reward
-from loraloop.envs import DEFAULT_KIND
+from loraloop.store.records import LEGACY_KIND
 from loraloop.train.backend import load_model
 from loraloop.train.config import GRPOConfig
 from loraloop.train.data import load_rows
@@ -32,7 +32,7 @@ def train_grpo(cfg: GRPOConfig) -> dict:
 
     for row in rows:  # a JSON string keeps the Arrow schema fixed whatever the actions are
         row["action_returns"] = json.dumps(row["action_returns"])
-        row.setdefault("env", DEFAULT_KIND)  # rows exported before they named their kind are shell rows
+        row.setdefault("env", LEGACY_KIND)  # rows exported before they named their kind are shell rows
     model, tokenizer, peft_config = load_model(cfg)
     args = TRLGRPOConfig(
         **common_args(cfg),

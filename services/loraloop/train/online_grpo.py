@@ -1,11 +1,11 @@
-"""Online GRPO: TRL's GRPOTrainer samples first actions, our shell environment scores them.
+"""Online GRPO: TRL's GRPOTrainer samples first actions, the task's own environment scores them.
 
-Each prompt is a task's opening state (system prompt, one-shot example, task) exactly as the live
-policy sees it. Each sampled completion is played in a fresh container of that task: an answer is
-graded by the task's own evaluation; a command is run and the last line of its output is graded as
-the answer (a one-step episode, as the scripted teacher would finish it); a reply that is no action
-earns -1. Every scored completion is stored as an episode (mode `grpo_online`), so the data an
-online run saw is kept like any rollout's.
+Each prompt is a task's opening state exactly as the live policy sees it (the env's reset, laid out by its
+prompt style). Each sampled completion is played in a fresh environment of that task, of whatever kind: an
+action that ends the episode gets the env's reward; one that does not is finished as the kind says
+(`EnvFactory.one_step_answer`: the shell answers with its command's last output line, as the scripted teacher
+would) or keeps the reward the env gave it; a reply that holds no action earns -1. Every scored completion is
+stored as an episode (mode `grpo_online`), so the data an online run saw is kept like any rollout's.
 """
 
 from __future__ import annotations
@@ -13,18 +13,16 @@ from __future__ import annotations
 import itertools
 from concurrent.futures import ThreadPoolExecutor
 
-from loraloop.agents.prompts import build_messages
-from loraloop.envs import env_kind
 from loraloop.envs.base import EnvOptions
-from loraloop.envs.shell.env import PROTOCOLS
-from loraloop.envs.shell.protocol import parse_action, task_prompt
 from loraloop.errors import LoraloopError
+from loraloop.kinds.prompts import build_prompt
+from loraloop.kinds.registry import env_kind
 from loraloop.rollout.sampler import new_run_id
 from loraloop.rollout.session import EpisodeSession
 from loraloop.settings import Settings, get_settings
 from loraloop.store import open_store
 from loraloop.store.backends import Store
-from loraloop.task_registry import Registry, load_registry
+from loraloop.task_registry import Registry, Task, load_registry
 from loraloop.train.backend import load_model
 from loraloop.train.config import OnlineGRPOConfig
 from loraloop.train.harness import common_args, train_and_save
@@ -33,19 +31,19 @@ INVALID = -1.0
 MODE = "grpo_online"
 
 
-def score(task, completion: str, settings: Settings, store: Store, run_id: str, attempt: int) -> float:
+def score(task: Task, completion: str, settings: Settings, store: Store, run_id: str, attempt: int) -> float:
     """Play one completion as the first (and last) action of an episode of `task`, store it; return its reward."""
-    env = env_kind(task.env).make_env(task, settings, EnvOptions(max_steps=2))
+    factory = env_kind(task.env).envs
+    env = factory.make_env(task, settings, EnvOptions(max_steps=2))
     session = EpisodeSession(store, env, task, mode=MODE, run_id=run_id, attempt=attempt, policy="grpo")
     status = error = None
     try:
         session.start()
-        kind = parse_action(completion).kind
+        valid = factory.canonical_action(completion) is not None
         result = session.act(completion, source="grpo")
-        if kind == "bash" and not result.done:
-            output = (result.observation or "").split("\n\n", 1)[-1].strip().splitlines()
-            session.act(f"Act: answer({output[-1].strip() if output else ''})", source="grpo")
-        if kind == "invalid":
+        if valid and not result.done and factory.one_step_answer is not None:
+            session.act(factory.one_step_answer(result.observation), source="grpo")
+        if not valid:
             session.outcome["reward"], status = INVALID, "invalid_action"
     except LoraloopError as exc:
         status, error = "env_error", str(exc)
@@ -58,7 +56,7 @@ def score(task, completion: str, settings: Settings, store: Store, run_id: str, 
 class EnvironmentReward:
     """TRL reward function: score a batch of completions in parallel containers, store each episode."""
 
-    __name__ = "shell_env_reward"
+    __name__ = "env_reward"
 
     def __init__(self, registry: Registry, settings: Settings, concurrency: int = 4) -> None:
         self.registry = registry
@@ -81,17 +79,27 @@ class EnvironmentReward:
             return list(pool.map(one, range(len(texts))))
 
 
-def opening_prompts(registry: Registry, subset: str | None) -> list[dict]:
-    """One row per task: the prompt the live policy starts with, and the task id the reward needs."""
-    instructions, examples = PROTOCOLS["text"]
-    return [
-        {"prompt": build_messages(instructions, examples, task_prompt(task.description), []), "task_id": task.index}
-        for task in registry.select(subset)
-    ]
+def opening_prompt(task: Task, settings: Settings) -> list[dict[str, str]]:
+    """The prompt the live policy starts an episode of `task` with: its env's reset, laid out by its style."""
+    env = env_kind(task.env).envs.make_env(task, settings, EnvOptions(max_steps=2))
+    try:
+        first, _ = env.reset()
+        return build_prompt(env.prompt_style, env.instructions, env.examples, first, [])
+    finally:
+        env.close()
+
+
+def opening_prompts(registry: Registry, subset: str | None, settings: Settings, concurrency: int = 4) -> list[dict]:
+    """One row per task: the prompt the live policy starts with, and the task id the reward needs (the envs are
+    reset `concurrency` at a time: a shell task's init runs in its container)."""
+    tasks = registry.select(subset)
+    with ThreadPoolExecutor(max_workers=concurrency) as pool:
+        prompts = list(pool.map(lambda task: opening_prompt(task, settings), tasks))
+    return [{"prompt": prompt, "task_id": task.index} for task, prompt in zip(tasks, prompts)]
 
 
 def train_grpo_online(cfg: OnlineGRPOConfig, settings: Settings | None = None) -> dict:
-    """Train a LoRA adapter with GRPO whose rewards come from real episodes in the shell environment."""
+    """Train a LoRA adapter with GRPO whose rewards come from real episodes in the tasks' own environments."""
     import math
 
     from datasets import Dataset
@@ -100,7 +108,7 @@ def train_grpo_online(cfg: OnlineGRPOConfig, settings: Settings | None = None) -
 
     settings = settings or get_settings()
     registry = load_registry(cfg.dataset_path)
-    rows = opening_prompts(registry, cfg.subset)
+    rows = opening_prompts(registry, cfg.subset, settings, cfg.env_concurrency)
     reward = EnvironmentReward(registry, settings, cfg.env_concurrency)
     model, tokenizer, peft_config = load_model(cfg)
     args = TRLGRPOConfig(

@@ -9,23 +9,25 @@ from loraloop.agents.macros import parse_macro
 from loraloop.agents.vac import MemoryActionCache, action_worked, state_key
 from loraloop.envs.web.env import WebEnv
 from loraloop.envs.web.teacher import ScriptedWebTeacher
+from loraloop.kinds.registry import env_kind
 from loraloop.rollout.session import EpisodeSession
 from loraloop.store import open_store
 from loraloop.store.trajectories import iter_episodes
 from loraloop.task_registry import load_registry
 
 TASKS = {t.id: t for t in load_registry("configs/tasks/web").tasks}
+WEB = env_kind("web")
 
 
 def play_macro(session: EpisodeSession, call: str, cache: MemoryActionCache) -> int:
     """Take every primitive action of a macro, verifying each in the cache as HALO's orchestrator does."""
-    macro = parse_macro(f"Action: {call}", "web")
+    macro = parse_macro(f"Action: {call}", WEB)
     taken = 0
     while (action := macro.next_action(session.observation)) is not None:
         before = session.observation
         result = session.act(action, source="macro", macro=macro.call)
-        assert action_worked("web", result.info, before, result.observation), (action, result.info)
-        cache.verified(state_key("web", session.task.id, before), action)
+        assert action_worked(WEB, result.info, before, result.observation), (action, result.info)
+        cache.verified(state_key(WEB, session.task.id, before), action)
         taken += 1
     return taken
 
@@ -58,8 +60,8 @@ def test_macros_buy_and_send_on_the_live_sites_with_progress_recorded(sites_url,
         events, taken = [], []
         while True:
             found = cache.lookup(
-                state_key("web", shop.id, session.observation),
-                kind="web",
+                state_key(WEB, shop.id, session.observation),
+                kind=WEB,
                 observation=session.observation,
                 recent_actions=taken[-1:],
             )

@@ -11,8 +11,10 @@ import redis
 
 from loraloop.agents.vac import RedisActionCache, open_action_cache
 from loraloop.errors import ServiceUnavailable
+from loraloop.kinds.registry import env_kind
 from tests.helpers import free_port, wait_port
 
+SHELL = env_kind("shell")
 KEY = "shell:t1:abc"
 LS = "Act: bash\n```bash\nls\n```"
 OTHER = "Act: answer(3)"
@@ -21,7 +23,8 @@ OTHER = "Act: answer(3)"
 def in_another_process(redis_url: str, code: str) -> str:
     """Run `code` with `cache` open on the same Redis in a fresh Python process; return what it prints."""
     program = (
-        f"from loraloop.agents.vac import open_action_cache\ncache = open_action_cache({redis_url!r}, 'ns')\n{code}"
+        "from loraloop.agents.vac import open_action_cache\nfrom loraloop.kinds.registry import env_kind\n"
+        f"cache = open_action_cache({redis_url!r}, 'ns')\n{code}"
     )
     done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
@@ -29,7 +32,7 @@ def in_another_process(redis_url: str, code: str) -> str:
 
 
 def lookup(cache) -> tuple:
-    found = cache.lookup(KEY, kind="shell", observation="", recent_actions=[])
+    found = cache.lookup(KEY, kind=SHELL, observation="", recent_actions=[])
     return found.action, found.event
 
 
@@ -40,14 +43,14 @@ def test_two_processes_share_the_cache(redis_url):
     assert lookup(cache) == (LS, "hit")  # verified by another worker, used here
     cache.failed(KEY, LS)
     seen = in_another_process(
-        redis_url, f"print(cache.lookup({KEY!r}, kind='shell', observation='', recent_actions=[{LS!r}]).event)"
+        redis_url,
+        f"print(cache.lookup({KEY!r}, kind=env_kind('shell'), observation='', recent_actions=[{LS!r}]).event)",
     )
     assert seen == "repeat"  # still there after one failure; the other worker just took it
     in_another_process(redis_url, f"cache.failed({KEY!r}, {LS!r})")
     assert lookup(cache) == (None, "miss")  # the second failure, in the other process, evicted it
     assert (
-        open_action_cache(redis_url, "other").lookup(KEY, kind="shell", observation="", recent_actions=[]).event
-        == "miss"
+        open_action_cache(redis_url, "other").lookup(KEY, kind=SHELL, observation="", recent_actions=[]).event == "miss"
     )
 
 

@@ -7,13 +7,13 @@ import socket
 
 import pytest
 
-from loraloop.envs import env_kind
 from loraloop.envs.base import EnvOptions
 from loraloop.envs.browsergym.env import BrowserGymEnv
-from loraloop.envs.browsergym.kind import preflight
 from loraloop.envs.browsergym.miniwob import local_url
 from loraloop.envs.browsergym.teacher import goal_of, nodes, solve
 from loraloop.errors import ConfigError, EnvironmentFailure, ServiceUnavailable, TaskFormatError
+from loraloop.kinds.browsergym import preflight
+from loraloop.kinds.registry import env_kind
 from loraloop.task_registry import load_registry
 from tests.helpers import free_port
 
@@ -41,7 +41,7 @@ def play(env: BrowserGymEnv, task_type: str, observation: str, limit: int = 15):
 def test_a_miniwob_episode_is_browsergyms_task_in_our_env(registry, settings_for):
     """Goal and reward come from MiniWoB's own JS through BrowserGym's task; the seed is the split's."""
     task = registry.get("train-miniwob.click-button")
-    env = env_kind("browsergym").make_env(task, settings_for(), EnvOptions(config={"seed": 3}))
+    env = env_kind("browsergym").envs.make_env(task, settings_for(), EnvOptions(config={"seed": 3}))
     try:
         observation, info = env.reset(seed=123)
         assert info["seed"] == 3 and info["task_id"] == "miniwob.click-button" and info["url"].startswith(local_url())
@@ -50,7 +50,7 @@ def test_a_miniwob_episode_is_browsergyms_task_in_our_env(registry, settings_for
         assert step.terminated and step.reward == 1.0 and step.info["task_info"]["RAW_REWARD_GLOBAL"] > 0
     finally:
         env.close()
-    env = env_kind("browsergym").make_env(task, settings_for(), EnvOptions())
+    env = env_kind("browsergym").envs.make_env(task, settings_for(), EnvOptions())
     try:
         _, info = env.reset(seed=1207)  # no seed asked: the rollout seed picks one of the split's 50
         assert info["seed"] == 1207 % 50
@@ -91,8 +91,8 @@ def test_a_seed_outside_the_split_is_refused_before_any_page_opens(registry, set
         match=r"seed 7 is outside split 'heldout-seed' of miniwob\.click-button "
         r"\(seeds 1000-1019, configs/tasks/miniwob/heldout_seeds\.jsonl#\d+\)",
     ):
-        env_kind("browsergym").make_env(task, settings_for(), EnvOptions(config={"seed": 7}))
-    env = env_kind("browsergym").make_env(task, settings_for(), EnvOptions())
+        env_kind("browsergym").envs.make_env(task, settings_for(), EnvOptions(config={"seed": 7}))
+    env = env_kind("browsergym").envs.make_env(task, settings_for(), EnvOptions())
     with pytest.raises(ConfigError, match="seed '1000' is outside"):
         env.reset(options={"seed": "1000"})
     assert env.context is None and env.page is None

@@ -8,8 +8,8 @@ import json
 import pytest
 
 from loraloop.datasets.export import export
-from loraloop.envs import env_kind
 from loraloop.envs.base import EnvOptions
+from loraloop.kinds.registry import env_kind
 from loraloop.rollout.episode import run_episode
 from loraloop.rollout.sampler import EpisodeSpec
 from loraloop.service.local import LocalJobs
@@ -101,7 +101,7 @@ def test_the_teacher_solves_mock_tasks_through_the_rollout_service_and_exports_r
 def test_a_wrong_agent_gets_0_and_a_call_to_an_unknown_tool_is_an_error_observation(settings_for):
     task = load_registry(MOCK).get("create_task_1")
     with scripted_user([ASK]) as (url, _):
-        env = env_kind("tau2").make_env(task, settings_for(tau2_user_llm_base_url=url), EnvOptions(max_steps=6))
+        env = env_kind("tau2").envs.make_env(task, settings_for(tau2_user_llm_base_url=url), EnvOptions(max_steps=6))
         try:
             env.reset()
             unknown = env.step('{"name": "delete_task", "arguments": {"task_id": "task_1"}}')
@@ -129,7 +129,7 @@ def test_a_preempted_agent_thread_still_gives_reset_and_step_their_own_observati
     monkeypatch.setattr(gym_agent, "deepcopy", lambda value: (time.sleep(0.3), copy(value))[1])
     task = load_registry(MOCK).get("create_task_1")
     with scripted_user([ASK]) as (url, _):
-        env = env_kind("tau2").make_env(task, settings_for(tau2_user_llm_base_url=url), EnvOptions(max_steps=6))
+        env = env_kind("tau2").envs.make_env(task, settings_for(tau2_user_llm_base_url=url), EnvOptions(max_steps=6))
         try:
             first, _ = env.reset()
             made = env.step('{"name": "create_task", "arguments": {"user_id": "user_1", "title": "Important Meeting"}}')
@@ -211,7 +211,7 @@ def test_smollm2_as_agent_and_user_on_a_mock_task(settings_for, vllm_url):
 def test_an_evaluator_that_raises_on_what_the_agent_left_grades_the_episode_0(settings_for):
     task = load_registry(MOCK).get("create_task_1_with_env_assertions")  # asserts on a task the agent never made
     with scripted_user([ASK]) as (url, _):
-        env = env_kind("tau2").make_env(task, settings_for(tau2_user_llm_base_url=url), EnvOptions(max_steps=4))
+        env = env_kind("tau2").envs.make_env(task, settings_for(tau2_user_llm_base_url=url), EnvOptions(max_steps=4))
         try:
             env.reset()
             end = env.step('{"name": "done", "arguments": {}}')

@@ -18,10 +18,10 @@ from pathlib import Path
 import httpx
 import pytest
 
-from loraloop.agents.prompts import build_messages
 from loraloop.envs.shell.env import PROTOCOLS
 from loraloop.envs.shell.protocol import task_prompt
 from loraloop.evaluate.iterations import measure, select_runs
+from loraloop.kinds.prompts import build_messages
 from loraloop.store import adapters, open_store
 from loraloop.store.trajectories import iter_episodes, run_prefix
 from loraloop.task_registry import load_registry

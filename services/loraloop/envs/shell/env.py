@@ -51,7 +51,7 @@ class ShellEnv:
             raise ValueError(f"protocol must be one of {sorted(PROTOCOLS)}, got {protocol!r}")
         self.protocol = protocol
         self.instructions, self.examples = PROTOCOLS[protocol]
-        self.prompt_style = "chat"  # the model sees the whole dialogue (agents/prompts.py)
+        self.prompt_style = "chat"  # the model sees the whole dialogue (kinds/prompts.py)
         self.stop = ["The output of the OS"] if protocol == "text" else None  # the model must not play the OS
         self.container: str | None = None
         self.session: ShellSession | None = None

@@ -126,7 +126,7 @@ class Tau2Env:
         self.tool_names = frozenset(schema["function"]["name"] for schema in schemas)
         self.instructions = system_prompt(policy, list(schemas), protocol, self.solo)
         self.examples: list[dict[str, str]] = []
-        self.prompt_style = "chat"  # the whole dialogue (agents/prompts.py)
+        self.prompt_style = "chat"  # the whole dialogue (kinds/prompts.py)
         self.stop: list[str] | None = None
         self.gym: TaskGymEnv | None = None
         self.turn = 0

@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-REQUIRED = object()
+from loraloop.calls import REQUIRED, bind_arguments, leading_call
 
 # name -> ordered (parameter, default); REQUIRED marks a parameter without a default.
 SIGNATURES: dict[str, tuple[tuple[str, Any], ...]] = {
@@ -70,52 +70,12 @@ class Action:
         return f"{self.name}({', '.join(parts)})"
 
 
-def bind_arguments(
-    name: str, call: ast.Call, params: tuple[tuple[str, Any], ...], error: type[Exception] = ActionError
-) -> dict[str, Any]:
-    """The call's literal arguments by parameter name, defaults filled in; `error` names what is wrong (an argument
-    missing, unknown, given twice or not a literal). Shared by actions and agents/macros.py's macro calls."""
-    try:
-        positional = [ast.literal_eval(a) for a in call.args]
-        keywords = {k.arg: ast.literal_eval(k.value) for k in call.keywords}
-    except (ValueError, SyntaxError, TypeError) as exc:
-        raise error(f"{name}: arguments must be literals (strings, numbers, lists), got {ast.unparse(call)!r}") from exc
-    if len(positional) > len(params):
-        raise error(f"{name} takes at most {len(params)} argument(s), got {len(positional)}")
-    args = dict(zip((p for p, _ in params), positional))
-    for key, value in keywords.items():
-        if key not in dict(params):
-            raise error(f"{name} has no parameter {key!r} (parameters: {', '.join(p for p, _ in params)})")
-        if key in args:
-            raise error(f"{name}: parameter {key!r} given twice")
-        args[key] = value
-    for param, default in params:
-        if param not in args:
-            if default is REQUIRED:
-                raise error(f"{name} needs argument {param!r}")
-            args[param] = default
-    return args
-
-
 def _bind(name: str, call: ast.Call) -> dict[str, Any]:
-    args = bind_arguments(name, call, SIGNATURES[name])
+    args = bind_arguments(name, call, SIGNATURES[name], ActionError)
     for param in ("bid", "from_bid", "to_bid"):
         if param in args:
             args[param] = str(args[param])
     return args
-
-
-def leading_call(snippet: str) -> tuple[ast.Call, str] | None:
-    """The call of a bare name at the start of `snippet` and its text: the shortest prefix ending in ')' that
-    parses as one (read by `ast`, never run); None when no prefix does."""
-    for end in (i + 1 for i, ch in enumerate(snippet) if ch == ")"):
-        try:
-            tree = ast.parse(snippet[:end].strip(), mode="eval")
-        except SyntaxError:
-            continue
-        if isinstance(tree.body, ast.Call) and isinstance(tree.body.func, ast.Name):
-            return tree.body, snippet[:end].strip()
-    return None
 
 
 def _candidates(text: str) -> list[str]:

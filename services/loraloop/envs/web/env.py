@@ -65,7 +65,7 @@ class WebEnv:
         self.instructions = INSTRUCTIONS
         self.examples: list[dict[str, str]] = []
         self.stop: list[str] | None = None
-        self.prompt_style = "web"  # goal, past actions and the current page only (agents/prompts.py)
+        self.prompt_style = "web"  # goal, past actions and the current page only (kinds/prompts.py)
         self.url = url or task_url(task, self.settings)  # a kind of its own (browsergym) gives its site's URL
         self.goal = getattr(task, "goal", "")  # a kind whose goal comes from the page sets it at reset
         self.text_bids = False  # StaticText lines carry their element's bid (flatten_axtree)

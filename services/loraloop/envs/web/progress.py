@@ -1,4 +1,4 @@
-"""Progress scores: how far an episode got, step by step, from what the agent's pages show (0..1).
+"""Progress scores of web episodes: how far an episode got, step by step, from what the agent's pages show (0..1).
 
 HALO ranks a task's episodes by the progress they made (`export --pairing_strategy progress_ranked`),
 so a failed episode that reached the checkout ranks above one that never found the product.
@@ -14,9 +14,11 @@ score on its end record, whoever played it.
 - Other web sites get a generic score: new page types reached (the path with its ids blanked) and form
   fields filled, n / (n + 4): it grows with each and never reaches 1 without success.
 - A web episode that ends solved scores 1.0 on its final step (the goal is the last milestone).
-- Shell and tau2 episodes have no score (None): their state is inside a container or a database that the
-  observations show only in pieces, and a command that ran says nothing of how close the answer is. Their
-  exports rank by return.
+- Kinds without a progress facet (the shell, tau2) have no score (None): their state is inside a container or a
+  database that the observations show only in pieces, and a command that ran says nothing of how close the answer
+  is. Their exports rank by return.
+
+The web kind's AgentFacet (kind.py) makes a `WebProgress` for each episode; EpisodeSession updates it.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from loraloop.agents.vac import page_structure
+from loraloop.envs.web.halo import page_structure
 from loraloop.envs.web.prompts import page_url
 
 GENERIC_HALF = 4  # generic points at which the generic score is 0.5
@@ -147,10 +149,9 @@ def page_type(path: str, query: dict[str, list[str]]) -> str:
 
 
 @dataclass
-class ProgressTracker:
-    """The progress of one episode, updated after every step; `kind` and `task` pick the milestones."""
+class WebProgress:
+    """The progress of one web episode, updated after every step; the task's site and goal pick the milestones."""
 
-    kind: str
     task: Any
     reached: set[str] = field(default_factory=set)
     pages: set[str] = field(default_factory=set)
@@ -158,19 +159,15 @@ class ProgressTracker:
     path: str = ""
     structure: str = ""
     first_cart: int | None = None
-    score: float | None = None
+    score: float | None = 0.0
 
     def __post_init__(self) -> None:
         self.goal = str(getattr(self.task, "goal", "") or getattr(self.task, "description", ""))
         site = SITES.get(getattr(self.task, "site_id", ""))
         self.milestones = [m for m in site if m.wanted is None or m.wanted(self.goal)] if site else None
-        if self.kind == "web":
-            self.score = 0.0
 
     def start(self, observation: str) -> None:
         """Take in the first page (before any step): the shop's cart count and the first page type."""
-        if self.kind != "web":
-            return
         where = urlsplit(page_url(observation) or "")
         self.path, self.structure = where.path, page_structure(observation)
         self.first_cart = _cart(observation)
@@ -178,10 +175,7 @@ class ProgressTracker:
 
     def update(self, observation: str | None, url: str | None, action: str | None, info: dict) -> float | None:
         """The score after one step: `observation` and `url` are the page after it (the URL is read from the
-        observation when None), `action` the canonical action, `info` the env's (error, success). None for kinds
-        without a score."""
-        if self.kind != "web":
-            return None
+        observation when None), `action` the canonical action, `info` the env's (error, success)."""
         if observation is None:  # the final step: its answer was graded
             self.score = 1.0 if info.get("success") else self.score
             return self.score

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import httpx
 
-from loraloop.envs.base import EnvKind, EnvOptions
+from loraloop.envs.base import EnvOptions
 from loraloop.errors import ServiceUnavailable
+from loraloop.kinds.spec import EnvFactory, EnvKind, TaskFormat
 from loraloop.tasks.tau2.format import Tau2Task, owns, parse_task
 from loraloop.tasks.tau2.snapshot import snapshot_registry
 
@@ -73,16 +74,15 @@ def preflight(tasks: list[Tau2Task], settings) -> None:
 
 KIND = EnvKind(
     name="tau2",
-    parse_task=parse_task,
-    owns=owns,
-    make_env=make_env,
-    teacher=teacher,
-    canonical_action=canonical_action,
-    prompt_style="chat",
-    layout=snapshot_registry,
-    tools=tools,
-    preflight=preflight,
-    protocols=("text", "tools"),
-    max_steps=MAX_STEPS,
     description="tau2-bench customer-service tasks (tau2's gym; an LLM plays the user)",
+    tasks=TaskFormat(parse=parse_task, owns=owns, layout=snapshot_registry),
+    envs=EnvFactory(
+        make_env=make_env,
+        teacher=teacher,
+        canonical_action=canonical_action,
+        tools=tools,
+        preflight=preflight,
+        protocols=("text", "tools"),
+        max_steps=MAX_STEPS,
+    ),
 )

@@ -1,15 +1,20 @@
-"""The web kind: REAL's website tasks in a fresh Chromium context, BrowserGym's actions."""
+"""The web kind: REAL's website tasks in a fresh Chromium context, BrowserGym's actions; HALO's facet (envs/web/halo.py,
+macros.py, progress.py)."""
 
 from __future__ import annotations
 
 import httpx
 
-from loraloop.envs.base import EnvKind, EnvOptions
+from loraloop.calls import REQUIRED, text_arguments
+from loraloop.envs.base import EnvOptions
+from loraloop.envs.web import halo, macros
 from loraloop.envs.web.actions import ActionError, parse_action
 from loraloop.envs.web.browser import close_browsers
 from loraloop.envs.web.env import BUNDLED_ORIGIN, WebEnv
+from loraloop.envs.web.progress import WebProgress
 from loraloop.envs.web.prompts import build_web_messages
 from loraloop.errors import ServiceUnavailable
+from loraloop.kinds.spec import AgentFacet, EnvFactory, EnvKind, MacroSpec, TaskFormat, WorkerHooks
 from loraloop.tasks.web.format import WebTask, owns, parse_task
 from loraloop.tasks.web.snapshot import snapshot_registry
 
@@ -63,18 +68,51 @@ def preflight(tasks: list[WebTask], settings) -> None:
         require_sites(settings.sites_url)
 
 
+MACROS = {
+    "search_and_open": MacroSpec(
+        (("query", REQUIRED),),
+        text_arguments("search_and_open", "query"),
+        macros.search_and_open,
+        "search_and_open(query)  search the site, open the first result",
+    ),
+    "fill_form": MacroSpec(
+        (("fields", REQUIRED), ("submit", None)),
+        macros.check_fill_form,
+        macros.fill_form,
+        "fill_form(fields, submit=None)  fill fields by label, e.g. "
+        "fill_form({'To': 'ann@example.com', 'Subject': 'Hi'}, submit='Send')",
+    ),
+    "add_to_cart_and_checkout": MacroSpec(
+        (("quantity", None), ("shipping", None)),
+        macros.check_checkout,
+        macros.add_to_cart_and_checkout,
+        "add_to_cart_and_checkout(quantity=None, shipping=None)  on a product page: add it to the cart, "
+        "check out and place the order",
+    ),
+}
+
+
 KIND = EnvKind(
     name="web",
-    parse_task=parse_task,
-    owns=owns,
-    make_env=make_env,
-    teacher=teacher,
-    canonical_action=canonical_action,
-    prompt_style="web",
-    prompt_builder=build_web_messages,
-    layout=snapshot_registry,
-    preflight=preflight,
-    max_steps=MAX_STEPS,
     description="REAL website tasks in Chromium (Playwright)",
-    worker_stop=close_browsers,  # a worker's shutdown ends the Chromium it started
+    tasks=TaskFormat(parse=parse_task, owns=owns, layout=snapshot_registry),
+    envs=EnvFactory(
+        make_env=make_env,
+        teacher=teacher,
+        canonical_action=canonical_action,
+        prompt_style="web",
+        prompt_builder=build_web_messages,
+        preflight=preflight,
+        max_steps=MAX_STEPS,
+    ),
+    worker=WorkerHooks(stop=close_browsers),  # a worker's shutdown ends the Chromium it started
+    agent=AgentFacet(
+        state_key=halo.state_key,
+        action_worked=halo.action_worked,
+        target_exists=halo.target_exists,
+        recovery=halo.recovery,
+        high_stakes=halo.high_stakes,
+        macros=MACROS,
+        progress=WebProgress,
+    ),
 )

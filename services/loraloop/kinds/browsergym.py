@@ -3,10 +3,11 @@ BrowserGym's high-level actions, the AX tree with bids; the task's own validate 
 
 from __future__ import annotations
 
-from loraloop.envs.base import EnvKind, EnvOptions
+from loraloop.envs.base import EnvOptions
 from loraloop.envs.web.browser import close_browsers
-from loraloop.envs.web.kind import canonical_action
 from loraloop.envs.web.prompts import build_web_messages
+from loraloop.kinds.spec import EnvFactory, EnvKind, TaskFormat, WorkerHooks
+from loraloop.kinds.web import canonical_action
 from loraloop.tasks.browsergym.format import BrowserGymTask, owns, parse_task
 
 MAX_STEPS = 15  # MiniWoB's episodes take 1 to 13 actions (click-checkboxes-large: up to 12 boxes and Submit)
@@ -45,15 +46,16 @@ def preflight(tasks: list[BrowserGymTask], settings) -> None:
 
 KIND = EnvKind(
     name="browsergym",
-    parse_task=parse_task,
-    owns=owns,
-    make_env=make_env,
-    teacher=teacher,
-    canonical_action=canonical_action,
-    prompt_style="web",
-    prompt_builder=build_web_messages,
-    preflight=preflight,
-    max_steps=MAX_STEPS,
     description="BrowserGym tasks (MiniWoB++) in Chromium (Playwright), graded by the task's own code",
-    worker_stop=close_browsers,
+    tasks=TaskFormat(parse=parse_task, owns=owns),
+    envs=EnvFactory(
+        make_env=make_env,
+        teacher=teacher,
+        canonical_action=canonical_action,
+        prompt_style="web",
+        prompt_builder=build_web_messages,
+        preflight=preflight,
+        max_steps=MAX_STEPS,
+    ),
+    worker=WorkerHooks(stop=close_browsers),
 )

@@ -1,10 +1,13 @@
-"""Chat messages for a turn, shared by the live policy and the dataset export so both see the same prompt."""
+"""Chat messages for a turn, shared by the live policy and the dataset export so both see the same prompt: the
+generic `chat` layout (`build_messages`), or the layout of a kind that brings its own builder (the web's: goal,
+past actions, the current page), picked by the style an episode recorded (`build_prompt`)."""
 
 from __future__ import annotations
 
 from functools import cache
 
 from loraloop.envs.base import Message, PromptBuilder
+from loraloop.kinds.registry import kinds
 
 CHAT = "chat"  # system, examples, task, then every (reply, observation) turn that fits
 
@@ -34,6 +37,19 @@ def build_messages(
     return head + tail
 
 
+@cache
+def builder(style: str) -> PromptBuilder:
+    """The function that lays out prompts of this style (`chat`, or the style a kind names with its own builder);
+    an unknown style fails naming the known ones."""
+    if style == CHAT:
+        return build_messages
+    for kind in kinds():  # the kinds after the one that names the style are not imported
+        if kind.envs.prompt_builder and kind.envs.prompt_style == style:
+            return kind.envs.prompt_builder
+    known = dict.fromkeys([CHAT, *(k.envs.prompt_style for k in kinds() if k.envs.prompt_builder)])
+    raise ValueError(f"unknown prompt style {style!r} (known: {', '.join(known)})")  # browsergym uses web's
+
+
 def build_prompt(
     style: str,
     instructions: str,
@@ -48,17 +64,3 @@ def build_prompt(
     so a dataset row holds exactly the prompt the agent saw.
     """
     return builder(style)(instructions, examples, first_observation, turns, char_budget)
-
-
-@cache
-def builder(style: str) -> PromptBuilder:
-    """The function that lays out prompts of this style; an unknown style fails naming the known ones."""
-    from loraloop.envs import kinds
-
-    if style == CHAT:
-        return build_messages
-    for kind in kinds():  # the kinds after the one that names the style are not imported
-        if kind.prompt_builder and kind.prompt_style == style:
-            return kind.prompt_builder
-    known = dict.fromkeys([CHAT, *(k.prompt_style for k in kinds() if k.prompt_builder)])  # browsergym uses web's
-    raise ValueError(f"unknown prompt style {style!r} (known: {', '.join(known)})")

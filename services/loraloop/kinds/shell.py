@@ -7,10 +7,13 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from loraloop.envs.base import EnvKind, EnvOptions
+from loraloop.calls import REQUIRED, text_arguments
+from loraloop.envs.base import EnvOptions
+from loraloop.envs.shell import halo
 from loraloop.envs.shell.protocol import ROUND_LIMIT, parse_action
 from loraloop.envs.shell.tools import TOOLS, parse_tool_call
 from loraloop.errors import LoraloopError, ServiceUnavailable
+from loraloop.kinds.spec import AgentFacet, EnvFactory, EnvKind, MacroSpec, TaskFormat, WorkerHooks
 from loraloop.tasks.shell.agentbench import agentbench_registry
 from loraloop.tasks.shell.format import ShellTask, missing_scripts, parse_task
 
@@ -114,23 +117,51 @@ def worker_stop() -> None:
     docker.reap(owner=docker.owner_id())
 
 
+def one_step_answer(observation: str | None) -> str:
+    """The action that finishes a one-step episode (online GRPO) after a command: answer with its output's last
+    line, as the scripted teacher would."""
+    output = (observation or "").split("\n\n", 1)[-1].strip().splitlines()
+    return f"Act: answer({output[-1].strip() if output else ''})"
+
+
+MACROS = {
+    "inspect_then_answer": MacroSpec(
+        (("path", REQUIRED),),
+        text_arguments("inspect_then_answer", "path"),
+        halo.inspect_then_answer,
+        "inspect_then_answer(path)  show a file or folder, answer with what it holds",
+    ),
+    "find_and_count": MacroSpec(
+        (("directory", REQUIRED), ("pattern", REQUIRED)),
+        text_arguments("find_and_count", "directory", "pattern"),
+        halo.find_and_count,
+        "find_and_count(directory, pattern)  count the files named like pattern (e.g. '*.log'), answer the count",
+    ),
+}
+
+
 KIND = EnvKind(
     name="shell",
-    parse_task=parse_task,
-    owns=owns,
-    make_env=make_env,
-    teacher=teacher,
-    canonical_action=canonical_action,
-    prompt_style="chat",
-    layout=agentbench_registry,
-    missing_files=missing_scripts,
-    tools=lambda protocol, _task: TOOLS if protocol == "tools" else None,
-    attach=attach,
-    release=release,
-    preflight=preflight,
-    protocols=("text", "tools"),
-    max_steps=ROUND_LIMIT,
     description="AgentBench OS-interaction tasks in a Docker container",
-    worker_start=worker_start,
-    worker_stop=worker_stop,
+    tasks=TaskFormat(parse=parse_task, owns=owns, layout=agentbench_registry, missing_files=missing_scripts),
+    envs=EnvFactory(
+        make_env=make_env,
+        teacher=teacher,
+        canonical_action=canonical_action,
+        tools=lambda protocol, _task: TOOLS if protocol == "tools" else None,
+        attach=attach,
+        release=release,
+        preflight=preflight,
+        protocols=("text", "tools"),
+        max_steps=ROUND_LIMIT,
+        one_step_answer=one_step_answer,
+    ),
+    worker=WorkerHooks(start=worker_start, stop=worker_stop),
+    agent=AgentFacet(
+        action_worked=halo.action_worked,
+        recovery=halo.recovery,
+        destructive=halo.destructive,
+        macros=MACROS,
+        macro_place="on the Act line instead of bash",
+    ),
 )

@@ -1,0 +1,135 @@
+"""A new env kind is one folder and one line: the `echo` kind (tests/fixtures/kinds/echo/, nothing of it in
+services/) is registered by `LORALOOP_KINDS` alone and runs through a rollout, export, the Task Server, online
+GRPO's reward and `train rl` on vLLM CPU, as the bundled kinds do."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from tests.helpers import ROOT, run_cli
+
+LINE = "echo=tests.fixtures.kinds.echo.kind"  # the one line of configuration
+TASKS = "tests/fixtures/kinds/echo/tasks"
+MODEL = ROOT / "volumes/models/SmolLM2-135M-Instruct"
+
+
+@pytest.fixture
+def echo_kind(monkeypatch):
+    """The echo kind registered in this process too (for the Task Server's app), and forgotten afterwards."""
+    from loraloop.kinds import prompts, registry
+
+    def forget() -> None:
+        for cached in (registry.kind_modules, registry.env_kind, prompts.builder):
+            cached.cache_clear()
+
+    monkeypatch.setenv(registry.CONFIG_VARIABLE, LINE)
+    forget()
+    yield registry.env_kind("echo")
+    monkeypatch.delenv(registry.CONFIG_VARIABLE)
+    forget()
+
+
+def test_the_kind_is_nowhere_in_loraloop_and_unknown_without_its_line():
+    """No module of loraloop names the kind; without the line it is an unknown kind, named with the known ones."""
+    from loraloop.errors import TaskFormatError
+    from loraloop.kinds.registry import KIND_MODULES, env_kind
+
+    assert "echo" not in KIND_MODULES
+    assert not [p for p in (ROOT / "services/loraloop").rglob("*.py") if "kinds.echo" in p.read_text()]
+    with pytest.raises(TaskFormatError, match=r"unknown environment kind 'echo' \(known: shell, web"):
+        env_kind("echo")
+
+
+def test_rollout_export_and_the_task_server_run_a_kind_registered_by_one_line(tmp_path, echo_kind):
+    from fastapi.testclient import TestClient
+
+    from loraloop.settings import Settings
+    from loraloop.store import open_store
+    from loraloop.store.trajectories import iter_episodes
+    from loraloop.task_registry import load_registry
+    from loraloop.taskserver.app import create_app, open_states
+
+    env = {"LORALOOP_KINDS": LINE, "LORALOOP_STORE_URL": f"file://{tmp_path / 'store'}"}
+    rolled = run_cli(
+        ["rollout", "--experiment", "teacher", "--task_registry", TASKS, "--rollouts_per_task", "2", "--run_id", "e"],
+        env,
+        cwd=ROOT,
+    )
+    assert rolled.returncode == 0, rolled.stdout + rolled.stderr
+    episodes = list(iter_episodes(open_store(env["LORALOOP_STORE_URL"]), "trajectories/teacher/e/"))
+    assert len(episodes) == 6 and all(e.start.env == "echo" and e.end.success for e in episodes)
+    exported = run_cli(
+        ["export", "--input", "trajectories/teacher/e", "--output_dir", str(tmp_path / "ds"), "--format", "bc"],
+        env,
+        cwd=ROOT,
+    )
+    assert exported.returncode == 0, exported.stdout + exported.stderr
+    rows = [json.loads(line) for line in (tmp_path / "ds" / "bc.jsonl").read_text().splitlines()]
+    assert len(rows) == 6 and {r["completion"][0]["content"] for r in rows} == {
+        "say(ocean)",
+        "say(maple)",
+        "say(river)",
+    }
+    assert rows[0]["prompt"][0]["content"].startswith("You repeat words.")  # the kind's prompt, as the agent saw it
+
+    settings = Settings(store_url=f"file://{tmp_path / 'served'}")
+    app = create_app(load_registry(TASKS), "echo-ts", settings, run_id="r1", states=open_states(settings, "echo-ts"))
+    with TestClient(app) as client:
+        assert "echo" in client.get("/api/task/info").json()["env_kinds"]
+        start = client.post("/api/episode/start", json={"sample_id": "test-test-00000"}).json()
+        reply = client.post(
+            "/api/episode/step", json={"episode_id": start["episode_id"], "action": {"content": "say(rivet)"}}
+        ).json()
+        assert reply["done"] and reply["reward"] == 0.8  # difflib: river / rivet
+    [served] = iter_episodes(open_store(settings=settings), "trajectories/echo-ts/r1/")
+    assert served.start.env == "echo" and served.end.reward == 0.8
+
+    # online GRPO's reward: each completion played in the kind's own env (no action: -1), each stored
+    from loraloop.train.online_grpo import EnvironmentReward, opening_prompts
+
+    registry = load_registry(TASKS)
+    [row] = opening_prompts(registry, "test", settings)
+    assert row["task_id"] == "test-test-00000" and row["prompt"][-1]["content"].startswith("Task: Say the word 'river'")
+    reward = EnvironmentReward(registry, settings, concurrency=2)
+    got = reward(
+        [[{"role": "assistant", "content": c}] for c in ("say(river)", "say(rivet)", "")],
+        task_id=["test-test-00000"] * 3,
+    )
+    assert got == [1.0, 0.8, -1.0]
+    assert len(list(iter_episodes(open_store(settings=settings), f"trajectories/grpo_online/{reward.run_id}/"))) == 3
+
+
+def test_train_rl_runs_a_kind_registered_by_one_line(vllm_url, tmp_path):
+    """One iteration of online RL from the base model: every episode sampled by vLLM, scored by the kind, trained
+    on and published as version 1."""
+    from loraloop.store import adapters, open_store
+
+    experiments = tmp_path / "experiments.yaml"
+    experiments.write_text(
+        "experiments:\n  rl_echo:\n    policy: openai\n    model: SmolLM2-135M-Instruct\n    max_steps: 1\n"
+        "    temperature: 1.0\n"
+    )
+    env = {
+        **os.environ,
+        "LORALOOP_KINDS": LINE,
+        "LORALOOP_VLLM_URL": vllm_url,
+        "LORALOOP_STORE_URL": f"file://{tmp_path / 'store'}",
+        "LORALOOP_EXPERIMENTS_PATH": str(experiments),
+        "LORALOOP_MAX_TOKENS": "16",
+        "LORALOOP_ADAPTERS_DIR": str(tmp_path / "adapters"),
+    }
+    name = f"echo{os.getpid()}"
+    command = [sys.executable, "-m", "loraloop.cli", "train", "rl", "--dataset_path", TASKS]
+    command += ["--output_dir", str(tmp_path / "rl"), "--adapter_name", name, "--experiment", "rl_echo"]
+    command += ["--iterations", "1", "--tasks_per_iteration", "2", "--rollouts_per_task", "4", "--eval_every", "0"]
+    command += ["--lora_r", "8", "--batch_size", "8", "--base_model", str(MODEL)]
+    done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    history = json.loads((tmp_path / "rl" / "rl_history.json").read_text())
+    assert history[-1]["rows"] > 0 and history[-1]["version"] == f"{name}-v1", history
+    assert adapters.versions(open_store(env["LORALOOP_STORE_URL"]), name) == [1]
