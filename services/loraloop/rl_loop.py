@@ -39,7 +39,7 @@ from loraloop.service.progress import follow
 from loraloop.settings import Settings, get_settings
 from loraloop.store import adapters, open_store
 from loraloop.store.trajectories import iter_episodes, run_prefix
-from loraloop.task_registry import load_registry
+from loraloop.task_registry import load_registry, shared_registry
 from loraloop.train.backend import load_model
 from loraloop.train.config import RLConfig
 from loraloop.train.harness import common_args
@@ -299,7 +299,7 @@ class RLRun:
             for earlier in range(iteration):
                 prefix = run_prefix(self.cfg.experiment, iteration_run_id(self.cfg, earlier))
                 self.learn_rates(list(iter_episodes(self.store, prefix)))
-        tasks = [t.index for t in load_registry(self.cfg.dataset_path).select(self.cfg.subset)]
+        tasks = [t.index for t in shared_registry(self.cfg.dataset_path).select(self.cfg.subset)]
         return draw(tasks, self.rates, self.cfg.tasks_per_iteration, self.cfg.seed + iteration, pool_rules(self.cfg))
 
     def train(self, rows: list, tokens: int, iteration: int) -> dict:

@@ -9,6 +9,7 @@ a plain folder or file is parsed task by task by the kind that owns each object.
 from __future__ import annotations
 
 import glob
+from collections import OrderedDict
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
@@ -29,7 +30,10 @@ from loraloop.tasks.base import (
     read_id_list,
 )
 
-__all__ = ["Registry", "Task", "load_registry", "missing_files", "registries_below"]
+__all__ = ["Registry", "Task", "load_registry", "missing_files", "registries_below", "remember", "shared_registry"]
+
+SHARED = 16  # registries a process keeps (shared_registry)
+_shared: OrderedDict[str, Registry] = OrderedDict()
 
 
 def _registry_yaml(path: Path) -> Registry:
@@ -149,3 +153,20 @@ def missing_files(task: Task) -> list[str]:
     from loraloop.kinds.registry import env_kind
 
     return env_kind(task.env).tasks.missing_files(task)
+
+
+def remember(path: str, registry: Registry) -> Registry:
+    """Keep a registry just loaded as the one `shared_registry(path)` gives this process (a planned rollout's, so
+    its preflight and its episodes look their tasks up in the registry that was planned, not a second load)."""
+    _shared[path] = registry
+    _shared.move_to_end(path)
+    while len(_shared) > SHARED:
+        _shared.popitem(last=False)
+    return registry
+
+
+def shared_registry(path: str) -> Registry:
+    """The registry at `path` as this process keeps it: loaded once (a worker reads each registry once), the
+    SHARED most recent kept."""
+    found = _shared.get(path)
+    return found if found is not None else remember(path, load_registry(path))

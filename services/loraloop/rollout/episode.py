@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from functools import cache, lru_cache
+from functools import cache
 from types import ModuleType
 from typing import Any
 
@@ -20,8 +20,8 @@ from loraloop.rollout.session import EpisodeSession
 from loraloop.settings import Settings, get_settings
 from loraloop.store import open_store
 from loraloop.store.records import Adapter, Step
-from loraloop.store.trajectories import episode_key, parse_episode
-from loraloop.task_registry import Registry, Task, load_registry
+from loraloop.store.trajectories import episode_end, episode_key
+from loraloop.task_registry import Task, shared_registry
 
 # The episode's status for each failure that is not the agent's (the first class that matches; ModelTimeout is a
 # ServiceUnavailable, so it comes first).
@@ -34,12 +34,6 @@ FAILURES = (
 # Failures of the infrastructure, not the policy, that may pass: the model server's (down, 5xx, timeout) and the
 # environment's (a browser or container that did not start, a page that crashed). Worth playing the episode again.
 REPLAYED = ("service_error", "model_timeout", "env_error")
-
-
-@lru_cache(maxsize=16)
-def cached_registry(path: str) -> Registry:
-    """Registries are read once per worker process."""
-    return load_registry(path)
 
 
 def make_policy(spec: EpisodeSpec, task: Task, settings: Settings, env: Env) -> Policy:
@@ -161,10 +155,13 @@ def spec_adapter(spec: EpisodeSpec) -> Adapter | None:
 
 
 def stored_summary(store, key: str) -> dict | None:
-    """The summary of an episode already in the store (None if absent): reruns skip it."""
-    if not store.exists(key):
+    """The summary of an episode already in the store (None if absent): reruns skip it. One read: the object, or
+    its absence; only its end record is parsed."""
+    try:
+        data = store.get_bytes(key)
+    except FileNotFoundError:
         return None
-    end = parse_episode(key, store.get_bytes(key)).end
+    end = episode_end(key, data)
     return {
         "key": key,
         "steps": end.total_steps,
@@ -223,7 +220,7 @@ def run_episode(
     """
     settings = settings or get_settings()
     log = get_logger("loraloop.rollout", run=spec.run_id, task=spec.task_id, attempt=spec.attempt)
-    task = cached_registry(spec.task_registry).get(spec.task_id)
+    task = shared_registry(spec.task_registry).get(spec.task_id)
     store = open_store(settings=settings)
     done_before = stored_summary(store, episode_key(spec.mode, spec.run_id, spec.task_id, spec.attempt))
     if done_before is not None:

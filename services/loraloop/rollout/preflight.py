@@ -74,11 +74,11 @@ def check_servers(specs: list, settings) -> list:
     from collections import defaultdict
 
     from loraloop.kinds.registry import env_kind
-    from loraloop.rollout.episode import cached_registry
+    from loraloop.task_registry import shared_registry
 
     by_kind = defaultdict(list)
     for spec in specs:
-        task = cached_registry(spec.task_registry).get(spec.task_id)
+        task = shared_registry(spec.task_registry).get(spec.task_id)
         by_kind[task.env].append(task)
     for name, tasks in by_kind.items():
         env_kind(name).envs.preflight(tasks, settings)

@@ -26,8 +26,8 @@ from loraloop.settings import Settings
 from loraloop.store import open_store
 from loraloop.store.backends import Store
 from loraloop.store.integrity import record_plan
-from loraloop.store.trajectories import episode_key
-from loraloop.task_registry import load_registry
+from loraloop.store.trajectories import episode_key, run_prefix
+from loraloop.task_registry import load_registry, remember
 
 EPISODE_TASK = "loraloop.run_episode"
 
@@ -70,7 +70,7 @@ def plan_job(request: JobRequest, settings: Settings) -> list[EpisodeSpec]:
     A bare adapter name is pinned here to the version published last, for every episode of the job.
     """
     experiment = get_experiment(settings.experiments_path, request.experiment)
-    registry = load_registry(request.task_registry)
+    registry = remember(request.task_registry, load_registry(request.task_registry))  # read fresh, used by all
     specs = plan_rollout(
         registry,
         request.task_registry,
@@ -93,8 +93,10 @@ def spec_key(spec: EpisodeSpec) -> str:
 
 
 def pending_specs(specs: list[EpisodeSpec], store: Store) -> list[EpisodeSpec]:
-    """The episodes not yet in the store: resubmitting a run plays only what is missing."""
-    return [spec for spec in specs if not store.exists(spec_key(spec))]
+    """The episodes not yet in the store: resubmitting a run plays only what is missing. One listing of each run's
+    folder, not a request per episode (each episode's own check is its one read in run_episode)."""
+    stored = {key for run in {(s.mode, s.run_id) for s in specs} for key in store.list(run_prefix(*run))}
+    return [spec for spec in specs if spec_key(spec) not in stored]
 
 
 def book_job(

@@ -7,7 +7,8 @@ needs from the model server (prompt and completion token ids, sampling logprobs,
 the sampling parameters); they stay empty for scripted policies and old episodes.
 
 Readers accept episodes written before these types existed (schema_version 1): every field they
-lack takes its default, and fields these types do not name are kept as they are.
+lack takes its default, and fields these types do not name are kept as they are. Writers may not add such
+fields: `store/trajectories.stamp`, which every writer calls, refuses a record with an undeclared field.
 """
 
 from __future__ import annotations
@@ -73,6 +74,12 @@ class EpisodeStart(Record):
     adapter: Adapter | None = None
     sampling: dict[str, Any] | None = None
     events: list[dict[str, Any]] | None = None  # what the env did at reset besides the observation (note above)
+    session_id: str | None = None  # the gateway's session (serve/gateway) an outside agent's episode was recorded in
+    # An episode a Task Server client played (taskserver/, AReaL's API): its episode id, the sample id the client
+    # asked for, and the start's config as the Task Server kept it (protocol, the kind's own settings).
+    episode_id: str | None = None
+    sample_id: str | int | None = None  # a task index, or its position (AReaL sends either)
+    config: dict[str, Any] | None = None
     # The HALO orchestrator's settings (agents/; all off for a plain worker): the manager model, the Verified Action
     # Cache, macros and recovery policies.
     manager_model: str | None = None
@@ -117,6 +124,8 @@ class Step(Record):
     # exports train on), and the completion's id, which a reward can name.
     messages: list[dict[str, Any]] | None = None
     interaction_id: str | None = None
+    finish_reason: str | None = None  # why the model stopped (stop, length, tool_calls)
+    tool_calls: list[dict[str, Any]] | None = None  # the completion's tool calls, as the server returned them
     # The HALO orchestrator's part in the step (agents/): action_source says who chose the action (worker,
     # manager, cache, macro, recovery, scripted…); these say why.
     manager_called: bool = False

@@ -45,8 +45,18 @@ def obs_hash(observation: str) -> str:
     return hashlib.sha256(observation.encode()).hexdigest()[:16]
 
 
+class UndeclaredField(ValueError):
+    """A record being written with a field its type does not declare (a writer's bug: declare it in records.py)."""
+
+
 def stamp(record: Record) -> Record:
-    """The record stamped with the schema version and the time now, as every writer stamps records."""
+    """The record stamped with the schema version and the time now, as every writer stamps records. A record
+    with a field its type does not declare is refused, naming it: readers keep such fields of old episodes, but
+    nothing new is stored that the types do not name."""
+    if record.model_extra:
+        raise UndeclaredField(
+            f"{record.type} record: field(s) {', '.join(sorted(record.model_extra))} not declared in store/records.py"
+        )
     record.schema_version, record.timestamp = SCHEMA_VERSION, time.time()
     return record
 
@@ -125,6 +135,19 @@ def _records(key: str, data: bytes) -> list[EpisodeStart | Step | EpisodeEnd]:
                 raise MalformedTrajectory(f"{key}:{number}: unknown record type {_record_type(line)!r}") from exc
             raise MalformedTrajectory(f"{key}:{number}: field {where!r}: {error['msg']}") from exc
     return records
+
+
+def episode_end(key: str, data: bytes) -> EpisodeEnd:
+    """The end record of a stored episode, read from its last line alone (a stored episode always ends with it);
+    an object whose last line is not one is parsed whole, so its error names the key, line and field."""
+    last = next((line for line in reversed(data.splitlines()) if line.strip()), b"")
+    try:
+        record = RECORD.validate_json(last)
+    except ValidationError:
+        record = None
+    if isinstance(record, EpisodeEnd):
+        return record
+    return parse_episode(key, data).end
 
 
 def parse_episode(key: str, data: bytes) -> Episode:

@@ -95,6 +95,7 @@ class Registry:
     name: str
     env: str = ""
     tasks: list[Task] = field(default_factory=list)
+    _by_index: dict[str, Task] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def get(self, index: str) -> Task:
         """Return the task with this index, or fail naming it.
@@ -103,9 +104,11 @@ class Registry:
         write `dev-001-00000`; such another name (a task's `short_index`) is accepted when it names
         exactly one task.
         """
-        for task in self.tasks:
-            if task.index == index:
-                return task
+        if len(self._by_index) != len(self.tasks):  # built on first use, again after tasks were added (O(1) after)
+            self._by_index = {task.index: task for task in reversed(self.tasks)}  # the first of a name wins
+        found = self._by_index.get(index)
+        if found is not None:
+            return found
         short = [t for t in self.tasks if t.short_index == index]
         if len(short) == 1:
             return short[0]
