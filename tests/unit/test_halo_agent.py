@@ -95,7 +95,7 @@ def test_warm_start_then_the_worker(tmp_path):
         tuning=Tuning(warm_start_steps=1),
     )
     session, steps, end = play(tmp_path, agent)
-    assert [s.action_source for s in steps] == ["manager", "worker"] and session.outcome["success"]
+    assert [s.action_source for s in steps] == ["manager", "worker"] and session.outcome.success
     assert (steps[0].manager_called, steps[0].gate, steps[0].manager_reason) == (True, "warm_start", "look first")
     assert steps[0].model == "manager-model" and steps[0].prompt_token_ids is None  # no worker tokens on it
     assert not steps[1].manager_called and steps[1].gate is None and end.manager_calls == 1
@@ -168,7 +168,7 @@ def test_a_manager_that_does_not_answer_leaves_the_worker_alone(tmp_path):
         Replies("no action", "none", ANSWER), SHELL, "t1", manager=manager, tuning=Tuning(warm_start_steps=1)
     )
     session, steps, end = play(tmp_path, agent)
-    assert [s.action_source for s in steps] == ["worker"] * 3 and session.outcome["success"]
+    assert [s.action_source for s in steps] == ["worker"] * 3 and session.outcome.success
     assert steps[0].manager_called and steps[0].gate == "warm_start" and "unreachable" in steps[0].manager_error
     assert not steps[1].manager_called and steps[1].manager_error is None
     # the next gate is recorded with the outage; the dead manager is not called again
@@ -208,7 +208,7 @@ def test_macros_expand_into_recorded_steps_and_a_bad_call_is_an_error_observatio
     env = TextShell()
     agent = HaloAgent(Replies("Act: twice()", "Act: twice(command='ls')", ANSWER), SHELL, "t1", macros=MACROS)
     session, steps, end = play(tmp_path, agent, env)
-    assert [s.action_source for s in steps] == ["worker", "macro", "macro", "worker"] and session.outcome["success"]
+    assert [s.action_source for s in steps] == ["worker", "macro", "macro", "worker"] and session.outcome.success
     assert steps[0].last_action_error == "twice: missing argument 'command'" and steps[0].action == "invalid"
     assert steps[0].next_observation.startswith("Your last reply could not be taken: twice: missing argument")
     assert [s.macro for s in steps[1:3]] == ["twice(command='ls')"] * 2 and steps[3].macro is None
@@ -224,13 +224,13 @@ def test_a_macro_that_cannot_go_on_is_an_error_observation_and_the_worker_goes_o
         ("macro", True),
         ("worker", False),
     ]
-    assert steps[1].last_action_error == "twice: the last step failed: command not found" and session.outcome["success"]
+    assert steps[1].last_action_error == "twice: the last step failed: command not found" and session.outcome.success
 
 
 def test_replies_that_never_reach_the_env_still_end_at_max_steps(tmp_path):
     agent = HaloAgent(Replies("Act: twice()"), SHELL, "t1", macros=MACROS)
     session, steps, _ = play(tmp_path, agent, max_steps=2)
-    assert len(steps) == 2 and steps[-1].truncated and session.outcome["status"] == "round_limit"
+    assert len(steps) == 2 and steps[-1].truncated and session.outcome.status == "round_limit"
 
 
 class Cache:

@@ -22,7 +22,7 @@ from loraloop.kinds.registry import env_kind
 from loraloop.kinds.spec import Progress
 from loraloop.logs import get_logger
 from loraloop.store.backends import Store
-from loraloop.store.records import RECORDS, EpisodeEnd, EpisodeStart, Step
+from loraloop.store.records import RECORDS, EpisodeEnd, EpisodeOutcome, EpisodeStart, Step
 from loraloop.store.trajectories import EpisodeRecorder, obs_hash
 from loraloop.tasks.base import Task
 
@@ -63,7 +63,7 @@ class EpisodeSession:
         self.turns: list[tuple[str, str]] = []
         self.steps = self.errors = 0
         self.done = False
-        self.outcome: dict[str, Any] = {"success": False, "reward": 0.0, "status": "error", "answer": None}
+        self.outcome = EpisodeOutcome()
         self.started = time.time()
         # each step's progress_score, where the kind scores progress; a session without an env (the gateway's, one
         # that can only finish) takes no step to score
@@ -197,7 +197,7 @@ class EpisodeSession:
         if result.done:
             self.steps += 1
             self.done = True
-            self.outcome.update(
+            self.outcome = EpisodeOutcome(
                 success=bool(info.get("success")),
                 reward=result.reward,
                 status=info.get("status"),
@@ -250,7 +250,7 @@ class EpisodeSession:
         self._went_on(text, observation)
         if cut:
             self.done = True
-            self.outcome.update(success=False, reward=0.0, status="round_limit", answer=None)
+            self.outcome = EpisodeOutcome(status="round_limit")
 
     def _went_on(self, text: str, observation: str | None) -> None:
         """Count a step the episode went on after: the turn joins the history, its observation is the next one's."""
@@ -274,7 +274,7 @@ class EpisodeSession:
         `reason` why a skipped episode was not played.
         """
         if status is not None:
-            self.outcome["status"] = status
+            self.outcome.status = status
         if not self.recorder.records:  # it ended before it started (a task the policy cannot play)
             self._record_start()
         scores = [
@@ -283,7 +283,7 @@ class EpisodeSession:
         self.recorder.add(
             EpisodeEnd(
                 **self._common(),
-                **self.outcome,
+                **self.outcome.model_dump(),
                 total_steps=self.steps,
                 wall_time_sec=round(time.time() - self.started, 3),
                 error_count=self.errors,
@@ -304,7 +304,7 @@ class EpisodeSession:
             "task_id": self.task.index,
             "attempt": self.attempt,
             "steps": self.steps,
-            **self.outcome,
+            **self.outcome.model_dump(),
         }
 
     def snapshot(self) -> dict[str, Any]:

@@ -139,6 +139,16 @@ class Step(Record):
     progress_score: float | None = None  # the site's milestone heuristic after the step (0..1)
 
 
+class EpisodeOutcome(BaseModel):
+    """How an episode ended, as its driver knows it while it runs: what EpisodeEnd records of it (every driver,
+    the rollout worker, the Task Server, online GRPO and the gateway, sets these fields, never a dict)."""
+
+    success: bool = False
+    reward: float = 0.0
+    status: str = "error"  # until the episode ends by itself, or its driver says how it stopped
+    answer: str | None = None
+
+
 class EpisodeEnd(Record):
     """The outcome: success, reward, status, answer, length, time and errors."""
 

@@ -33,6 +33,7 @@ from loraloop.rollout.states import (
 )
 from loraloop.settings import Settings
 from loraloop.store import open_store
+from loraloop.store.records import EpisodeOutcome
 from loraloop.store.trajectories import episode_key
 from loraloop.task_registry import Registry, Task
 from loraloop.taskserver.models import (
@@ -154,7 +155,7 @@ class Episodes:
                     episode_id=episode_id,
                     observation=None,
                     done=True,
-                    reward=state.ending["outcome"]["reward"],
+                    reward=EpisodeOutcome.model_validate(state.ending["outcome"]).reward,
                     info=state.ending["info"],
                 )
             task = self.registry.get(state.task_id)
@@ -318,7 +319,7 @@ class Episodes:
         state.ending = {
             "status": status,
             "error": error,
-            "outcome": dict(session.outcome),
+            "outcome": session.outcome.model_dump(),
             "info": info or {"turn": session.steps, "status": status, "success": False},
         }
         return state
@@ -332,7 +333,7 @@ class Episodes:
 
         def write() -> EpisodeSession:
             session = EpisodeSession.resume(self.store, None, self.registry.get(state.task_id), state.session)
-            session.outcome.update(ending["outcome"])
+            session.outcome = EpisodeOutcome.model_validate(ending["outcome"])
             session.finish(ending["status"], ending["error"])
             return session
 
@@ -347,8 +348,8 @@ class Episodes:
             "episode ended",
             fields={
                 "episode": state.episode_id,
-                "status": session.outcome["status"],
-                "success": session.outcome["success"],
+                "status": session.outcome.status,
+                "success": session.outcome.success,
             },
         )
 

@@ -44,13 +44,13 @@ def score(task: Task, completion: str, settings: Settings, store: Store, run_id:
         if valid and not result.done and factory.one_step_answer is not None:
             session.act(factory.one_step_answer(result.observation), source="grpo")
         if not valid:
-            session.outcome["reward"], status = INVALID, "invalid_action"
+            session.outcome.reward, status = INVALID, "invalid_action"
     except LoraloopError as exc:
         status, error = "env_error", str(exc)
     finally:
         env.close()
     session.finish(status, error)
-    return session.outcome["reward"]
+    return session.outcome.reward
 
 
 class EnvironmentReward:

@@ -48,7 +48,7 @@ def test_macros_buy_and_send_on_the_live_sites_with_progress_recorded(sites_url,
         assert session.progress.score == halfway and session.steps == 3
         assert play_macro(session, "add_to_cart_and_checkout(quantity=3, shipping='Standard')", cache) == 4
         session.act("Think: bought.\nAction: send_msg_to_user('Done.')", source="worker")
-        assert session.done and session.outcome["success"]  # the site's own grading: the order is right
+        assert session.done and session.outcome.success  # the site's own grading: the order is right
         assert session.finish()
     finally:
         env.close()
@@ -92,7 +92,7 @@ def test_macros_buy_and_send_on_the_live_sites_with_progress_recorded(sites_url,
             == 4
         )
         session.act("Action: send_msg_to_user('Sent.')", source="worker")
-        assert session.outcome["success"] and session.finish()
+        assert session.outcome.success and session.finish()
     finally:
         env.close()
 

@@ -230,7 +230,7 @@ class Sessions:
         """The episode of a claimed session, written; its summary."""
         session = EpisodeSession.resume(self.store, None, OutsideTask(state.task_id), state.session)
         total = sum(step.reward for step in session.recorder.records[1:])
-        session.outcome.update(success=total > 0, reward=total)
+        session.outcome.success, session.outcome.reward = total > 0, total
         stored = session.finish(status)
         return {"session_id": state.sample_id, "episode_key": session.key, "stored": stored, **session.summary()}
 
