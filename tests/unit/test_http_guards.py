@@ -12,6 +12,7 @@ from loraloop import http_guards
 from loraloop.errors import TaskFormatError
 from loraloop.http_guards import RequestBody
 from loraloop.rollout.states import MemoryEpisodeStates
+from loraloop.rollout.summary import EpisodeSummary
 from loraloop.service.book import JobRunning, MemoryBook
 
 
@@ -87,10 +88,10 @@ def test_the_memory_book_refuses_a_running_run_and_keeps_an_ended_one():
     book.create("r", "teacher", None, ["k1", "k2"], skipped=0)
     with pytest.raises(JobRunning, match=r"job 'r' is still running \(0/2 done\)"):
         book.create("r", "teacher", None, ["k1", "k2"], skipped=0)
-    assert book.record("r", {"task_id": "t1", "attempt": 0, "status": "completed", "success": True}) is False
-    assert book.record("r", {"task_id": "t1", "attempt": 0, "status": "completed", "success": True}) is False
+    assert book.record("r", EpisodeSummary(task_id="t1", attempt=0, status="completed", success=True)) is False
+    assert book.record("r", EpisodeSummary(task_id="t1", attempt=0, status="completed", success=True)) is False
     assert book.status("r").done == 1  # a redelivered episode is counted once
-    assert book.record("r", {"task_id": "t2", "attempt": 0, "status": "service_error", "error": "down"}) is True
+    assert book.record("r", EpisodeSummary(task_id="t2", attempt=0, status="service_error", error="down")) is True
     assert book.status("r").failures == {"service_error": 1}
     ended = book.status("r")
     book.create("r", "teacher", None, [], skipped=2)  # nothing left to play: the book stays as it was

@@ -81,7 +81,7 @@ def test_a_stored_episode_is_read_once_and_only_its_end_is_parsed(tmp_path):
     assert store.calls == ["get"]  # one request: no exists() before the read
     data = store.get_bytes(key)
     assert episode_end(key, data) == parse_episode(key, data).end
-    assert summary["success"] and summary["skipped"] and summary["steps"] == 2
+    assert summary.success and summary.skipped and summary.steps == 2
     store.calls.clear()
     assert stored_summary(store, key.replace("attempt_0", "attempt_9")) is None and store.calls == ["get"]
 

@@ -17,6 +17,7 @@ from loraloop.logs import get_logger
 from loraloop.rollout.endpoints import endpoint, server_url
 from loraloop.rollout.sampler import EpisodeSpec
 from loraloop.rollout.session import EpisodeSession
+from loraloop.rollout.summary import EpisodeSummary
 from loraloop.settings import Settings, get_settings
 from loraloop.store import open_store
 from loraloop.store.records import Adapter, Step
@@ -154,7 +155,7 @@ def spec_adapter(spec: EpisodeSpec) -> Adapter | None:
     return Adapter(**spec.adapter) if spec.adapter else None
 
 
-def stored_summary(store, key: str) -> dict | None:
+def stored_summary(store, key: str) -> EpisodeSummary | None:
     """The summary of an episode already in the store (None if absent): reruns skip it. One read: the object, or
     its absence; only its end record is parsed."""
     try:
@@ -162,12 +163,12 @@ def stored_summary(store, key: str) -> dict | None:
     except FileNotFoundError:
         return None
     end = episode_end(key, data)
-    return {
-        "key": key,
-        "steps": end.total_steps,
-        "skipped": True,
+    return EpisodeSummary(
+        key=key,
+        steps=end.total_steps,
+        skipped=True,
         **end.model_dump(include={"success", "reward", "status", "answer", "error"}),
-    }
+    )
 
 
 def _session(spec: EpisodeSpec, settings: Settings, store, env, task) -> EpisodeSession:
@@ -210,7 +211,7 @@ def run_episode(
     settings: Settings | None = None,
     should_stop: Callable[[], bool] | None = None,
     last_try: bool = True,
-) -> dict:
+) -> EpisodeSummary:
     """Play one episode and store its trajectory; return a summary (success, steps, error, latencies).
 
     An episode whose key is already stored is not played again (a redelivered or resubmitted
@@ -225,7 +226,7 @@ def run_episode(
     done_before = stored_summary(store, episode_key(spec.mode, spec.run_id, spec.task_id, spec.attempt))
     if done_before is not None:
         log.info("already stored, skipped")
-        return {**done_before, "task_id": spec.task_id, "attempt": spec.attempt}
+        return done_before.model_copy(update={"task_id": spec.task_id, "attempt": spec.attempt})
     env = env_kind(task.env).envs.make_env(
         task, settings, EnvOptions(max_steps=spec.max_steps, protocol=spec.protocol, screenshots=spec.screenshots)
     )
@@ -268,16 +269,17 @@ def run_episode(
         env.close()
     if status in REPLAYED and not last_try:
         log.warning("the episode failed (%s); it will be played again", status, fields={"error": error})
-        return {"task_id": spec.task_id, "attempt": spec.attempt, "status": status, "error": error, "retry": True}
+        return EpisodeSummary(task_id=spec.task_id, attempt=spec.attempt, status=status, error=error, retry=True)
     stored = session.finish(status, error, reason)
     if not stored:
         log.warning("a copy of this episode was stored first; this one is dropped")
-    return {
-        **session.summary(),
-        "error": error,
-        "reason": reason,
-        "duplicate": not stored,
-        "step_ms": step_ms,
-        "model_ms": model_ms,
-        "store_wait_s": round(store.waited_s, 1),
-    }
+    return session.summary().model_copy(
+        update={
+            "error": error,
+            "reason": reason,
+            "duplicate": not stored,
+            "step_ms": step_ms,
+            "model_ms": model_ms,
+            "store_wait_s": round(store.waited_s, 1),
+        }
+    )

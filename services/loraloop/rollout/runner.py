@@ -12,6 +12,7 @@ from typing import Protocol
 from loraloop.logs import get_logger
 from loraloop.rollout.episode import run_episode
 from loraloop.rollout.sampler import EpisodeSpec
+from loraloop.rollout.summary import EpisodeSummary
 from loraloop.settings import Settings
 from loraloop.store import open_store
 from loraloop.store.browse import run_index
@@ -22,18 +23,22 @@ class Tally(Protocol):
 
     def cancelled(self, run_id: str) -> bool: ...
 
-    def record(self, run_id: str, summary: dict) -> bool: ...  # True when that was the job's last episode
+    def record(self, run_id: str, summary: EpisodeSummary) -> bool: ...  # True when that was the job's last episode
 
     def retried(self, run_id: str, line: str) -> None: ...  # an episode will be played again: count it, say why
 
 
-def crash_summary(exc: BaseException, spec: EpisodeSpec | None = None) -> dict:
+def crash_summary(exc: BaseException, spec: EpisodeSpec | None = None) -> EpisodeSummary:
     """The summary of an episode whose code raised: failed, with the exception named."""
-    where = {"task_id": spec.task_id, "attempt": spec.attempt} if spec else {}
-    return {**where, "success": False, "status": "crash", "error": f"{type(exc).__name__}: {exc}"}
+    return EpisodeSummary(
+        task_id=spec.task_id if spec else None,
+        attempt=spec.attempt if spec else None,
+        status="crash",
+        error=f"{type(exc).__name__}: {exc}",
+    )
 
 
-def play(spec: EpisodeSpec, settings: Settings, book: Tally) -> dict:
+def play(spec: EpisodeSpec, settings: Settings, book: Tally) -> EpisodeSummary:
     """Play the episode (stored by run_episode, even when it fails), count it in the book, return its summary.
 
     A job cancelled before the episode starts counts it as `cancelled` without playing; one cancelled
@@ -50,14 +55,7 @@ def play(spec: EpisodeSpec, settings: Settings, book: Tally) -> dict:
     tries = settings.episode_retries + 1
     for tried in range(tries):
         if stopped():
-            summary = {
-                "task_id": spec.task_id,
-                "attempt": spec.attempt,
-                "success": False,
-                "status": "cancelled",
-                "error": None,
-                "steps": 0,
-            }
+            summary = EpisodeSummary(task_id=spec.task_id, attempt=spec.attempt, status="cancelled")
             break
         try:
             summary = run_episode(spec, settings, should_stop=stopped, last_try=tried == tries - 1)
@@ -65,12 +63,12 @@ def play(spec: EpisodeSpec, settings: Settings, book: Tally) -> dict:
             if book.record(spec.run_id, crash_summary(exc, spec)):
                 index_run(spec, settings)
             raise
-        if not summary.get("retry"):
+        if not summary.retry:
             break
         delay = settings.episode_retry_delay_s * 2**tried
         book.retried(
             spec.run_id,
-            f"{spec.task_id}: {summary['error']}; played again in {delay:g} s "
+            f"{spec.task_id}: {summary.error}; played again in {delay:g} s "
             f"(try {tried + 2} of {tries}, LORALOOP_EPISODE_RETRIES)",
         )
         waited_until = time.monotonic() + delay

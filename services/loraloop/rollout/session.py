@@ -21,6 +21,7 @@ from loraloop.kinds.prompts import build_prompt
 from loraloop.kinds.registry import env_kind
 from loraloop.kinds.spec import Progress
 from loraloop.logs import get_logger
+from loraloop.rollout.summary import EpisodeSummary
 from loraloop.store.backends import Store
 from loraloop.store.records import RECORDS, EpisodeEnd, EpisodeOutcome, EpisodeStart, Step
 from loraloop.store.trajectories import EpisodeRecorder, obs_hash
@@ -297,15 +298,11 @@ class EpisodeSession:
         )
         return self.recorder.flush()
 
-    def summary(self) -> dict[str, Any]:
+    def summary(self) -> EpisodeSummary:
         """What a driver reports of the episode: key, task, attempt, steps and the outcome."""
-        return {
-            "key": self.key,
-            "task_id": self.task.index,
-            "attempt": self.attempt,
-            "steps": self.steps,
-            **self.outcome.model_dump(),
-        }
+        return EpisodeSummary(
+            key=self.key, task_id=self.task.index, attempt=self.attempt, steps=self.steps, **self.outcome.model_dump()
+        )
 
     def snapshot(self) -> dict[str, Any]:
         """A running session as plain JSON, for another process to `resume`: its records say everything

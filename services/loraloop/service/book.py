@@ -20,6 +20,7 @@ from redis.retry import Retry
 
 from loraloop.broker import BROKER_OUTAGE_S, is_redis
 from loraloop.errors import ConfigError, LoraloopError, ServiceUnavailable, without_credentials
+from loraloop.rollout.summary import EpisodeSummary, episode_id
 from loraloop.service.models import JobRequest, JobStatus
 
 NS = "loraloop"
@@ -58,47 +59,42 @@ def refuse_running(run_id: str, fields: Mapping[str, Any]) -> None:
         )
 
 
-def failed(summary: dict) -> bool:
+def failed(summary: EpisodeSummary) -> bool:
     """True when an episode ended in an error of the environment, a server or the code (not the agent's)."""
-    return bool(summary.get("error")) or summary.get("status") in FAILURE_CAUSES
+    return bool(summary.error) or summary.status in FAILURE_CAUSES
 
 
-def unplayable(summary: dict) -> bool:
+def unplayable(summary: EpisodeSummary) -> bool:
     """True for an episode the policy could not play (the teacher has no solution for its task)."""
-    return summary.get("status") == "skipped"
+    return summary.status == "skipped"
 
 
-def waited(summary: dict) -> bool:
+def waited(summary: EpisodeSummary) -> bool:
     """True for an episode whose trajectory was stored only after waiting out a store outage."""
-    return bool(summary.get("store_wait_s"))
+    return bool(summary.store_wait_s)
 
 
-def notes(summary: dict) -> list[str]:
+def notes(summary: EpisodeSummary) -> list[str]:
     """The lines a finished episode leaves in its job's recent errors, oldest first: its error or why it was
     unplayable, then how long it waited for the store."""
     lines = [error_line(summary)] if failed(summary) or unplayable(summary) else []
     if waited(summary):
-        lines.append(f"{summary.get('task_id')}: stored after waiting {summary['store_wait_s']:.0f} s for the store")
+        lines.append(f"{summary.task_id}: stored after waiting {summary.store_wait_s:.0f} s for the store")
     return lines
 
 
-def error_line(summary: dict) -> str:
+def error_line(summary: EpisodeSummary) -> str:
     """The one line a failed or unplayable episode leaves in its job's recent errors."""
     if unplayable(summary):
-        return f"skipped {summary.get('task_id')}: {summary.get('reason')}"
-    return f"{summary.get('task_id')}: {summary.get('error') or summary.get('status') or 'error'}"
+        return f"skipped {summary.task_id}: {summary.reason}"
+    return f"{summary.task_id}: {summary.error or summary.status or 'error'}"
 
 
-def episode_id(summary: dict) -> str:
-    """Which planned episode a summary is of, for counting it once: its task and attempt."""
-    return f"{summary.get('task_id')}#{summary.get('attempt')}"
-
-
-def counts(summary: dict) -> dict[str, int]:
+def counts(summary: EpisodeSummary) -> dict[str, int]:
     """What one finished episode adds to its job's counters, the same for both books."""
     added = {
         "done": 1,
-        "solved": int(bool(summary.get("success"))),
+        "solved": int(summary.success),
         "unplayable": int(unplayable(summary)),
         "store_waits": int(waited(summary)),
     }
@@ -107,9 +103,9 @@ def counts(summary: dict) -> dict[str, int]:
     return added
 
 
-def cause(summary: dict) -> str:
+def cause(summary: EpisodeSummary) -> str:
     """What a failed episode failed of: its status when it names a cause, else `error`."""
-    status = summary.get("status")
+    status = summary.status
     return status if status in FAILURE_CAUSES else "error"
 
 
@@ -231,12 +227,12 @@ class JobBook:
                 f"broker unreachable at {without_credentials(self.url)} ({type(exc).__name__})"
             ) from exc
 
-    def record(self, run_id: str, summary: dict) -> bool:
+    def record(self, run_id: str, summary: EpisodeSummary) -> bool:
         """Count one finished episode (called by the worker that ran it) and feed the metrics; True when it was
         the job's last. An episode counted before (redelivered) changes nothing."""
         job = self._job(run_id)
         added = [str(item) for pair in counts(summary).items() for item in pair]
-        done, total = self._record_once(keys=[job, f"{job}:counted"], args=[episode_id(summary), *added])
+        done, total = self._record_once(keys=[job, f"{job}:counted"], args=[summary.episode_id, *added])
         if done < 0:
             return False
         pipe = self.redis.pipeline()
@@ -245,8 +241,8 @@ class JobBook:
         if lines := notes(summary):
             self._keep_errors(pipe, job, lines)
         pipe.hset(job, "updated_at", time.time())
-        pipe.hincrby(f"{NS}:metrics:episodes", summary.get("status") or "error", 1)
-        for name, values in (("step", summary.get("step_ms", [])), ("model", summary.get("model_ms", []))):
+        pipe.hincrby(f"{NS}:metrics:episodes", summary.status or "error", 1)
+        for name, values in (("step", summary.step_ms), ("model", summary.model_ms)):
             for ms in values:
                 seconds = (ms or 0.0) / 1000
                 bucket = next((str(b) for b in LATENCY_BUCKETS_S if seconds <= b), "+Inf")
@@ -309,7 +305,7 @@ class JobBook:
             key: json.loads(spec) for key, spec in self.redis.hgetall(f"{job}:specs").items() if key not in present
         }
         counted = self.redis.smembers(f"{job}:counted")
-        return {key: spec for key, spec in specs.items() if episode_id(spec) not in counted}
+        return {key: spec for key, spec in specs.items() if episode_id(spec["task_id"], spec["attempt"]) not in counted}
 
     def keys(self, run_id: str) -> list[str]:
         """The job's episode keys (its Celery task ids), in planned order."""
@@ -374,13 +370,13 @@ class MemoryBook:
                 "counted": set(),
             }
 
-    def record(self, run_id: str, summary: dict) -> bool:
+    def record(self, run_id: str, summary: EpisodeSummary) -> bool:
         """Count one finished episode; True when it was the job's last."""
         with self._lock:
             job = self._get(run_id)
-            if episode_id(summary) in job["counted"]:
+            if summary.episode_id in job["counted"]:
                 return False
-            job["counted"].add(episode_id(summary))
+            job["counted"].add(summary.episode_id)
             for field, added in counts(summary).items():
                 job[field] = job.get(field, 0) + added
             job["errors"] = [*reversed(notes(summary)), *job["errors"]][:KEPT_ERRORS]

@@ -21,6 +21,7 @@ app.steps["consumer"].add(RequeueLost)
 
 @app.task(name=EPISODE_TASK, acks_late=True)
 def run_episode_task(spec: dict) -> dict:
-    """Celery entry point: run the episode (unless its job was cancelled) and report it to the job's book."""
+    """Celery entry point: run the episode (unless its job was cancelled) and report it to the job's book; its
+    summary travels back as JSON (EpisodeSummary's fields)."""
     settings = get_settings()
-    return play(EpisodeSpec(**spec), settings, job_book(settings.broker_url))
+    return play(EpisodeSpec(**spec), settings, job_book(settings.broker_url)).model_dump()

@@ -17,6 +17,7 @@ from loraloop.errors import ConfigError, LoraloopError, ServiceUnavailable
 from loraloop.rollout.preflight import check_servers
 from loraloop.rollout.runner import crash_summary
 from loraloop.rollout.sampler import EpisodeSpec
+from loraloop.rollout.summary import EpisodeSummary
 from loraloop.service.book import JobRunning, job_book
 from loraloop.service.jobs import cancel, enqueue, submit
 from loraloop.service.local import LocalJobs
@@ -105,7 +106,7 @@ class BrokerJobs:
         """Cancel here: mark it and revoke its queued episodes."""
         return cancel(run_id, self.book, self.queue)
 
-    def summaries(self, run_id: str) -> list[dict]:
+    def summaries(self, run_id: str) -> list[EpisodeSummary]:
         """The summaries the workers returned, in planned order (a revoked episode has none)."""
         finished = self.book.status(run_id).state == "done"
         results = [self.queue.AsyncResult(key) for key in self.book.keys(run_id)]
@@ -122,9 +123,9 @@ def once_ended(submit: Callable[[], JobStatus], status: Callable[[], JobStatus],
         return submit()
 
 
-def _summary(value: Any) -> dict:
-    """A worker's summary, or a crash summary for the exception a failed task left."""
-    return value if isinstance(value, dict) else crash_summary(value)
+def _summary(value: Any) -> EpisodeSummary:
+    """A worker's summary (JSON), or a crash summary for the exception a failed task left."""
+    return EpisodeSummary.model_validate(value) if isinstance(value, dict) else crash_summary(value)
 
 
 def with_experiments(settings: Settings, experiments: Path | None) -> Settings:
@@ -156,7 +157,7 @@ def jobs_client(settings: Settings, *, concurrency: int | None = None, embedded:
 
 def execute(
     specs: list[EpisodeSpec], settings: Settings, *, concurrency: int | None = None, quiet: bool = False
-) -> list[dict]:
+) -> list[EpisodeSummary]:
     """Run planned episodes on the workers (with a broker) or in this process, following them with the
     bar; return the summaries of those played (stored ones are skipped).
 

@@ -13,6 +13,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 
 from loraloop.rollout.runner import crash_summary, play
 from loraloop.rollout.sampler import EpisodeSpec
+from loraloop.rollout.summary import EpisodeSummary
 from loraloop.service.book import MemoryBook
 from loraloop.service.jobs import book_job, plan_job
 from loraloop.service.models import JobRequest, JobStatus
@@ -40,7 +41,7 @@ class LocalJobs:
         pool.shutdown(wait=False)  # the queued episodes still run; the threads end with the last one
         return self.book.status(run_id)
 
-    def _play(self, spec: EpisodeSpec) -> dict:
+    def _play(self, spec: EpisodeSpec) -> EpisodeSummary:
         try:
             return play(spec, self.settings, self.book)
         except Exception as exc:  # already counted as a crash by play; the other episodes go on
@@ -59,6 +60,6 @@ class LocalJobs:
         self.book.cancel(run_id)
         return self.book.status(run_id)
 
-    def summaries(self, run_id: str) -> builtins.list[dict]:  # `list` in this class is LocalJobs.list
+    def summaries(self, run_id: str) -> builtins.list[EpisodeSummary]:  # `list` in this class is LocalJobs.list
         """Wait for the job's episodes and return their summaries, in planned order."""
         return [future.result() for future in self._runs[run_id]]

@@ -50,7 +50,7 @@ def spec(
 
 
 def stored(settings, summary: dict):
-    return parse_episode(summary["key"], open_store(settings=settings).get_bytes(summary["key"]))
+    return parse_episode(summary.key, open_store(settings=settings).get_bytes(summary.key))
 
 
 def play_with_scripted_user(
@@ -144,7 +144,7 @@ def test_an_airline_episode_with_a_scripted_user(settings_for, tmp_path):
     summary, episode, requests = play_with_scripted_user(
         settings_for, tmp_path, "airline", "train", "7", lines, max_steps=12
     )  # 5 calls, a message, done
-    assert (summary["status"], summary["reward"], summary["success"]) == ("completed", 1.0, True)
+    assert (summary.status, summary.reward, summary.success) == ("completed", 1.0, True)
     assert [s.action for s in episode.steps] == ["tool"] * 5 + ["message"]  # the user stopped after the message
     said = episode.steps[-1]
     assert [e["content"] for e in said.events if e["type"] == "user_turn"] == [lines[1]] and len(requests) == 2
@@ -154,7 +154,7 @@ def test_an_airline_episode_with_a_scripted_user(settings_for, tmp_path):
 def test_a_retail_episode_with_a_scripted_user(settings_for, tmp_path):
     lines = ["Hi, I need help with my order.", "Thank you, that is all. ###STOP###"]
     summary, episode, _ = play_with_scripted_user(settings_for, tmp_path, "retail", "train", "0", lines, max_steps=12)
-    assert (summary["status"], summary["reward"], summary["success"]) == ("completed", 1.0, True)
+    assert (summary.status, summary.reward, summary.success) == ("completed", 1.0, True)
     assert episode.start.category == "retail" and "retail" in episode.start.system_prompt.lower()
     assert [e["type"] for e in episode.steps[0].events] == ["tool_result"]
 
@@ -177,7 +177,7 @@ def test_telecom_episodes_are_graded_on_the_users_phone(settings_for, tmp_path, 
     summary, episode, requests = play_with_scripted_user(
         settings_for, tmp_path, "telecom", "small", TELECOM, user, max_steps=6, solo=solo
     )
-    assert (summary["status"], summary["reward"]) == ("completed", reward)
+    assert (summary.status, summary.reward) == ("completed", reward)
     assert episode.steps[-1].events[-1]["type"] == "evaluation"
     if solo:  # the agent called the phone's tool itself; no user was asked
         assert json.loads(episode.steps[0].raw_output)["name"] == "toggle_roaming" and not requests
@@ -191,10 +191,10 @@ def test_an_unreachable_user_simulator_ends_the_episode_as_a_service_error_and_i
     down = f"http://127.0.0.1:{free_port()}/v1"  # nothing listens there
     settings = settings_for(tau2_user_llm_base_url=down, model_retries=0)
     summary = run_episode(spec(MOCK, "create_task_1"), settings, last_try=True)
-    assert summary["status"] == "service_error" and f"tau2 user simulator unreachable at {down}" in summary["error"]
+    assert summary.status == "service_error" and f"tau2 user simulator unreachable at {down}" in summary.error
     assert stored(settings, summary).end.status == "service_error"
     replay = run_episode(spec(MOCK, "create_task_1", run_id="again"), settings, last_try=False)
-    assert replay.get("retry") is True  # a server's fault: the runner plays it again, unstored
+    assert replay.retry is True  # a server's fault: the runner plays it again, unstored
 
 
 def test_smollm2_as_agent_and_user_on_a_mock_task(settings_for, vllm_url):
@@ -203,9 +203,9 @@ def test_smollm2_as_agent_and_user_on_a_mock_task(settings_for, vllm_url):
     episode = stored(settings, summary)
     user = episode.start.events[0]
     assert (user["type"], user["model"], user["url"]) == ("user_turn", settings.base_model_name, vllm_url)
-    assert summary["status"] in ("completed", "round_limit") and episode.steps[-1].model == settings.base_model_name
+    assert summary.status in ("completed", "round_limit") and episode.steps[-1].model == settings.base_model_name
     evaluation = episode.steps[-1].events[-1]  # tau2's evaluator graded the episode, however it ended
-    assert evaluation["type"] == "evaluation" and evaluation["reward"] == summary["reward"]
+    assert evaluation["type"] == "evaluation" and evaluation["reward"] == summary.reward
 
 
 def test_an_evaluator_that_raises_on_what_the_agent_left_grades_the_episode_0(settings_for):

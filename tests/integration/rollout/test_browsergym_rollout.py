@@ -29,7 +29,7 @@ def test_miniwob_teacher_rollout_stores_episodes_and_exports_bc(tmp_path, chromi
         temperature=None,
     )
     summaries = execute(specs, settings, quiet=True)
-    assert len(summaries) == 6 and all(s["success"] for s in summaries), summaries
+    assert len(summaries) == 6 and all(s.success for s in summaries), summaries
     episodes = list(iter_episodes(open_store(settings=settings), "trajectories/miniwob_teacher/mw-1/"))
     assert len(episodes) == 6
     for episode in episodes:

@@ -51,7 +51,7 @@ def test_every_smol_mode_plays_and_records_its_orchestrator(vllm_url, sites_url,
             )
             specs += [s for s in planned if s.task_id == task_id]
     summaries = execute(specs, settings, concurrency=7, quiet=True)
-    assert len(summaries) == 14 and all(s["status"] in ("completed", "round_limit") for s in summaries), summaries
+    assert len(summaries) == 14 and all(s.status in ("completed", "round_limit") for s in summaries), summaries
     store = open_store(settings=settings)
     for name, experiment in experiments.items():
         episodes = list(iter_episodes(store, f"trajectories/{name}/{name}/"))

@@ -31,7 +31,7 @@ def test_local_worker_records_what_a_served_model_does(settings_for):
         temperature=None,
     )
     [summary] = execute(specs, settings, quiet=True)
-    assert summary["status"] in ("completed", "round_limit"), summary
+    assert summary.status in ("completed", "round_limit"), summary
     [episode] = list(iter_episodes(open_store(settings=settings), "trajectories/smollm_local/local/"))
     assert episode.start.policy == "local" and episode.start.model_url is None
     tokenizer = AutoTokenizer.from_pretrained(model_files())

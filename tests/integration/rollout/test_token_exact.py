@@ -36,9 +36,9 @@ def test_stored_steps_hold_the_sampled_tokens(vllm_url, settings_for):
         max_steps=3,
     )
     summary = run_episode(spec, settings)
-    assert summary["error"] is None, summary
+    assert summary.error is None, summary
     store = open_store(settings=settings)
-    episode = parse_episode(summary["key"], store.get_bytes(summary["key"]))
+    episode = parse_episode(summary.key, store.get_bytes(summary.key))
     sent = {"temperature": 0.0, "max_tokens": settings.max_tokens, "seed": 7, "stop": ["The output of the OS"]}
     assert episode.start.sampling == sent and episode.start.adapter is None  # the base model
     assert len(episode.steps) >= 2

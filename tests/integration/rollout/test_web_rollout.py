@@ -28,7 +28,7 @@ def test_web_rollout_stores_trajectories_screenshots_and_exports_bc(tmp_path, si
         temperature=None,
     )
     summaries = execute(specs, settings, quiet=True)
-    assert len(summaries) == 3 and all(s["success"] for s in summaries), summaries
+    assert len(summaries) == 3 and all(s.success for s in summaries), summaries
     store = open_store(settings=settings)
     episodes = list(iter_episodes(store, "trajectories/web_teacher_screens/web-1/"))
     assert len(episodes) == 3

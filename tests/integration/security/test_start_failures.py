@@ -88,7 +88,7 @@ def test_rollout_worker_episode_failing_at_each_step_leaves_no_container(step, r
     summary = run_episode(spec, settings)
     after = my_containers()
     COUNTS[f"worker, {step}"] = (before, after)
-    assert summary["status"] == "env_error" and after == before, summary
+    assert summary.status == "env_error" and after == before, summary
     failed_only(open_store(settings=settings), 1)
 
 

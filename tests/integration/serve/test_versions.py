@@ -58,11 +58,11 @@ def test_versions_are_served_pinned_recorded_and_retired(vllm_url, settings_for,
 
     # a rollout naming the bare adapter samples v2 in every episode, and each records it
     summaries = execute(plan(settings, "ver"), settings, quiet=True)
-    assert len(summaries) == 2 and all(s["error"] is None for s in summaries), summaries
+    assert len(summaries) == 2 and all(s.error is None for s in summaries), summaries
     store = open_store(settings=settings)
     v2 = Adapter(name="ver", version="v2", digest=second["weights_sha256"])
     for summary in summaries:
-        episode = parse_episode(summary["key"], store.get_bytes(summary["key"]))
+        episode = parse_episode(summary.key, store.get_bytes(summary.key))
         assert episode.start.adapter == v2 and episode.start.worker_model == "ver-v2"
         assert episode.steps and all(s.adapter == v2 and s.model == "ver-v2" for s in episode.steps)
 

@@ -67,8 +67,8 @@ def test_local_jobs_run_follow_and_cancel_in_this_process(tmp_path, settings_for
         time.sleep(0.1)
     assert jobs.cancel("stop").state == "cancelled"
     summaries = jobs.summaries("stop")
-    assert slow.total == 3 and [s["status"] for s in summaries][2] == "cancelled" and summaries[2]["steps"] == 0
-    assert {s["status"] for s in summaries[:2]} <= {"completed", "cancelled"}
+    assert slow.total == 3 and [s.status for s in summaries][2] == "cancelled" and summaries[2].steps == 0
+    assert {s.status for s in summaries[:2]} <= {"completed", "cancelled"}
     assert len(episodes(tmp_path / "store", "teacher", "stop")) == 2  # the two that ran are stored
     assert jobs.status("stop").done == 3 and [j.run_id for j in jobs.list()] == ["stop", "here"]
     with pytest.raises(UnknownJob, match="unknown job 'nope'"):
@@ -102,7 +102,7 @@ def test_execute_plays_episodes_of_several_runs_each_as_its_job(tmp_path, settin
         )
     ]
     summaries = execute(specs, settings_for(), quiet=True)
-    assert [s["success"] for s in summaries] == [True, True]
+    assert [s.success for s in summaries] == [True, True]
     assert [len(episodes(tmp_path / "store", "teacher", run)) for run in ("pair-a", "pair-b")] == [1, 1]
     with pytest.raises(LoraloopError, match="a job is one run, these episodes belong to 2: pair-a, pair-b"):
         LocalJobs(settings_for()).start(specs)

@@ -42,6 +42,7 @@ from loraloop.store.records import Adapter, EpisodeStart, Record, Step
 from loraloop.store.trajectories import episode_key, stamp
 
 POLICY = "gateway"
+ENDED_FIELDS = {"key", "task_id", "attempt", "steps", "success", "reward", "status", "answer"}  # what /end answers
 KEY_PREFIX = "sk-sess-"  # AReaL's session keys look the same
 
 
@@ -232,7 +233,12 @@ class Sessions:
         total = sum(step.reward for step in session.recorder.records[1:])
         session.outcome.success, session.outcome.reward = total > 0, total
         stored = session.finish(status)
-        return {"session_id": state.sample_id, "episode_key": session.key, "stored": stored, **session.summary()}
+        return {
+            "session_id": state.sample_id,
+            "episode_key": session.key,
+            "stored": stored,
+            **session.summary().model_dump(include=ENDED_FIELDS),
+        }
 
     def expire(self) -> list[str]:
         """Store every session idle past the timeout as `expired` (never dropped); their session ids."""
