@@ -16,11 +16,17 @@ from loraloop.envs.shell.protocol import parse_action
 from loraloop.kinds.registry import env_kind
 from loraloop.rollout.session import EpisodeSession
 from loraloop.store import open_store
+from loraloop.store.records import NO_HALO
 from tests.helpers import BASH
 
 ANSWER = "Think: done.\nAct: answer(3)"
 SHELL = env_kind("shell")
 TASK = SimpleNamespace(index="t1", env="shell", split="test", category="c", description="count")
+
+
+def halo(step):
+    """The step's HALO part, empty where it has none."""
+    return step.halo or NO_HALO
 
 
 class TextShell:
@@ -96,9 +102,13 @@ def test_warm_start_then_the_worker(tmp_path):
     )
     session, steps, end = play(tmp_path, agent)
     assert [s.action_source for s in steps] == ["manager", "worker"] and session.outcome.success
-    assert (steps[0].manager_called, steps[0].gate, steps[0].manager_reason) == (True, "warm_start", "look first")
+    assert (halo(steps[0]).manager_called, halo(steps[0]).gate, halo(steps[0]).manager_reason) == (
+        True,
+        "warm_start",
+        "look first",
+    )
     assert steps[0].model == "manager-model" and steps[0].prompt_token_ids is None  # no worker tokens on it
-    assert not steps[1].manager_called and steps[1].gate is None and end.manager_calls == 1
+    assert not halo(steps[1]).manager_called and halo(steps[1]).gate is None and end.manager_calls == 1
     assert [s.progress_score for s in steps] == [None, None] and end.max_progress_score is None  # no facet
 
 
@@ -113,9 +123,9 @@ def test_a_repeated_error_gets_recovery_then_the_manager(tmp_path):
     )
     _, steps, end = play(tmp_path, agent)
     assert [s.action_source for s in steps] == ["worker", "worker", "recovery", "manager"]
-    assert steps[2].recovery == "repeated_error" and "cd ~ && echo" in steps[2].raw_output
+    assert halo(steps[2]).recovery == "repeated_error" and "cd ~ && echo" in steps[2].raw_output
     assert steps[2].action == "bash" and "last error: no " in steps[2].raw_output  # the quoted `Act:` defused
-    assert (steps[3].gate, steps[3].manager_reason) == ("repeated_error", "answer now")
+    assert (halo(steps[3]).gate, halo(steps[3]).manager_reason) == ("repeated_error", "answer now")
     assert (end.recoveries, end.manager_calls, end.success) == (1, 1, True)
 
 
@@ -128,7 +138,7 @@ def test_without_recovery_the_manager_takes_the_repeated_error(tmp_path):
         tuning=Tuning(warm_start_steps=0),
     )
     _, steps, end = play(tmp_path, agent)
-    assert [(s.action_source, s.gate) for s in steps] == [
+    assert [(s.action_source, halo(s).gate) for s in steps] == [
         ("worker", None),
         ("worker", None),
         ("manager", "repeated_error"),
@@ -145,7 +155,7 @@ def test_a_manager_reply_without_an_action_leaves_the_step_to_the_worker(tmp_pat
         tuning=Tuning(warm_start_steps=1),
     )
     _, steps, end = play(tmp_path, agent)
-    assert [(s.action_source, s.gate, s.manager_called, s.manager_reason) for s in steps] == [
+    assert [(s.action_source, halo(s).gate, halo(s).manager_called, halo(s).manager_reason) for s in steps] == [
         ("worker", "warm_start", True, "the agent knows")
     ]
     assert steps[0].model == "worker-model" and end.manager_calls == 1
@@ -157,7 +167,9 @@ def test_a_destructive_command_goes_to_the_manager(tmp_path):
         Replies(BASH.format("rm -rf /root")), SHELL, "t1", manager=manager, tuning=Tuning(warm_start_steps=0)
     )
     _, steps, _ = play(tmp_path, agent)
-    assert [(s.action_source, s.gate, s.manager_reason) for s in steps] == [("manager", "high_stakes", "never delete")]
+    assert [(s.action_source, halo(s).gate, halo(s).manager_reason) for s in steps] == [
+        ("manager", "high_stakes", "never delete")
+    ]
     assert "rm -rf /root" in manager.policy.asked[0][-1]["content"]  # it saw the proposal
 
 
@@ -169,10 +181,16 @@ def test_a_manager_that_does_not_answer_leaves_the_worker_alone(tmp_path):
     )
     session, steps, end = play(tmp_path, agent)
     assert [s.action_source for s in steps] == ["worker"] * 3 and session.outcome.success
-    assert steps[0].manager_called and steps[0].gate == "warm_start" and "unreachable" in steps[0].manager_error
-    assert not steps[1].manager_called and steps[1].manager_error is None
+    assert (
+        halo(steps[0]).manager_called
+        and halo(steps[0]).gate == "warm_start"
+        and "unreachable" in halo(steps[0]).manager_error
+    )
+    assert not halo(steps[1]).manager_called and halo(steps[1]).manager_error is None
     # the next gate is recorded with the outage; the dead manager is not called again
-    assert (steps[2].gate, steps[2].manager_called) == ("repeated_error", False) and steps[2].manager_error
+    assert (halo(steps[2]).gate, halo(steps[2]).manager_called) == ("repeated_error", False) and halo(
+        steps[2]
+    ).manager_error
     assert end.manager_calls == 1
 
 
@@ -211,7 +229,7 @@ def test_macros_expand_into_recorded_steps_and_a_bad_call_is_an_error_observatio
     assert [s.action_source for s in steps] == ["worker", "macro", "macro", "worker"] and session.outcome.success
     assert steps[0].last_action_error == "twice: missing argument 'command'" and steps[0].action == "invalid"
     assert steps[0].next_observation.startswith("Your last reply could not be taken: twice: missing argument")
-    assert [s.macro for s in steps[1:3]] == ["twice(command='ls')"] * 2 and steps[3].macro is None
+    assert [halo(s).macro for s in steps[1:3]] == ["twice(command='ls')"] * 2 and halo(steps[3]).macro is None
     assert steps[1].raw_output == BASH.format("ls") and env.turn == 3  # the bad call never reached the env
     assert end.error_count == 1
 
@@ -219,7 +237,7 @@ def test_macros_expand_into_recorded_steps_and_a_bad_call_is_an_error_observatio
 def test_a_macro_that_cannot_go_on_is_an_error_observation_and_the_worker_goes_on(tmp_path):
     agent = HaloAgent(Replies("Act: twice(command='nope')", ANSWER), SHELL, "t1", macros=MACROS)
     session, steps, _ = play(tmp_path, agent)
-    assert [(s.action_source, s.macro is not None) for s in steps] == [
+    assert [(s.action_source, halo(s).macro is not None) for s in steps] == [
         ("macro", True),
         ("macro", True),
         ("worker", False),
@@ -272,11 +290,11 @@ def test_the_cache_is_asked_before_the_worker_and_learns_from_every_step(tmp_pat
     ls = BASH.format("ls")
     agent = HaloAgent(Replies(ls, ANSWER), SHELL, "t1", cache=cache, vac=VAC)
     _, steps, end = play(tmp_path, agent, run="first")
-    assert [(s.action_source, s.cache_event) for s in steps] == [("worker", "miss"), ("worker", "miss")]
+    assert [(s.action_source, halo(s).cache_event) for s in steps] == [("worker", "miss"), ("worker", "miss")]
     assert cache.entries["shell:t1:Task: count"] == (ls, 0) and (end.cache_hits, end.cache_misses) == (0, 2)
     worker = Replies(ANSWER)
     _, steps, end = play(tmp_path, HaloAgent(worker, SHELL, "t1", cache=cache, vac=VAC), run="second")
-    assert [(s.action_source, s.cache_hit, s.cache_event) for s in steps] == [
+    assert [(s.action_source, halo(s).cache_hit, halo(s).cache_event) for s in steps] == [
         ("cache", True, "hit"),
         ("cache", True, "hit"),
     ]

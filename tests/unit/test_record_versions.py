@@ -1,8 +1,10 @@
 """Every schema version ever written still reads, and nothing new is written that the record types do not declare.
 
 tests/fixtures/records/ holds one episode per schema version: schema1_shell.jsonl as the untyped writer before
-store/records.py wrote it (dicts, no schema_version; the fields of 532d4be^'s rollout/episode.py), and
-schema2_shell.jsonl as EpisodeSession writes today. A new SCHEMA_VERSION needs its own fixture (the last test)."""
+store/records.py wrote it (dicts, no schema_version; the fields of 532d4be^'s rollout/episode.py);
+schema2_shell.jsonl as EpisodeSession wrote it with HALO's action cache on (its fields flat on each step), and
+schema3_shell.jsonl as it writes today (HALO's fields in `halo`). A new SCHEMA_VERSION needs its own fixture (the
+last test)."""
 
 import re
 import shutil
@@ -12,7 +14,7 @@ import pytest
 
 from loraloop.datasets.export import export
 from loraloop.store.backends import FileStore
-from loraloop.store.records import LEGACY_KIND, SCHEMA_VERSION, EpisodeStart, Step
+from loraloop.store.records import LEGACY_KIND, SCHEMA_VERSION, EpisodeStart, HaloStep, Step
 from loraloop.store.trajectories import UndeclaredField, episode_end, parse_episode, stamp
 
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "records"
@@ -30,6 +32,8 @@ def test_an_episode_of_every_schema_version_reads(path):
     assert episode.start.schema_version == version_of(path) and episode.start.env == LEGACY_KIND
     assert [s.step_idx for s in episode.steps] == [0, 1] and episode.steps[0].action == "bash"
     assert episode.end.success and episode.end.total_steps == 2 and episode_end(path.name, data) == episode.end
+    expected = ["miss", "miss"] if version_of(path) >= 2 else [None, None]  # 2 and 3 ran HALO's cache
+    assert [s.halo.cache_event if s.halo else None for s in episode.steps] == expected
 
 
 def test_every_version_exports_next_to_the_others(tmp_path):
@@ -40,6 +44,13 @@ def test_every_version_exports_next_to_the_others(tmp_path):
         shutil.copy(path, target / "t__attempt_0.jsonl")
     manifest = export(FileStore(tmp_path / "store"), "trajectories", tmp_path / "ds", ["bc"])
     assert manifest["rows"]["bc"] == 2 * len(FILES)
+
+
+def test_halo_fields_given_flat_are_nested_and_a_step_without_them_has_none():
+    step = Step(step_idx=0, raw_output="x", gate="loop", manager_called=True)
+    assert step.halo == HaloStep(gate="loop", manager_called=True) and "gate" not in step.model_dump()
+    assert Step(step_idx=0, raw_output="x", manager_called=False, cache_event=None).halo is None
+    assert Step.model_validate_json(step.model_dump_json()) == step  # today's nested form reads back the same
 
 
 def test_a_record_with_an_undeclared_field_is_refused_on_write_naming_it():

@@ -9,7 +9,7 @@ from loraloop.errors import ConfigError, StoreUnavailable
 from loraloop.settings import Settings
 from loraloop.store import FileStore, open_store
 from loraloop.store.backends import shown_store
-from loraloop.store.records import EpisodeEnd, EpisodeStart
+from loraloop.store.records import SCHEMA_VERSION, EpisodeEnd, EpisodeStart
 from loraloop.store.trajectories import EpisodeRecorder, MalformedTrajectory, episode_key, iter_episodes, parse_episode
 from tests.helpers import record_episode
 
@@ -99,7 +99,7 @@ def test_typed_records_name_the_field_at_fault_and_read_untyped_episodes(tmp_pat
     fresh.add(EpisodeEnd(success=False))
     assert fresh.flush()
     new = parse_episode(fresh.key, store.get_bytes(fresh.key))
-    assert new.start.schema_version == 2 and new.end.run_id is None and new.start.run_id == "r"
+    assert new.start.schema_version == SCHEMA_VERSION and new.end.run_id is None and new.start.run_id == "r"
 
 
 def test_malformed_episode_is_named_and_skipped(tmp_path):

@@ -4,7 +4,7 @@ With macros on, the agent may write a macro call where it would write an action 
 search_and_open(query='gel pens')`, `Act: find_and_count(directory='/etc', pattern='*.conf')`).
 `parse_macro` reads the call with `ast` (never runs it); the orchestrator then asks the macro for one
 primitive action per step (`Macro.next_action(observation)`), each taken and recorded like any other
-action (Step.macro holds the call), until the macro says it is done (None).
+action (Step.halo.macro holds the call), until the macro says it is done (None).
 
 The macros themselves are the kinds' (their AgentFacet's `macros`, kinds/spec.py): the web's act on the
 elements of the current accessibility tree (envs/web/macros.py: `search_and_open(query)`,
@@ -36,7 +36,7 @@ class Macro:
     """A parsed macro call, expanding into primitive actions one step at a time."""
 
     name: str
-    call: str  # the call as the agent wrote it (recorded in Step.macro)
+    call: str  # the call as the agent wrote it (recorded in Step.halo.macro)
     spec: MacroSpec
     args: dict[str, Any]
     done: bool = False

@@ -122,8 +122,8 @@ def merit(episode: Episode, progress: bool) -> tuple[float, ...]:
 
 
 def recovery_actions(episode: Episode) -> int:
-    """The steps a recovery policy took (Step.recovery is set on them)."""
-    return sum(1 for step in episode.steps if step.recovery)
+    """The steps a recovery policy took (Step.halo.recovery is set on them)."""
+    return sum(1 for step in episode.steps if step.halo and step.halo.recovery)
 
 
 def rank(episodes: list[Episode]) -> list[Episode]:

@@ -349,14 +349,14 @@ class EpisodeSession:
 def orchestrator_counts(records: list) -> dict[str, int]:
     """The HALO orchestrator's counters of an episode (EpisodeEnd), from its step records: manager calls,
     cache hits, misses and entries skipped (stale or repeat), recovery actions."""
-    steps = [r for r in records if r.type == "step"]
-    events = [s.cache_event for s in steps]
+    halo = [r.halo for r in records if r.type == "step" and r.halo is not None]
+    events = [h.cache_event for h in halo]
     return {
-        "manager_calls": sum(s.manager_called for s in steps),
+        "manager_calls": sum(h.manager_called for h in halo),
         "cache_hits": events.count("hit"),
         "cache_misses": events.count("miss"),
         "cache_skipped": events.count("stale") + events.count("repeat"),
-        "recoveries": sum(bool(s.recovery) for s in steps),
+        "recoveries": sum(bool(h.recovery) for h in halo),
     }
 
 

@@ -15,9 +15,9 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, model_validator
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3  # 3: HALO's step fields nested in `Step.halo` (2 wrote them flat on the step)
 # The kind of an episode written before records named their kind: those were all shell episodes. A constant of
 # the records' own, not the registry's default for task objects no kind claims (kinds/registry.DEFAULT_KIND).
 LEGACY_KIND = "shell"
@@ -90,6 +90,24 @@ class EpisodeStart(Record):
     use_recovery: bool = False
 
 
+class HaloStep(BaseModel):
+    """The HALO orchestrator's part in a step (agents/): action_source says who chose the action (worker, manager,
+    cache, macro, recovery, scripted…); these say why."""
+
+    manager_called: bool = False
+    gate: str | None = None  # the manager gate that fired (warm_start, repeated_error, loop, error_streak, high_stakes)
+    manager_reason: str | None = None
+    manager_error: str | None = None  # the manager could not be reached: the worker went on alone
+    cache_hit: bool = False
+    cache_event: str | None = None  # hit, miss, stale (its target is gone), repeat
+    macro: str | None = None  # the macro call this primitive action was expanded from
+    recovery: str | None = None  # the trigger of a recovery action (no_progress, repeated_error, loop)
+
+
+HALO_FIELDS = frozenset(HaloStep.model_fields)
+NO_HALO = HaloStep()  # what a step without HALO's part reads as: `(step.halo or NO_HALO).gate`
+
+
 class Step(Record):
     """One turn: what the agent saw, what it replied, what the environment made of it."""
 
@@ -126,17 +144,21 @@ class Step(Record):
     interaction_id: str | None = None
     finish_reason: str | None = None  # why the model stopped (stop, length, tool_calls)
     tool_calls: list[dict[str, Any]] | None = None  # the completion's tool calls, as the server returned them
-    # The HALO orchestrator's part in the step (agents/): action_source says who chose the action (worker,
-    # manager, cache, macro, recovery, scripted…); these say why.
-    manager_called: bool = False
-    gate: str | None = None  # the manager gate that fired (warm_start, repeated_error, loop, error_streak, high_stakes)
-    manager_reason: str | None = None
-    manager_error: str | None = None  # the manager could not be reached: the worker went on alone
-    cache_hit: bool = False
-    cache_event: str | None = None  # hit, miss, stale (its target is gone), repeat
-    macro: str | None = None  # the macro call this primitive action was expanded from
-    recovery: str | None = None  # the trigger of a recovery action (no_progress, repeated_error, loop)
-    progress_score: float | None = None  # the site's milestone heuristic after the step (0..1)
+    halo: HaloStep | None = None  # the HALO orchestrator's part in the step; None where it took none
+    progress_score: float | None = None  # the kind's progress score after the step (0..1; the web's milestones)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _nest_halo(cls, data: Any) -> Any:
+        """HALO's fields given flat (a writer's keyword arguments, or a step of schema_version 2, which stored them
+        on the step) go into `halo`; a step where all of them are at their defaults has none."""
+        if not isinstance(data, dict) or not HALO_FIELDS.intersection(data):
+            return data
+        data = dict(data)
+        flat = {name: data.pop(name) for name in HALO_FIELDS if name in data}
+        if data.get("halo") is None and any(flat.values()):
+            data["halo"] = flat
+        return data
 
 
 class EpisodeOutcome(BaseModel):

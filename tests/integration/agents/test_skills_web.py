@@ -12,11 +12,17 @@ from loraloop.envs.web.teacher import ScriptedWebTeacher
 from loraloop.kinds.registry import env_kind
 from loraloop.rollout.session import EpisodeSession
 from loraloop.store import open_store
+from loraloop.store.records import NO_HALO
 from loraloop.store.trajectories import iter_episodes
 from loraloop.task_registry import load_registry
 
 TASKS = {t.id: t for t in load_registry("configs/tasks/web").tasks}
 WEB = env_kind("web")
+
+
+def halo(step):
+    """The step's HALO part, empty where it has none."""
+    return step.halo or NO_HALO
 
 
 def play_macro(session: EpisodeSession, call: str, cache: MemoryActionCache) -> int:
@@ -98,7 +104,7 @@ def test_macros_buy_and_send_on_the_live_sites_with_progress_recorded(sites_url,
 
     episodes = {(e.start.task_id, e.start.attempt_idx): e for e in iter_episodes(store, "trajectories/skills/live/")}
     bought = episodes[shop.index, 0]
-    assert [s.macro for s in bought.steps] == ["search_and_open(query='gel pens')"] * 3 + [
+    assert [halo(s).macro for s in bought.steps] == ["search_and_open(query='gel pens')"] * 3 + [
         "add_to_cart_and_checkout(quantity=3, shipping='Standard')"
     ] * 4 + [None]  # Standard was checked already
     assert [s.action_source for s in bought.steps] == ["macro"] * 7 + ["worker"]

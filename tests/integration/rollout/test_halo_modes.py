@@ -12,6 +12,7 @@ from loraloop.rollout.sampler import plan_rollout
 from loraloop.rollout.session import orchestrator_counts
 from loraloop.service.client import execute
 from loraloop.store import open_store
+from loraloop.store.records import NO_HALO
 from loraloop.store.trajectories import iter_episodes
 from loraloop.task_registry import load_registry
 
@@ -22,6 +23,11 @@ TASKS = (
 SOURCES = {"worker", "manager", "cache", "macro", "recovery"}
 GATES = {"warm_start", "repeated_error", "loop", "error_streak", "high_stakes"}
 MAX_STEPS = 4
+
+
+def halo(step):
+    """The step's HALO part, empty where it has none."""
+    return step.halo or NO_HALO
 
 
 @pytest.mark.usefixtures("docker_ready")
@@ -69,25 +75,27 @@ def test_every_smol_mode_plays_and_records_its_orchestrator(vllm_url, sites_url,
             assert 1 <= len(steps) <= MAX_STEPS and {s.action_source for s in steps} <= SOURCES, (name, steps)
             assert end.model_dump(include=set(orchestrator_counts([]))) == orchestrator_counts(steps)
             for step in steps:
-                assert step.manager_called <= (step.gate in GATES), step  # a call always names its gate
-                assert (step.action_source == "macro") == bool(step.macro) or step.action_source == "worker"
-                assert (step.action_source == "recovery") == bool(step.recovery), step
+                assert halo(step).manager_called <= (halo(step).gate in GATES), step  # a call always names its gate
+                assert (step.action_source == "macro") == bool(halo(step).macro) or step.action_source == "worker"
+                assert (step.action_source == "recovery") == bool(halo(step).recovery), step
                 if step.action_source in ("worker", "cache") and step.last_action_error is None:
-                    assert (step.cache_event is not None) == experiment.vac, step
+                    assert (halo(step).cache_event is not None) == experiment.vac, step
             for before, last, step in zip(steps, steps[1:], steps[2:]):  # the same error twice: recovery acts
-                calm = not any(s.recovery or s.manager_called for s in (before, last))
+                calm = not any(halo(s).recovery or halo(s).manager_called for s in (before, last))
                 if (
                     experiment.recovery
                     and calm
                     and last.last_action_error
                     and before.last_action_error == last.last_action_error
                 ):
-                    assert step.recovery == "repeated_error", (name, step)
+                    assert halo(step).recovery == "repeated_error", (name, step)
             for step, after in zip(steps, steps[1:]):  # then the manager decides, on the trigger's gate
-                if experiment.manager and step.recovery in ("repeated_error", "loop"):
-                    assert after.manager_called and after.gate == step.recovery, (name, after)
+                if experiment.manager and halo(step).recovery in ("repeated_error", "loop"):
+                    assert halo(after).manager_called and halo(after).gate == halo(step).recovery, (name, after)
             if experiment.manager:  # the warm start: the manager is asked on the first step
-                assert steps[0].manager_called and steps[0].gate == "warm_start", steps[0]
-                assert steps[0].manager_error is None and end.manager_calls >= 1
+                assert halo(steps[0]).manager_called and halo(steps[0]).gate == "warm_start", steps[0]
+                assert halo(steps[0]).manager_error is None and end.manager_calls >= 1
             else:
-                assert not any(s.manager_called or s.gate or s.cache_event or s.recovery for s in steps), name
+                assert not any(
+                    halo(s).manager_called or halo(s).gate or halo(s).cache_event or halo(s).recovery for s in steps
+                ), name

@@ -10,6 +10,7 @@ import httpx
 import pytest
 
 from loraloop.envs.shell.docker import reap
+from loraloop.store.records import SCHEMA_VERSION
 from tests.helpers import free_port, wait_port
 
 pytestmark = pytest.mark.usefixtures("docker_ready")
@@ -408,7 +409,11 @@ def test_web_tasks_are_served_too_and_stay_on_the_replica_that_started_them(site
         assert reply["done"] and reply["reward"] == 1.0 and reply["info"]["success"] is True
         assert first.get("/api/health").json()["active_episodes"] == 0
     [episode] = iter_episodes(open_store(settings=settings), "trajectories/web-test/r1/")
-    assert episode.start.env == "web" and episode.start.prompt_style == "web" and episode.start.schema_version == 2
+    assert (
+        episode.start.env == "web"
+        and episode.start.prompt_style == "web"
+        and episode.start.schema_version == SCHEMA_VERSION
+    )
     assert episode.end.success and len(episode.steps) == len(task.solution)
     assert all(step.run_id == "r1" and step.action_source == "client" for step in episode.steps)
     # each step ran in a session rebuilt from the saved records: the progress carried over (orders, the order, graded)
