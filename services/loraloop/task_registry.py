@@ -9,6 +9,7 @@ a plain folder or file is parsed task by task by the kind that owns each object.
 from __future__ import annotations
 
 import glob
+import threading
 from collections import OrderedDict
 from collections.abc import Callable
 from functools import partial
@@ -34,6 +35,7 @@ __all__ = ["Registry", "Task", "load_registry", "missing_files", "registries_bel
 
 SHARED = 16  # registries a process keeps (shared_registry)
 _shared: OrderedDict[str, Registry] = OrderedDict()
+_shared_lock = threading.Lock()  # the embedded runner plays episodes on threads
 
 
 def _registry_yaml(path: Path) -> Registry:
@@ -158,10 +160,11 @@ def missing_files(task: Task) -> list[str]:
 def remember(path: str, registry: Registry) -> Registry:
     """Keep a registry just loaded as the one `shared_registry(path)` gives this process (a planned rollout's, so
     its preflight and its episodes look their tasks up in the registry that was planned, not a second load)."""
-    _shared[path] = registry
-    _shared.move_to_end(path)
-    while len(_shared) > SHARED:
-        _shared.popitem(last=False)
+    with _shared_lock:
+        _shared[path] = registry
+        _shared.move_to_end(path)
+        while len(_shared) > SHARED:
+            _shared.popitem(last=False)
     return registry
 
 

@@ -22,7 +22,6 @@ Lua scripts, so two workers never lose each other's counts.
 
 from __future__ import annotations
 
-import hashlib
 import threading
 from dataclasses import dataclass
 from typing import Protocol
@@ -34,6 +33,7 @@ from redis.retry import Retry
 from loraloop.broker import BROKER_OUTAGE_S
 from loraloop.errors import ConfigError, ServiceUnavailable, without_credentials
 from loraloop.kinds.spec import EnvKind
+from loraloop.store.trajectories import obs_hash
 
 EVICT_AFTER = 2  # failures of a cached action before it is dropped
 TTL_S = 7 * 24 * 3600  # a Redis entry unused (neither verified nor failed) this long expires
@@ -47,17 +47,13 @@ class CacheLookup:
     event: str  # hit | miss | stale (its target is gone: skipped) | repeat (it would repeat the last action: skipped)
 
 
-def _digest(text: str) -> str:
-    return hashlib.sha256(text.encode()).hexdigest()[:16]
-
-
 def state_key(kind: EnvKind, task_id: str, observation: str) -> str:
     """The cache key of a state: the kind's own (the web: the task, the page's path and query, a digest of its
     structure), else the kind, the task and a digest of the observation (the shell's last output). The task is
     part of every key: the same state asks for a different action under another goal."""
     if kind.agent.state_key is not None:
         return kind.agent.state_key(task_id, observation)
-    return f"{kind.name}:{task_id}:{_digest(observation or '')}"
+    return f"{kind.name}:{task_id}:{obs_hash(observation or '')}"
 
 
 def action_worked(kind: EnvKind, info: dict, observation_before: str, observation_after: str | None) -> bool:

@@ -117,7 +117,7 @@ def worker_stop() -> None:
     docker.reap(owner=docker.owner_id())
 
 
-def one_step_answer(observation: str | None) -> str:
+def finish_one_step(observation: str | None) -> str:
     """The action that finishes a one-step episode (online GRPO) after a command: answer with its output's last
     line, as the scripted teacher would."""
     output = (observation or "").split("\n\n", 1)[-1].strip().splitlines()
@@ -154,7 +154,7 @@ KIND = EnvKind(
         preflight=preflight,
         protocols=("text", "tools"),
         max_steps=ROUND_LIMIT,
-        one_step_answer=one_step_answer,
+        finish_one_step=finish_one_step,
     ),
     worker=WorkerHooks(start=worker_start, stop=worker_stop),
     agent=AgentFacet(

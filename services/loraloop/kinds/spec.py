@@ -61,7 +61,7 @@ class EnvFactory(Generic[TaskT]):
     - `attach(task, settings, handle)` and `release(handle)`, for kinds whose episodes another process can go on
       with (the Task Server's replicas): such envs are `SharedEnv`s; None for kinds whose episodes live in one
       process;
-    - `one_step_answer(observation)`: for online GRPO, which plays a completion as a one-step episode, the action
+    - `finish_one_step(observation)`: for online GRPO, which plays a completion as a one-step episode, the action
       that finishes the episode after one that did not (the shell: answer with the output's last line); None: an
       action that does not end the episode scores what the env gave it."""
 
@@ -76,7 +76,7 @@ class EnvFactory(Generic[TaskT]):
     release: Callable[[dict], None] | None = None
     protocols: tuple[str, ...] = ("text",)
     max_steps: int = 8  # the round limit when a driver sets none
-    one_step_answer: Callable[[str | None], str] | None = None
+    finish_one_step: Callable[[str | None], str] | None = None
 
 
 @dataclass(frozen=True)

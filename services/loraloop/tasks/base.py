@@ -96,6 +96,7 @@ class Registry:
     env: str = ""
     tasks: list[Task] = field(default_factory=list)
     _by_index: dict[str, Task] = field(default_factory=dict, init=False, repr=False, compare=False)
+    _indexed: int = field(default=0, init=False, repr=False, compare=False)  # tasks in _by_index
 
     def get(self, index: str) -> Task:
         """Return the task with this index, or fail naming it.
@@ -104,8 +105,9 @@ class Registry:
         write `dev-001-00000`; such another name (a task's `short_index`) is accepted when it names
         exactly one task.
         """
-        if len(self._by_index) != len(self.tasks):  # built on first use, again after tasks were added (O(1) after)
+        if self._indexed != len(self.tasks):  # built on first use, again after tasks were added (O(1) after)
             self._by_index = {task.index: task for task in reversed(self.tasks)}  # the first of a name wins
+            self._indexed = len(self.tasks)
         found = self._by_index.get(index)
         if found is not None:
             return found

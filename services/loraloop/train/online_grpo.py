@@ -3,7 +3,7 @@
 Each prompt is a task's opening state exactly as the live policy sees it (the env's reset, laid out by its
 prompt style). Each sampled completion is played in a fresh environment of that task, of whatever kind: an
 action that ends the episode gets the env's reward; one that does not is finished as the kind says
-(`EnvFactory.one_step_answer`: the shell answers with its command's last output line, as the scripted teacher
+(`EnvFactory.finish_one_step`: the shell answers with its command's last output line, as the scripted teacher
 would) or keeps the reward the env gave it; a reply that holds no action earns -1. Every scored completion is
 stored as an episode (mode `grpo_online`), so the data an online run saw is kept like any rollout's.
 """
@@ -41,8 +41,8 @@ def score(task: Task, completion: str, settings: Settings, store: Store, run_id:
         session.start()
         valid = factory.canonical_action(completion) is not None
         result = session.act(completion, source="grpo")
-        if valid and not result.done and factory.one_step_answer is not None:
-            session.act(factory.one_step_answer(result.observation), source="grpo")
+        if valid and not result.done and factory.finish_one_step is not None:
+            session.act(factory.finish_one_step(result.observation), source="grpo")
         if not valid:
             session.outcome.reward, status = INVALID, "invalid_action"
     except LoraloopError as exc:

@@ -41,9 +41,7 @@ def recovery(trigger: str, steps: list[Step]) -> str:
     """Return to the home folder (the cwd reset) and show the last error, so the next reply sees it."""
     error = next((s.last_action_error for s in reversed(steps) if s.last_action_error), None) or NO_ERROR
     note = shlex.quote(f"recovery ({trigger}); last error: {inert(error)}")
-    return (
-        f"Think: recover: back to the home folder and the last error.\n\nAct: bash\n\n```bash\ncd ~ && echo {note}\n```"
-    )
+    return _bash("recover: back to the home folder and the last error.", f"cd ~ && echo {note}")
 
 
 def _bash(think: str, command: str) -> str:

@@ -6,24 +6,19 @@ AgentFacet (kinds/spec.py); agents/ reaches them only through it.
 
 from __future__ import annotations
 
-import hashlib
 import re
 from urllib.parse import urlparse, urlsplit
 
 from loraloop.envs.web.actions import ActionError, parse_action
 from loraloop.envs.web.prompts import page_url
 from loraloop.store.records import Step
+from loraloop.store.trajectories import obs_hash
 
 _TREE = "# Accessibility tree\n"
 _VOLATILE = re.compile(r", focused\b")  # which element has the focus says nothing about the page's state
 _BID_ARGS = ("bid", "from_bid", "to_bid")
 # Web pages where an action cannot be taken back: paying, sending, deleting (matched on the URL's path).
 HIGH_STAKES_PAGE = re.compile(r"/(checkout|compose|send|delete|cancel)\b", re.I)
-
-
-def digest(text: str) -> str:
-    """A short, stable digest of a state's text (16 hex digits of its SHA-256)."""
-    return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
 def page_structure(observation: str) -> str:
@@ -40,7 +35,7 @@ def state_key(task_id: str, observation: str) -> str:
     structure. The task is part of the key: the same page asks for a different action under another goal."""
     where = urlsplit(page_url(observation) or "")
     path = where.path + (f"?{where.query}" if where.query else "")
-    return f"web:{task_id}:{path}:{digest(page_structure(observation))}"
+    return f"web:{task_id}:{path}:{obs_hash(page_structure(observation))}"
 
 
 def action_worked(_info: dict, before: str, after: str) -> bool:
