@@ -34,6 +34,7 @@ from loraloop.envs.web.teacher import ScriptedWebTeacher  # noqa: E402
 from loraloop.rollout.session import EpisodeSession  # noqa: E402
 from loraloop.settings import Settings  # noqa: E402
 from loraloop.store.backends import FileStore  # noqa: E402
+from loraloop.store.records import Provenance  # noqa: E402
 from loraloop.store.trajectories import iter_episodes  # noqa: E402
 from loraloop.task_registry import load_registry  # noqa: E402
 from loraloop_sites import serving  # noqa: E402
@@ -46,7 +47,9 @@ def play(store, task, settings: Settings, path: str) -> None:
     steps = getattr(task, path)
     env = WebEnv(task, settings, max_rounds=max(15, len(steps)))  # some solutions take more than 15 steps
     teacher = ScriptedWebTeacher(task, env.origin, steps=steps, page=lambda: env.observation)
-    session = EpisodeSession(store, env, task, mode="bench", run_id="progress", attempt=PATHS[path], policy="scripted")
+    session = EpisodeSession(
+        store, env, task, mode="bench", run_id="progress", attempt=PATHS[path], provenance=Provenance(policy="scripted")
+    )
     try:
         session.start()
         while not session.done:

@@ -34,8 +34,7 @@ from pathlib import Path
 import httpx
 from results import add_out, free_port, percentile, report
 
-from loraloop.orchestrator import demo_plan, run_turn
-from loraloop.rl_loop import run_rl
+from loraloop.orchestrator import demo_plan, run_rl, run_turn
 from loraloop.serve import vllm_server
 from loraloop.serve.publish import publish
 from loraloop.settings import Settings

@@ -32,8 +32,7 @@ from pathlib import Path
 from results import RESULTS, add_out, free_port, report
 
 from loraloop.evaluate.report import mean_sd, write_learning_report
-from loraloop.orchestrator import demo_plan, run_turn
-from loraloop.rl_loop import run_rl
+from loraloop.orchestrator import demo_plan, run_rl, run_turn
 from loraloop.serve import vllm_server
 from loraloop.settings import Settings
 

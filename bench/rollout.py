@@ -81,7 +81,7 @@ def play_direct(task: ShellTask, max_steps: int, settings: Settings) -> bool:
             )
             result = env.step(reply.text)
             if result.done:
-                return bool(result.info.get("success"))
+                return bool(result.info.success)
             turns.append((reply.text, result.observation))
 
 

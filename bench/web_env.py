@@ -134,9 +134,9 @@ def play_ours(task: WebTask, settings: Settings) -> Episode:
         for step in task.solution:
             action = step_action(step, observation, settings.sites_url)
             result, step_s = timed(lambda action=action: env.step(action))
-            episode.record(action, step_s, result.info.get("error", ""))
+            episode.record(action, step_s, (result.info.error or ""))
             if result.done:
-                episode.success = bool(result.info.get("success"))
+                episode.success = bool(result.info.success)
                 break
             observation = result.observation
         return episode

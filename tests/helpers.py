@@ -4,6 +4,7 @@ Fixtures live in tests/conftest.py; these are plain functions a test calls with 
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import socket
 import subprocess
@@ -11,6 +12,8 @@ import sys
 import time
 from contextlib import contextmanager
 from pathlib import Path
+
+from loraloop.envs.base import StepInfo
 
 ROOT = Path(__file__).resolve().parents[1]
 MODEL = ROOT / "volumes" / "models" / "SmolLM2-135M-Instruct"
@@ -28,6 +31,16 @@ REAL_TASK = {
     "version": "t",
     "possible": True,
 }
+
+
+def step_info(fields: dict) -> StepInfo:
+    """A step's typed info from a recorded one (tests/fixtures/web_pages keep Gymnasium's dict): the keys StepInfo
+    names become its fields, any other its `details`; a recorded step with no turn or kind gets 1 and "recorded"."""
+    named = {f.name for f in dataclasses.fields(StepInfo)} - {"details"}
+    known = {k: v for k, v in fields.items() if k in named}
+    return StepInfo(
+        **{"turn": 1, "action_kind": "recorded", **known}, details={k: v for k, v in fields.items() if k not in named}
+    )
 
 
 def needs(service: str, problem: str, fix: str) -> None:

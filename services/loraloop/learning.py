@@ -45,8 +45,7 @@ from loraloop.evaluate.report import (
 from loraloop.kinds.registry import env_kind
 from loraloop.learning_config import LearningPlan
 from loraloop.models.prepare import prepare
-from loraloop.orchestrator import vllm_serving
-from loraloop.rl_loop import run_rl
+from loraloop.orchestrator import run_rl, vllm_serving
 from loraloop.rollout.experiments import get_experiment
 from loraloop.rollout.sampler import plan_rollout
 from loraloop.serve.publish import publish, serve_version

@@ -1,8 +1,14 @@
-"""The loop's orchestrator: one turn on this machine, each stage timed: teacher rollouts → BC export → LoRA →
-publish to vLLM → eval base vs adapter. A `LoopPlan` holds what a run does (tasks, experiments, training,
-seeds); `run` carries it out. `loraloop demo` runs `demo_plan()`: one turn on three task families, trained on
-their train variants and judged on their held-out test variants, sized for a 2-core CPU; `loraloop loop`
-plans one turn per training seed on a task family and reports mean and spread."""
+"""The loop's orchestrator: it carries out the plans, stage by stage, each stage timed.
+
+- The loop's turn: teacher rollouts → BC export → LoRA → publish to vLLM → eval base vs adapter. A `LoopPlan`
+  holds what a run does (tasks, experiments, training, seeds); `run` carries it out. `loraloop demo` runs
+  `demo_plan()`: one turn on three task families, trained on their train variants and judged on their held-out
+  test variants, sized for a 2-core CPU; `loraloop loop` plans one turn per training seed on a task family and
+  reports mean and spread.
+- `loraloop train rl`: an `RLConfig` is the plan, `run_rl` carries it out: its start, then each iteration's
+  stages, rollout → train → publish → eval, timed the same way into the iteration's row (rl_loop.RLRun does
+  each stage's work).
+"""
 
 from __future__ import annotations
 
@@ -23,12 +29,13 @@ from loraloop.errors import ConfigError
 from loraloop.evaluate.report import viewer_address, write_learning_report, write_report
 from loraloop.kinds.registry import env_kind
 from loraloop.models.prepare import prepare
+from loraloop.rl_loop import RLRun, check_config
 from loraloop.rollout.experiments import get_experiment
 from loraloop.rollout.sampler import new_run_id, plan_rollout
 from loraloop.serve import vllm_server
 from loraloop.serve.publish import publish
 from loraloop.service.client import execute
-from loraloop.settings import Settings
+from loraloop.settings import Settings, get_settings
 from loraloop.store import open_store
 from loraloop.task_registry import load_registry
 from loraloop.train.bc import train_bc
@@ -135,12 +142,21 @@ def vllm_serving(settings: Settings):
 
 
 @contextmanager
+def timed(stages: dict[str, float], name: str) -> Iterator[None]:
+    """A stage's wall time in seconds into `stages[name]` (rounded to 0.1 s), taken whether it ends or raises."""
+    started = time.perf_counter()
+    try:
+        yield
+    finally:
+        stages[name] = round(time.perf_counter() - started, 1)
+
+
+@contextmanager
 def timed_stage(stages: dict[str, float], name: str) -> Iterator[None]:
     """A stage of a turn: its rule on the console, then its wall time in seconds into `stages` and on the console."""
     console.rule(f"[bold]{name}")
-    started = time.perf_counter()
-    yield
-    stages[name] = round(time.perf_counter() - started, 1)
+    with timed(stages, name):
+        yield
     console.print(f"[green]{name}[/]: {stages[name]} s")
 
 
@@ -338,3 +354,44 @@ def closing_summary(plan: LoopPlan, summary: dict) -> Group:
     for name in turns[0]["stages_s"]:
         stages.add_row(name, *(str(turn["stages_s"].get(name, "–")) for turn in turns))
     return Group(results, stages)
+
+
+def run_rl(cfg: RLConfig, settings: Settings | None = None) -> dict:
+    """`loraloop train rl`: run (or go on with) the RL plan until `cfg.iterations`; return the history and where
+    the report is. Its start goes on after the last published version (or publishes the warm start); then each
+    iteration is `rl_iteration`."""
+    settings = settings or get_settings()
+    check_config(cfg, settings)
+    run = RLRun(cfg, settings)
+    version, done = run.start()
+    run.load_policy(version)
+    for iteration in range(done + 1, cfg.iterations):
+        version = rl_iteration(run, iteration, version)
+    return run.result(version)
+
+
+def rl_iteration(run: RLRun, iteration: int, version: int) -> int:
+    """One iteration's stages in order, each timed into its row (`rollout_s`, `train_s`, `publish_s`, `eval_s`):
+    roll out (or read the stored run), build the batch and train, publish, evaluate when due; the row is recorded.
+    Returns the version the next iteration samples with: the same one when there was nothing to train on."""
+    seconds: dict[str, float] = {}
+    run.announce(iteration, version)
+    with timed(seconds, "rollout_s"):
+        episodes, pools = run.collect(iteration, version)
+    with timed(seconds, "train_s"):
+        row, trained = run.learn(episodes, iteration, version, pools)
+    row.update(seconds)  # the published version's metadata keeps the row as it is now
+    with timed(seconds, "publish_s"):
+        if trained:
+            version = run.publish_trained(iteration, row)
+        else:  # nothing learnt: the next iteration samples the same version again
+            console.print(
+                f"[yellow]iteration {iteration + 1}: nothing to train on ({row['skipped']}); no new version[/]"
+            )
+    row.update(version=run.served(version), publish_s=seconds["publish_s"])
+    if trained and run.eval_due(iteration):
+        with timed(seconds, "eval_s"):
+            row["held_out"] = run.held_out(version)
+        row["eval_s"] = seconds["eval_s"]
+    run.close_iteration(row)
+    return version

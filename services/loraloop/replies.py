@@ -8,7 +8,7 @@ of loraloop's but the record models and the named errors, so environments use it
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 from loraloop.errors import LoraloopError, ModelRequestError, ModelTimeout, ServiceUnavailable
@@ -35,15 +35,12 @@ class Reply:
     sampling: dict[str, Any] | None = None
     adapter: Adapter | None = None
 
-    def sample(self) -> dict[str, Any]:
-        """The fields a Step record keeps of the sampling (EpisodeSession.act's `**sample`)."""
-        return {
-            "prompt_token_ids": self.prompt_token_ids,
-            "completion_token_ids": self.completion_token_ids,
-            "logprobs": self.logprobs,
-            "sampling": self.sampling,
-            "adapter": self.adapter,
-        }
+    def unsampled(self) -> Reply:
+        """This reply without what was sampled (token ids, logprobs, sampling, adapter): a reply whose tokens are not
+        the policy's to train on (the HALO manager's, which chose an action the worker did not write)."""
+        return replace(
+            self, prompt_token_ids=None, completion_token_ids=None, logprobs=None, sampling=None, adapter=None
+        )
 
 
 class Policy(Protocol):

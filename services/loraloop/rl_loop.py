@@ -1,4 +1,5 @@
-"""`loraloop train rl`: online multi-turn RL on the loop's own parts.
+"""`loraloop train rl`: online multi-turn RL on the loop's own parts. This module does each stage's work (`RLRun`);
+orchestrator.run_rl carries the plan out, iteration by iteration, as it carries out the loop's turns.
 
 Each iteration:
 1. rollout: one job (`--rollouts_per_task G` on `--tasks_per_iteration` tasks) through the path
@@ -36,7 +37,7 @@ from loraloop.serve.publish import publish, retire, serve_version, vllm_urls
 from loraloop.service.client import jobs_client, once_ended
 from loraloop.service.models import JobRequest
 from loraloop.service.progress import follow
-from loraloop.settings import Settings, get_settings
+from loraloop.settings import Settings
 from loraloop.store import adapters, open_store
 from loraloop.store.trajectories import iter_episodes, run_prefix
 from loraloop.task_registry import load_registry, shared_registry
@@ -394,6 +395,114 @@ class RLRun:
         )
         return round(sum(e.success for e in episodes) / len(episodes), 4) if episodes else None
 
+    # -- the plan's stages (orchestrator.run_rl carries them out, each timed) ------------------------------
+    def start(self) -> tuple[int, int]:
+        """The version to sample with first and the last iteration done (-1: none): a run going on serves its last
+        version again, a new one publishes its warm start as version 1; iteration 0's row (the start's held-out
+        score) and a row lost to a kill after publishing are written here."""
+        cfg, settings = self.cfg, self.settings
+        version, done = self.published()
+        if version:  # going on: the version to sample with is loaded again (a restarted vLLM lost it)
+            serve_version(settings, cfg.adapter_name, adapters.version_name(version))
+        elif cfg.init_adapter:  # the warm start becomes version 1, evaluated as iteration 0
+            version = publish_version(settings, Path(cfg.init_adapter), cfg.adapter_name)
+        if done >= 0 and not any(r["iteration"] == done + 1 for r in self.history):
+            self.record(self.recovered_row(version))  # killed after publishing, before writing its row
+        if done < 0 and not any(r["iteration"] == 0 for r in self.history):
+            started = time.perf_counter()
+            self.record(
+                {
+                    "iteration": 0,
+                    "sampled_with": None,
+                    "version": self.served(version),
+                    "held_out": self.held_out(version),
+                    "eval_s": round(time.perf_counter() - started, 1),
+                }
+            )
+        return version, done
+
+    def announce(self, iteration: int, version: int) -> None:
+        """The iteration's rule on the console: its number and what it samples with."""
+        cfg = self.cfg
+        console.rule(
+            f"iteration {iteration + 1}/{cfg.iterations}: "
+            + (f"stored episodes of {cfg.from_run}" if cfg.from_run else f"rollouts by {self.served(version)}")
+        )
+
+    def collect(self, iteration: int, version: int) -> tuple[list, Draw | None]:
+        """The rollout stage: the iteration's episodes (played now by `version`, or the stored run of `--from_run`)
+        and, with the difficulty-pool sampler, the draw of tasks they were played on."""
+        cfg = self.cfg
+        if cfg.from_run:
+            return self.stored(), None
+        pools, subset, tasks = None, cfg.subset, cfg.tasks_per_iteration
+        if cfg.sampler == "difficulty-pool":
+            pools = self.draw_tasks(iteration)
+            subset, tasks = "+".join(filter(None, [cfg.subset, ",".join(f"id:{t}" for t in pools.tasks)])), None
+        episodes = self.rollout(
+            iteration_run_id(cfg, iteration),
+            self.served(version),
+            subset=subset,
+            tasks=tasks,
+            per_task=cfg.rollouts_per_task,
+            temperature=cfg.temperature,
+            seed=cfg.seed + iteration,
+        )
+        self.learn_rates(episodes)
+        return episodes, pools
+
+    def learn(self, episodes: list, iteration: int, version: int, pools: Draw | None) -> tuple[dict, bool]:
+        """The train stage: the episodes become the batch (token-exact rows, group-relative advantages), trained on
+        when it has rows; returns the iteration's row so far and whether anything was trained."""
+        cfg = self.cfg
+        rows, batch = build_batch(
+            episodes,
+            version=version,
+            max_staleness=cfg.max_staleness,
+            scale_rewards=cfg.scale_rewards,
+            max_length=cfg.max_length,
+        )
+        stats = batch.as_dict()
+        trained = self.train(rows, stats["tokens"], iteration) if rows else {"steps": 0}
+        row = {"iteration": iteration + 1, "sampled_with": self.served(version), **stats, **trained}
+        row["skipped"] = skipped(stats)
+        if pools is not None:
+            row["pools"] = pools.summary()
+        return row, bool(rows)
+
+    def publish_trained(self, iteration: int, row: dict) -> int:
+        """The publish stage: the trained adapter becomes the next version, the older ones retired (the rollout job
+        is over: no request in flight uses them); returns it."""
+        version = self.publish(iteration, row)
+        retire(self.settings, self.cfg.adapter_name, keep=1)
+        return version
+
+    def eval_due(self, iteration: int) -> bool:
+        """Whether the iteration ends with a held-out evaluation (`--eval_every`)."""
+        return bool(self.cfg.eval_every) and (iteration + 1) % self.cfg.eval_every == 0
+
+    def close_iteration(self, row: dict) -> None:
+        """Record the iteration's row and say on the console what it did."""
+        self.record(row)
+        console.print(
+            f"iteration {row['iteration']}: success {row['success_rate']:.0%}, reward "
+            f"{row['mean_reward']:.3f}, {row['rows']} rows / {row['sampled_tokens']} sampled tokens"
+            + (f", held-out {row['held_out']:.0%}" if row.get("held_out") is not None else "")
+            + (f"; skipped: {row['skipped']}" if row["skipped"] else "")
+            + f" -> {row['version']}"
+        )
+
+    def result(self, version: int) -> dict:
+        """What `train rl` returns: the history, where the report and curve are, the adapter served last, the
+        config."""
+        return {
+            "history": self.history,
+            "report": str(self.out / "rl_report.md"),
+            "curve": str(self.out / "rl_curve.png"),
+            "adapter": self.served(version),
+            "config": asdict(self.cfg),
+        }
+
     # -- records ---------------------------------------------------------------------------------
     def recovered_row(self, version: int) -> dict:
         """The row of the iteration that published `version`, rebuilt from the version's metadata (its
@@ -508,114 +617,6 @@ def skipped(stats: dict) -> str:
     return ", ".join(parts)
 
 
-def _start(run: RLRun, cfg: RLConfig, settings: Settings) -> tuple[int | None, int]:
-    """The version to sample with first and the last iteration done (-1: none): a run going on serves its last
-    version again, a new one publishes its warm start as version 1; iteration 0's row (the start's held-out
-    score) and a row lost to a kill after publishing are written here."""
-    version, done = run.published()
-    if version:  # going on: the version to sample with is loaded again (a restarted vLLM lost it)
-        serve_version(settings, cfg.adapter_name, adapters.version_name(version))
-    elif cfg.init_adapter:  # the warm start becomes version 1, evaluated as iteration 0
-        version = publish_version(settings, Path(cfg.init_adapter), cfg.adapter_name)
-    if done >= 0 and not any(r["iteration"] == done + 1 for r in run.history):
-        run.record(run.recovered_row(version))  # killed after publishing, before writing its row
-    if done < 0 and not any(r["iteration"] == 0 for r in run.history):
-        started = time.perf_counter()
-        run.record(
-            {
-                "iteration": 0,
-                "sampled_with": None,
-                "version": run.served(version),
-                "held_out": run.held_out(version),
-                "eval_s": round(time.perf_counter() - started, 1),
-            }
-        )
-    return version, done
-
-
 def iteration_run_id(cfg: RLConfig, iteration: int) -> str:
     """The run id an iteration's rollout episodes are stored under."""
     return f"{cfg.adapter_name}-it{iteration:04d}"
-
-
-def _iterate(run: RLRun, cfg: RLConfig, settings: Settings, iteration: int, version: int | None) -> int | None:
-    """One iteration: roll out (or read the stored run), build the batch, train, publish, evaluate, record its row;
-    returns the version the next iteration samples with (the same one when there was nothing to train on)."""
-    served = run.served(version)
-    console.rule(
-        f"iteration {iteration + 1}/{cfg.iterations}: "
-        + (f"stored episodes of {cfg.from_run}" if cfg.from_run else f"rollouts by {served}")
-    )
-    seconds = {}
-    started = time.perf_counter()
-    pools = None
-    if cfg.from_run:
-        episodes = run.stored()
-    else:
-        subset, tasks = cfg.subset, cfg.tasks_per_iteration
-        if cfg.sampler == "difficulty-pool":
-            pools = run.draw_tasks(iteration)
-            subset, tasks = "+".join(filter(None, [cfg.subset, ",".join(f"id:{t}" for t in pools.tasks)])), None
-        episodes = run.rollout(
-            iteration_run_id(cfg, iteration),
-            served,
-            subset=subset,
-            tasks=tasks,
-            per_task=cfg.rollouts_per_task,
-            temperature=cfg.temperature,
-            seed=cfg.seed + iteration,
-        )
-        run.learn_rates(episodes)
-    seconds["rollout_s"] = round(time.perf_counter() - started, 1)
-    rows, batch = build_batch(
-        episodes,
-        version=version,
-        max_staleness=cfg.max_staleness,
-        scale_rewards=cfg.scale_rewards,
-        max_length=cfg.max_length,
-    )
-    stats = batch.as_dict()
-    started = time.perf_counter()
-    trained = run.train(rows, stats["tokens"], iteration) if rows else {"steps": 0}
-    seconds["train_s"] = round(time.perf_counter() - started, 1)
-    row = {"iteration": iteration + 1, "sampled_with": served, **stats, **trained, **seconds, "skipped": skipped(stats)}
-    if pools is not None:
-        row["pools"] = pools.summary()
-    started = time.perf_counter()
-    if rows:
-        version = run.publish(iteration, row)
-        retire(settings, cfg.adapter_name, keep=1)  # the rollout job is over: no request in flight uses older ones
-    else:  # nothing learnt: the next iteration samples the same version again
-        console.print(f"[yellow]iteration {iteration + 1}: nothing to train on ({skipped(stats)}); no new version[/]")
-    row.update(version=run.served(version), publish_s=round(time.perf_counter() - started, 1))
-    started = time.perf_counter()
-    if rows and cfg.eval_every and (iteration + 1) % cfg.eval_every == 0:
-        row["held_out"] = run.held_out(version)
-        row["eval_s"] = round(time.perf_counter() - started, 1)
-    run.record(row)
-    console.print(
-        f"iteration {iteration + 1}: success {stats['success_rate']:.0%}, reward "
-        f"{stats['mean_reward']:.3f}, {stats['rows']} rows / {stats['sampled_tokens']} sampled tokens"
-        + (f", held-out {row['held_out']:.0%}" if row.get("held_out") is not None else "")
-        + (f"; skipped: {row['skipped']}" if row["skipped"] else "")
-        + f" -> {row['version']}"
-    )
-    return version
-
-
-def run_rl(cfg: RLConfig, settings: Settings | None = None) -> dict:
-    """Run (or go on with) the RL loop until `cfg.iterations`; return the history and where the report is."""
-    settings = settings or get_settings()
-    check_config(cfg, settings)
-    run = RLRun(cfg, settings)
-    version, done = _start(run, cfg, settings)
-    run.load_policy(version)
-    for iteration in range(done + 1, cfg.iterations):
-        version = _iterate(run, cfg, settings, iteration, version)
-    return {
-        "history": run.history,
-        "report": str(run.out / "rl_report.md"),
-        "curve": str(run.out / "rl_curve.png"),
-        "adapter": run.served(version),
-        "config": asdict(cfg),
-    }

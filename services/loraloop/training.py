@@ -7,7 +7,7 @@ from urllib.parse import urlparse
 
 from loraloop.defaults import TASK_REGISTRY
 from loraloop.errors import ConfigError
-from loraloop.rl_loop import run_rl
+from loraloop.orchestrator import run_rl
 from loraloop.settings import Settings
 from loraloop.train.bc import train_bc
 from loraloop.train.config import CONFIGS

@@ -11,12 +11,12 @@ from types import SimpleNamespace
 from loraloop.agents.halo import HaloAgent, Tuning
 from loraloop.agents.manager import Manager
 from loraloop.agents.policy import OpenAIPolicy, Reply
-from loraloop.envs.base import StepResult
+from loraloop.envs.base import ResetInfo, StepInfo, StepResult
 from loraloop.envs.shell.protocol import parse_action
 from loraloop.kinds.registry import env_kind
 from loraloop.rollout.session import EpisodeSession
 from loraloop.store import open_store
-from loraloop.store.records import NO_HALO
+from loraloop.store.records import NO_HALO, Provenance
 from tests.helpers import BASH
 
 ANSWER = "Think: done.\nAct: answer(3)"
@@ -38,27 +38,22 @@ class TextShell:
         self.outputs, self.max_rounds, self.turn = outputs or {"ls": ("a b c", 0)}, max_rounds, 0
 
     def reset(self, *, seed=None, options=None):
-        return "Task: count", {"expected": "3"}
+        return "Task: count", ResetInfo(expected="3")
 
     def step(self, action):
         self.turn += 1
         parsed = parse_action(action)
-        info = {"action_kind": parsed.kind}
+        info = StepInfo(self.turn, parsed.kind)
         if parsed.kind == "answer":
-            return StepResult(
-                None,
-                float(parsed.content == "3"),
-                True,
-                False,
-                {**info, "status": "completed", "success": parsed.content == "3", "answer": parsed.content},
-            )
+            right = parsed.content == "3"
+            return StepResult(None, float(right), True, False, info.end("completed", right, parsed.content))
         if parsed.kind == "invalid":
-            observation, info["error"] = "bad format", parsed.error
+            observation, info.error = "bad format", parsed.error
         else:
-            output, info["exit_code"] = self.outputs.get(parsed.content, ("command not found", 127))
+            output, info.exit_code = self.outputs.get(parsed.content, ("command not found", 127))
             observation = f"The output of the OS:\n\n{output}"
         cut = self.turn >= self.max_rounds
-        return StepResult(observation, 0.0, False, cut, {**info, **({"status": "round_limit"} if cut else {})})
+        return StepResult(observation, 0.0, False, cut, info.end("round_limit", False) if cut else info)
 
     def close(self):
         pass
@@ -79,7 +74,13 @@ class Replies:
 def play(tmp_path, agent, env=None, run="r", max_steps=8):
     env = env or TextShell(max_rounds=max_steps)
     session = EpisodeSession(
-        open_store(f"file://{tmp_path}"), env, TASK, mode="m", run_id=run, attempt=0, max_steps=max_steps
+        open_store(f"file://{tmp_path}"),
+        env,
+        TASK,
+        mode="m",
+        run_id=run,
+        attempt=0,
+        provenance=Provenance(max_steps=max_steps),
     )
     session.start()
     while not session.done:
@@ -280,7 +281,7 @@ class Cache:
 VAC = SimpleNamespace(
     state_key=lambda kind, task_id, observation: f"{kind.name}:{task_id}:{observation}",
     action_worked=lambda kind, info, before, after: (
-        not info.get("error") and (info.get("success") if after is None else info.get("exit_code") == 0)
+        not info.error and (info.success if after is None else info.exit_code == 0)
     ),
 )
 

@@ -9,6 +9,7 @@ import pytest
 from loraloop.envs.web.progress import WebProgress, page_type
 from loraloop.kinds.registry import env_kind
 from loraloop.task_registry import load_registry
+from tests.helpers import step_info
 
 PAGES = Path(__file__).parents[1] / "fixtures" / "web_pages"
 TASKS = {t.id: t for t in load_registry("configs/tasks/web").tasks}
@@ -17,7 +18,9 @@ TASKS = {t.id: t for t in load_registry("configs/tasks/web").tasks}
 def scores(task, episode: dict) -> list[float]:
     tracker = WebProgress(task)
     tracker.start(episode["first_observation"])
-    return [tracker.update(s["observation"], None, s["info"].get("action"), s["info"]) for s in episode["steps"]]
+    return [
+        tracker.update(s["observation"], None, s["info"].get("action"), step_info(s["info"])) for s in episode["steps"]
+    ]
 
 
 @pytest.mark.parametrize(
@@ -73,13 +76,18 @@ def test_other_sites_score_new_page_types_and_fields_filled():
     task = replace(TASKS["shop-2"], site_id="elsewhere")
     tracker = WebProgress(task)
     tracker.start(page("http://x.test/home"))
-    assert tracker.update(page("http://x.test/home"), None, "click('1')", {}) == 0.0  # nothing new
-    assert tracker.update(page("http://x.test/item/17"), None, "click('1')", {}) == 0.2  # 1 point: 1/(1+4)
-    assert tracker.update(page("http://x.test/item/18"), None, "click('1')", {}) == 0.2  # same page type
-    assert tracker.update(page("http://x.test/item/18"), None, "fill('4', 'a')", {}) == 0.333
-    assert tracker.update(page("http://x.test/item/18"), None, "fill('4', 'b')", {}) == 0.333  # the same field
-    assert tracker.update(page("http://x.test/item/18"), None, "fill('5', 'b')", {"error": "no element"}) == 0.333
-    assert tracker.update(None, None, "send_msg_to_user('done')", {"success": True}) == 1.0
+    assert tracker.update(page("http://x.test/home"), None, "click('1')", step_info({})) == 0.0  # nothing new
+    assert tracker.update(page("http://x.test/item/17"), None, "click('1')", step_info({})) == 0.2  # 1 point: 1/(1+4)
+    assert tracker.update(page("http://x.test/item/18"), None, "click('1')", step_info({})) == 0.2  # same page type
+    assert tracker.update(page("http://x.test/item/18"), None, "fill('4', 'a')", step_info({})) == 0.333
+    assert (
+        tracker.update(page("http://x.test/item/18"), None, "fill('4', 'b')", step_info({})) == 0.333
+    )  # the same field
+    assert (
+        tracker.update(page("http://x.test/item/18"), None, "fill('5', 'b')", step_info({"error": "no element"}))
+        == 0.333
+    )
+    assert tracker.update(None, None, "send_msg_to_user('done')", step_info({"success": True})) == 1.0
     assert page_type("/item/18/reviews", {"page": ["2"]}) == "/item/#/reviews?page"
 
 

@@ -16,6 +16,7 @@ from loraloop.envs.shell.protocol import format_output
 from loraloop.envs.web.prompts import page_url
 from loraloop.errors import ConfigError
 from loraloop.kinds.registry import env_kind
+from tests.helpers import step_info
 
 PAGES = Path(__file__).parents[1] / "fixtures" / "web_pages"
 
@@ -57,17 +58,17 @@ def test_shell_keys_are_the_task_and_its_last_output():
 
 def test_an_action_worked_when_the_env_says_so_and_the_page_changed():
     fill, search = steps("shop-2")[0], steps("shop-2")[1]
-    assert action_worked(WEB, fill["info"], HOME, FILLED)  # the search box's value changed
-    assert action_worked(WEB, search["info"], FILLED, RESULTS)  # a new URL
-    assert not action_worked(WEB, search["info"], RESULTS, RESULTS)  # a click that changed nothing
-    assert not action_worked(WEB, {**search["info"], "error": "no element with bid '99'"}, FILLED, RESULTS)
+    assert action_worked(WEB, step_info(fill["info"]), HOME, FILLED)  # the search box's value changed
+    assert action_worked(WEB, step_info(search["info"]), FILLED, RESULTS)  # a new URL
+    assert not action_worked(WEB, step_info(search["info"]), RESULTS, RESULTS)  # a click that changed nothing
+    assert not action_worked(WEB, step_info({**search["info"], "error": "no element with bid '99'"}), FILLED, RESULTS)
     final = steps("shop-2")[-1]
-    assert final["observation"] is None and action_worked(WEB, final["info"], SHOP[-1], None)
-    assert not action_worked(WEB, {**final["info"], "success": False}, SHOP[-1], None)
+    assert final["observation"] is None and action_worked(WEB, step_info(final["info"]), SHOP[-1], None)
+    assert not action_worked(WEB, step_info({**final["info"], "success": False}), SHOP[-1], None)
     before = format_output("x")
-    assert action_worked(SHELL, {"exit_code": 0}, before, format_output("y"))
-    assert not action_worked(SHELL, {"exit_code": 1}, before, format_output("y"))
-    assert not action_worked(SHELL, {"exit_code": 0, "error": "timeout"}, before, format_output("y"))
+    assert action_worked(SHELL, step_info({"exit_code": 0}), before, format_output("y"))
+    assert not action_worked(SHELL, step_info({"exit_code": 1}), before, format_output("y"))
+    assert not action_worked(SHELL, step_info({"exit_code": 0, "error": "timeout"}), before, format_output("y"))
 
 
 def test_a_web_target_exists_while_every_bid_it_names_is_on_the_page():

@@ -28,8 +28,10 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeGuard
 from loraloop.agents import gates, recovery
 from loraloop.agents.manager import Decision, Manager, note
 from loraloop.agents.policy import Policy, Reply
+from loraloop.envs.base import StepInfo
 from loraloop.errors import ServiceUnavailable
 from loraloop.kinds.spec import EnvKind
+from loraloop.store.records import NO_HALO, HaloStep
 
 if TYPE_CHECKING:
     from loraloop.agents.macros import Macro
@@ -46,9 +48,13 @@ class Session(Protocol):
 
     def prompt(self, reserve: int = 0) -> list[dict[str, str]]: ...
 
-    def act(self, text: str, *, source: str, **fields: Any) -> StepResult: ...
+    def act(
+        self, text: str, *, source: str, reply: Reply | None = None, halo: HaloStep | None = None
+    ) -> StepResult: ...
 
-    def note(self, text: str, error: str, *, source: str, **fields: Any) -> None: ...
+    def note(
+        self, text: str, error: str, *, source: str, reply: Reply | None = None, halo: HaloStep | None = None
+    ) -> None: ...
 
 
 RECENT_ACTIONS = 5  # actions the cache compares a cached one with (it must not repeat the last)
@@ -56,13 +62,20 @@ RECENT_ACTIONS = 5  # actions the cache compares a cached one with (it must not 
 
 @dataclass
 class Choice:
-    """The action chosen for a step, who chose it and the fields its Step record gets; `error` when the reply
-    could not become an action (a macro call with a missing argument): the env never sees it."""
+    """The action chosen for a step, who chose it, the model reply that did (None: the cache, recovery) and HALO's
+    part in the step; `error` when the reply could not become an action (a macro call with a missing argument): the
+    env never sees it."""
 
     text: str
     source: str
-    fields: dict[str, Any] = field(default_factory=dict)
+    reply: Reply | None = None
+    halo: HaloStep = field(default_factory=HaloStep)
     error: str | None = None
+
+    @property
+    def step_halo(self) -> HaloStep | None:
+        """HALO's part as the step records it: None when it took none."""
+        return None if self.halo == NO_HALO else self.halo
 
 
 @dataclass
@@ -113,10 +126,10 @@ class HaloAgent:
         self.key = self.state_key(session) if self.cache is not None else None
         choice = self.choose(session)
         if choice.error is not None:
-            session.note(choice.text, choice.error, source=choice.source, **choice.fields)
+            session.note(choice.text, choice.error, source=choice.source, reply=choice.reply, halo=choice.step_halo)
             return
-        result = session.act(choice.text, source=choice.source, **choice.fields)
-        answered = choice.fields.get("manager_called") and not choice.fields.get("manager_error")
+        result = session.act(choice.text, source=choice.source, reply=choice.reply, halo=choice.step_halo)
+        answered = choice.halo.manager_called and not choice.halo.manager_error
         if choice.source in ("manager", "recovery") or answered:  # an intervention: gates start afresh
             self.mark = len(self.steps(session))
         self.learn(choice, result.info, before, result.observation)
@@ -140,19 +153,19 @@ class HaloAgent:
                 self.macro = None
                 if self.manager is not None and trigger in ("repeated_error", "loop"):
                     self.pending_gate = trigger
-                return Choice(action, "recovery", {"recovery": trigger})
-        asked: dict[str, Any] = {}
+                return Choice(action, "recovery", halo=HaloStep(recovery=trigger))
+        asked = HaloStep()
         gate = self.gate(session, steps)
         if gate is not None:
             decision, asked = self.ask(session, gate)
             if decision is not None and self.usable(decision.action):
                 self.macro = None
-                return self.expand(session, decision.action, "manager", {**asked, **reply_fields(decision.reply)})
+                return self.expand(session, decision.action, "manager", asked, decision.reply.unsampled())
         if self.macro is not None:
             choice = self.macro_step(session, asked)
             if choice is not None:
                 return choice
-        fields = dict(asked)
+        halo = asked
         if self.cache is not None:
             lookup = self.cache.lookup(
                 self.key,
@@ -160,16 +173,17 @@ class HaloAgent:
                 observation=session.observation,
                 recent_actions=[s.raw_output for s in self.steps(session)[-RECENT_ACTIONS:]],
             )
-            fields["cache_event"] = lookup.event
+            halo = halo.model_copy(update={"cache_event": lookup.event})
             if lookup.action is not None:
-                return Choice(lookup.action, "cache", {**fields, "cache_hit": True})
+                return Choice(lookup.action, "cache", halo=halo.model_copy(update={"cache_hit": True}))
         reply = self.worker.act(session.prompt())
-        if self.manager is not None and not asked and self.kind.agent.destructive(self.canonical(reply.text) or ""):
+        unasked = asked.gate is None
+        if self.manager is not None and unasked and self.kind.agent.destructive(self.canonical(reply.text) or ""):
             decision, asked = self.ask(session, "high_stakes", proposal=reply.text)
-            fields.update(asked)
+            halo = halo.model_copy(update=asked.model_dump(exclude_defaults=True))
             if decision is not None and self.usable(decision.action):
-                return self.expand(session, decision.action, "manager", {**fields, **reply_fields(decision.reply)})
-        return self.expand(session, reply.text, reply.source, {**fields, **reply_fields(reply), **reply.sample()})
+                return self.expand(session, decision.action, "manager", halo, decision.reply.unsampled())
+        return self.expand(session, reply.text, reply.source, halo, reply)
 
     def gate(self, session: Session, steps: list) -> str | None:
         """The manager gate that fires before this step (None: none, or no manager)."""
@@ -189,17 +203,17 @@ class HaloAgent:
             return "high_stakes"
         return None
 
-    def ask(self, session: Session, gate: str, proposal: str | None = None) -> tuple[Decision | None, dict]:
-        """The manager's decision for `gate` and the fields the step records; an outage is recorded, not raised."""
+    def ask(self, session: Session, gate: str, proposal: str | None = None) -> tuple[Decision | None, HaloStep]:
+        """The manager's decision for `gate` and what the step records of it; an outage is recorded, not raised."""
         manager = self.manager
         if manager is None:  # gate() fires only with a manager, and a destructive command asks only one
-            return None, {}
+            return None, HaloStep()
         called = manager.down is None
         try:
             decision = manager.decide(session.prompt(reserve=len(note(gate, proposal))), gate, proposal)
         except ServiceUnavailable as exc:
-            return None, {"gate": gate, "manager_called": called, "manager_error": str(exc)}
-        return decision, {"gate": gate, "manager_called": True, "manager_reason": decision.reason}
+            return None, HaloStep(gate=gate, manager_called=called, manager_error=str(exc))
+        return decision, HaloStep(gate=gate, manager_called=True, manager_reason=decision.reason)
 
     def usable(self, text: str | None) -> TypeGuard[str]:
         """Whether a manager's reply holds an action the env or a macro takes; when it holds none, the others
@@ -213,42 +227,48 @@ class HaloAgent:
         except self.macros.MacroError:
             return False
 
-    def macro_step(self, session: Session, asked: dict) -> Choice | None:
-        """The macro in progress's next primitive action; None when it is done (the others choose)."""
+    def macro_step(self, session: Session, asked: HaloStep, reply: Reply | None = None) -> Choice | None:
+        """The macro in progress's next primitive action (its first carries the `reply` that called the macro); None
+        when it is done (the others choose)."""
         macro = self.macro
         if macro is None:
             return None
-        fields = {**asked, "macro": macro.call}
+        halo = asked.model_copy(update={"macro": macro.call})
         try:
             action = macro.next_action(session.observation)
         except self.macros.MacroError as exc:
             self.macro = None
-            return Choice(macro.call, "macro", fields, error=str(exc))  # it names the macro
+            return Choice(macro.call, "macro", reply, halo, error=str(exc))  # it names the macro
         if action is None:
             self.macro = None
             return None
-        return Choice(action, "macro", fields)
+        return Choice(action, "macro", reply, halo)
 
-    def expand(self, session: Session, text: str, source: str, fields: dict) -> Choice:
-        """`text` as the step's action, or, when it calls a macro, the macro's first primitive action."""
+    def expand(self, session: Session, text: str, source: str, halo: HaloStep, reply: Reply | None) -> Choice:
+        """`text` as the step's action, or, when it calls a macro, the macro's first primitive action; `reply` is
+        the model reply that wrote it."""
         if self.macros is None:
-            return Choice(text, source, fields)
+            return Choice(text, source, reply, halo)
         try:
             macro = self.macros.parse_macro(text, self.kind)
         except self.macros.MacroError as exc:
-            return Choice(text, source, fields, error=str(exc))
+            return Choice(text, source, reply, halo, error=str(exc))
         if macro is None:
-            return Choice(text, source, fields)
+            return Choice(text, source, reply, halo)
         self.macro = macro
-        return self.macro_step(session, fields) or Choice(
-            text, source, {**fields, "macro": macro.call}, error=f"{macro.name}: nothing to do on this page"
+        return self.macro_step(session, halo, reply) or Choice(
+            text,
+            source,
+            reply,
+            halo.model_copy(update={"macro": macro.call}),
+            error=f"{macro.name}: nothing to do on this page",
         )
 
     def state_key(self, session: Session) -> str:
         """The cache's key for the state the next action is taken in."""
         return self.vac.state_key(self.kind, self.task_id, session.observation)
 
-    def learn(self, choice: Choice, info: dict, before: str, after: str | None) -> None:
+    def learn(self, choice: Choice, info: StepInfo, before: str, after: str | None) -> None:
         """Tell the cache whether the step's action worked in the state it was taken in (recovery actions are
         not cached: they are the orchestrator's, not a solution)."""
         if self.cache is None or self.key is None or choice.source == "recovery":
@@ -257,8 +277,3 @@ class HaloAgent:
             self.cache.verified(self.key, choice.text)
         elif choice.source == "cache":
             self.cache.failed(self.key, choice.text)
-
-
-def reply_fields(reply: Reply) -> dict[str, Any]:
-    """What a Step records of the model reply that chose its action (who, how long, how many tokens)."""
-    return {"model": reply.model, "latency_ms": reply.latency_ms, "completion_tokens": reply.completion_tokens}

@@ -31,6 +31,7 @@ from redis.backoff import ExponentialBackoff
 from redis.retry import Retry
 
 from loraloop.broker import BROKER_OUTAGE_S
+from loraloop.envs.base import StepInfo
 from loraloop.errors import ConfigError, ServiceUnavailable, without_credentials
 from loraloop.kinds.spec import EnvKind
 from loraloop.store.trajectories import obs_hash
@@ -56,16 +57,16 @@ def state_key(kind: EnvKind, task_id: str, observation: str) -> str:
     return f"{kind.name}:{task_id}:{obs_hash(observation or '')}"
 
 
-def action_worked(kind: EnvKind, info: dict, observation_before: str, observation_after: str | None) -> bool:
+def action_worked(kind: EnvKind, info: StepInfo, observation_before: str, observation_after: str | None) -> bool:
     """True when a step's action did what it should, so it may be cached for the state before it.
 
     Every kind: the env reported no error. A final action (the episode ended, no observation after) worked when
     the episode succeeded. Otherwise the kind's rule (the web: the page changed; the shell: the command exited 0).
     """
-    if info.get("error"):
+    if info.error:
         return False
     if observation_after is None:
-        return bool(info.get("success"))
+        return bool(info.success)
     return kind.agent.action_worked(info, observation_before, observation_after)
 
 

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 from loraloop.calls import MacroSteps
-from loraloop.envs.base import Env, EnvOptions, PromptBuilder
+from loraloop.envs.base import Env, EnvOptions, PromptBuilder, StepInfo
 
 if TYPE_CHECKING:
     from loraloop.replies import Policy
@@ -110,7 +110,7 @@ class Progress(Protocol):
     def start(self, observation: str) -> None:
         """Take in the first observation, before any step."""
 
-    def update(self, observation: str | None, url: str | None, action: str | None, info: dict) -> float | None:
+    def update(self, observation: str | None, url: str | None, action: str | None, info: StepInfo) -> float | None:
         """The score after one step: the observation after it (None when the episode ended), the canonical action
         and the env's info (error, success)."""
 
@@ -130,7 +130,7 @@ class AgentFacet:
     - `progress(task)`: a fresh Progress for an episode of the task (None: steps record no score)."""
 
     state_key: Callable[[str, str], str] | None = None
-    action_worked: Callable[[dict, str, str], bool] = lambda _info, _before, _after: True
+    action_worked: Callable[[StepInfo, str, str], bool] = lambda _info, _before, _after: True
     target_exists: Callable[[str, str], bool] = lambda _action, _observation: True
     recovery: Callable[[str, list[Step]], str | None] = lambda _trigger, _steps: None
     high_stakes: Callable[[str], str | None] = lambda _observation: None

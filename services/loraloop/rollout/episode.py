@@ -20,7 +20,7 @@ from loraloop.rollout.session import EpisodeSession
 from loraloop.rollout.summary import EpisodeSummary
 from loraloop.settings import Settings, get_settings
 from loraloop.store import open_store
-from loraloop.store.records import Adapter, Step
+from loraloop.store.records import Adapter, Provenance, Step
 from loraloop.store.trajectories import episode_end, episode_key
 from loraloop.task_registry import Task, shared_registry
 
@@ -171,18 +171,11 @@ def stored_summary(store, key: str) -> EpisodeSummary | None:
     )
 
 
-def _session(spec: EpisodeSpec, settings: Settings, store, env, task) -> EpisodeSession:
+def _session(spec: EpisodeSpec, settings: Settings, store, env, task, policy: Policy | None) -> EpisodeSession:
     """The episode's session: where it is stored (mode, run, attempt) and its provenance (seeds, registry, policy,
-    model and sampling, adapter version, HALO's settings)."""
-    return EpisodeSession(
-        store,
-        env,
-        task,
-        mode=spec.mode,
-        run_id=spec.run_id,
-        attempt=spec.attempt,
-        seed=spec.seed,
-        char_budget=settings.prompt_char_budget,
+    model and the sampling its `policy` sends, adapter version, HALO's settings); `policy` is None when the
+    episode ended before it had one (a task the policy cannot play)."""
+    provenance = Provenance(
         task_seed=spec.task_seed,
         task_registry=spec.task_registry,
         policy=spec.policy,
@@ -192,14 +185,26 @@ def _session(spec: EpisodeSpec, settings: Settings, store, env, task) -> Episode
         protocol=spec.protocol,
         model_url=server_url(spec.model_url, settings) if spec.policy == "openai" else None,
         adapter=spec_adapter(spec),
+        sampling=getattr(policy, "sampling", None),  # what a model policy sends
         **halo_provenance(spec, settings),
+    )
+    return EpisodeSession(
+        store,
+        env,
+        task,
+        mode=spec.mode,
+        run_id=spec.run_id,
+        attempt=spec.attempt,
+        seed=spec.seed,
+        char_budget=settings.prompt_char_budget,
+        provenance=provenance,
     )
 
 
-def _timed(step, log, step_ms: list[float | None], model_ms: list[float]) -> None:
+def _timed(step: Step | None, log, step_ms: list[float | None], model_ms: list[float]) -> None:
     """Log the step an act() or note() just recorded and keep its times (the model's, where a model was asked:
     cache, macro and recovery steps ask none)."""
-    if isinstance(step, Step):
+    if step is not None:
         log.info("step", fields={"step": step.step_idx, "action": step.action})
         step_ms.append(step.elapsed_ms)
         if step.model_latency_ms is not None:
@@ -230,14 +235,14 @@ def run_episode(
     env = env_kind(task.env).envs.make_env(
         task, settings, EnvOptions(max_steps=spec.max_steps, protocol=spec.protocol, screenshots=spec.screenshots)
     )
-    session = _session(spec, settings, store, env, task)
+    session: EpisodeSession | None = None
     status = error = reason = None
     step_ms: list[float | None] = []  # every step record has its elapsed_ms; the type allows None for old ones
     model_ms: list[float] = []
     try:
         policy = make_policy(spec, task, settings, env)  # before reset: a task it cannot play costs no container
+        session = _session(spec, settings, store, env, task, policy)
         agent = make_agent(spec, task, settings, session, policy)
-        session.provenance["sampling"] = getattr(policy, "sampling", None)  # what a model policy sends
         session.start()
         while not session.done:
             if should_stop is not None and should_stop():
@@ -247,15 +252,8 @@ def run_episode(
                 agent.step(session)
             else:
                 reply = policy.act(session.prompt())
-                session.act(
-                    reply.text,
-                    source=reply.source,
-                    model=reply.model,
-                    latency_ms=reply.latency_ms,
-                    completion_tokens=reply.completion_tokens,
-                    **reply.sample(),
-                )
-            _timed(session.recorder.records[-1], log, step_ms, model_ms)
+                session.act(reply.text, source=reply.source, reply=reply)
+            _timed(session.last_step, log, step_ms, model_ms)
     except TaskSkipped as exc:
         status, reason = "skipped", str(exc)
         log.info("skipped", fields={"reason": exc})
@@ -263,13 +261,14 @@ def run_episode(
         status, error = next(name for kind, name in FAILURES if isinstance(exc, kind)), str(exc)
         log.warning("episode failed", fields={"error": exc})
     except Exception as exc:  # still store what was collected, then surface the bug
-        session.finish("crash", f"{type(exc).__name__}: {exc}")
+        (session or _session(spec, settings, store, env, task, None)).finish("crash", f"{type(exc).__name__}: {exc}")
         raise
     finally:
         env.close()
     if status in REPLAYED and not last_try:
         log.warning("the episode failed (%s); it will be played again", status, fields={"error": error})
         return EpisodeSummary(task_id=spec.task_id, attempt=spec.attempt, status=status, error=error, retry=True)
+    session = session or _session(spec, settings, store, env, task, None)  # it ended before it had a policy
     stored = session.finish(status, error, reason)
     if not stored:
         log.warning("a copy of this episode was stored first; this one is dropped")

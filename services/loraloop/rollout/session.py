@@ -16,14 +16,15 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from loraloop.envs.base import Env, StepResult
+from loraloop.envs.base import Env, ResetInfo, StepInfo, StepResult
 from loraloop.kinds.prompts import build_prompt
 from loraloop.kinds.registry import env_kind
 from loraloop.kinds.spec import Progress
 from loraloop.logs import get_logger
+from loraloop.replies import Reply
 from loraloop.rollout.summary import EpisodeSummary
 from loraloop.store.backends import Store
-from loraloop.store.records import RECORDS, EpisodeEnd, EpisodeOutcome, EpisodeStart, Step
+from loraloop.store.records import RECORDS, EpisodeEnd, EpisodeOutcome, EpisodeStart, HaloStep, Provenance, Step
 from loraloop.store.trajectories import EpisodeRecorder, obs_hash
 from loraloop.tasks.base import Task
 
@@ -34,8 +35,8 @@ log = get_logger("loraloop.rollout")
 class EpisodeSession:
     """One episode of `task` in `env`, recorded under trajectories/<mode>/<run_id>/<task>__attempt_<k>.jsonl.
 
-    `provenance` goes into the episode_start record as it is (policy, worker_model,
-    worker_temperature, model_url, task_registry, protocol, max_steps, sampling, adapter…).
+    `provenance` (who plays it and how: policy, model, sampling, adapter, registry, round limit…) goes into the
+    episode_start record, which `start()` writes whole once the reset has answered.
     """
 
     def __init__(
@@ -49,7 +50,7 @@ class EpisodeSession:
         attempt: int,
         seed: int | None = None,
         char_budget: int = 4000,
-        **provenance: Any,
+        provenance: Provenance | None = None,
     ) -> None:
         self.env, self.task = env, task
         self.prompt_style = env.prompt_style if env is not None else ""
@@ -57,7 +58,7 @@ class EpisodeSession:
         self.store = store
         self.mode, self.run_id, self.attempt, self.seed = mode, run_id, attempt, seed
         self.char_budget = char_budget
-        self.provenance = provenance
+        self.provenance = provenance or Provenance()
         self.first: str | None = None
         self.observation = ""
         self.expected: str | None = None
@@ -80,6 +81,12 @@ class EpisodeSession:
         return self.env
 
     @property
+    def last_step(self) -> Step | None:
+        """The step record `act` or `note` wrote last (None before the first step): what a driver logs and times."""
+        last = self.recorder.records[-1] if self.recorder.records else None
+        return last if isinstance(last, Step) else None
+
+    @property
     def key(self) -> str:
         """The episode's store key (also its Celery task id and its id for resuming runs)."""
         return self.recorder.key
@@ -88,37 +95,46 @@ class EpisodeSession:
         return {"run_id": self.run_id, "seed": self.seed, "prompt_style": self.prompt_style}
 
     def start(self) -> str:
-        """Record episode_start, reset the environment and return the first observation.
+        """Reset the environment, record episode_start and return the first observation.
 
-        The start record is written before the reset, so an episode whose reset fails is still
-        stored (with `finish(status="env_error", …)`) and says what was attempted.
+        The start record is built once, whole: from the task and the provenance, with what the reset returned.
+        An episode whose reset fails still gets its start record (what was attempted, without the reset's part),
+        and is stored by the driver's `finish(status="env_error", …)`. Either way the record is stamped with the
+        time the session began, as the reset is part of the episode.
         """
-        start = self._record_start()
-        self.first, info = self.live_env.reset(seed=self.seed)
-        self.observation = self.first
+        try:
+            self.first, info = self.live_env.reset(seed=self.seed)
+        except BaseException:
+            self._record_start()
+            raise
+        self.observation, self.expected = self.first, info.expected
+        self._record_start(self.first, info)
         if self.progress is not None:
             self.progress.start(self.first)
-        self.expected = info.get("expected")
-        start.first_observation, start.expected = self.first, self.expected
-        start.events = info.get("events")
         return self.first
 
-    def _record_start(self) -> EpisodeStart:
-        task = self.task
+    def _record_start(self, first: str | None = None, reset: ResetInfo | None = None) -> EpisodeStart:
+        """The start record, whole: the task, the session's place and provenance, and the reset's answer where
+        there was one (`first` and `reset`: the first observation, the expected answer, the setup's events)."""
+        task, env = self.task, self.env
         return self.recorder.add(
             EpisodeStart(
                 **self._common(),
+                **self.provenance.model_dump(),
                 task_id=task.index,
                 mode=self.mode,
                 attempt_idx=self.attempt,
                 env=task.env,
-                system_prompt=self.live_env.instructions,
-                examples=self.live_env.examples,
+                system_prompt=env.instructions if env is not None else "",
+                examples=env.examples if env is not None else [],
                 split=task.split,
                 category=task.category,
                 goal=task.description,
-                **self.provenance,
-            )
+                first_observation=first,
+                expected=reset.expected if reset else None,
+                events=reset.events if reset else None,
+            ),
+            at=self.started,
         )
 
     def prompt(self, reserve: int = 0) -> list[dict[str, str]]:
@@ -148,25 +164,17 @@ class EpisodeSession:
                 )
         return build_prompt(self.prompt_style, env.instructions, env.examples, self.first or "", self.turns, budget)
 
-    def act(
-        self,
-        text: str,
-        *,
-        source: str,
-        model: str | None = None,
-        latency_ms: float | None = None,
-        completion_tokens: int = 0,
-        **sample: Any,
-    ) -> StepResult:
-        """Take one step with the agent's reply and record it; `sample` fills the step's model fields
-        (prompt_token_ids, completion_token_ids, logprobs, adapter, sampling)."""
+    def act(self, text: str, *, source: str, reply: Reply | None = None, halo: HaloStep | None = None) -> StepResult:
+        """Take one step with the action `text` and record it: `source` says who chose it, `reply` is the model reply
+        that did (its model, latency, tokens and what was sampled go into the step; None for a script or a client),
+        `halo` the HALO orchestrator's part in the step (None where it took none)."""
         shown = getattr(self.env, "last_screenshot", None)  # the page the agent saw, where the env keeps one
         started = time.perf_counter()
         result = self.live_env.step(text)
         info = result.info
-        error = info.get("error")
+        error = info.error
         self.errors += bool(error)
-        progress = self.progress and self.progress.update(result.observation, None, info.get("action"), info)
+        progress = self.progress and self.progress.update(result.observation, None, info.action, info)
         self.recorder.add(
             Step(
                 **self._common(),
@@ -175,56 +183,46 @@ class EpisodeSession:
                 obs_hash=obs_hash(self.observation),
                 obs_summary=self.observation[:OBS_SUMMARY_CHARS],
                 raw_output=text,
-                action=info.get("action_kind"),
-                action_text=info.get("action"),
+                action=info.action_kind,
+                action_text=info.action,
                 action_source=source,
-                model=model,
                 last_action_error=error,
                 reward=result.reward,
                 terminated=result.terminated,
                 truncated=result.truncated,
                 done=result.done,
-                model_latency_ms=None if latency_ms is None else round(latency_ms, 1),
                 elapsed_ms=round((time.perf_counter() - started) * 1000, 1),
-                completion_tokens=completion_tokens,
-                url=info.get("url"),
+                url=info.url,
                 screenshot=self._save_screenshot(shown),
                 next_observation=result.observation,
-                events=info.get("events"),
+                events=info.events,
                 progress_score=progress,
-                **sample,
+                halo=halo,
+                **replied(reply),
             )
         )
         if result.done:
             self.steps += 1
             self.done = True
             self.outcome = EpisodeOutcome(
-                success=bool(info.get("success")),
+                success=bool(info.success),
                 reward=result.reward,
-                status=info.get("status"),
-                answer=info.get("answer"),
+                status=info.status,
+                answer=info.answer,
             )
         else:
             self._went_on(text, result.observation)
         return result
 
     def note(
-        self,
-        text: str,
-        error: str,
-        *,
-        source: str,
-        model: str | None = None,
-        latency_ms: float | None = None,
-        completion_tokens: int = 0,
-        **fields: Any,
+        self, text: str, error: str, *, source: str, reply: Reply | None = None, halo: HaloStep | None = None
     ) -> None:
         """Record a reply the environment never saw, because it could not become an action (a macro call with a
         missing argument): the error, over the unchanged observation, is the agent's next one and the episode goes
         on. It counts against the episode's max_steps, so replies that never reach the env cannot go on forever."""
         observation = f"Your last reply could not be taken: {error}\n\n{self.observation}"  # the state is unchanged
         self.errors += 1
-        limit: int = self.provenance.get("max_steps") or 0
+        limit = self.provenance.max_steps or 0
         cut = bool(limit) and self.steps + 1 >= limit
         self.recorder.add(
             Step(
@@ -236,16 +234,14 @@ class EpisodeSession:
                 raw_output=text,
                 action="invalid",
                 action_source=source,
-                model=model,
                 last_action_error=error,
                 truncated=cut,
                 done=cut,
                 next_observation=observation,
-                model_latency_ms=None if latency_ms is None else round(latency_ms, 1),
                 elapsed_ms=0.0,
-                completion_tokens=completion_tokens,
                 progress_score=self.progress and self.progress.score,
-                **fields,
+                halo=halo,
+                **replied(reply),
             )
         )
         self._went_on(text, observation)
@@ -329,6 +325,7 @@ class EpisodeSession:
             attempt=start.attempt_idx,
             seed=start.seed,
             char_budget=snapshot["char_budget"],
+            provenance=Provenance.model_validate(start.model_dump(include=set(Provenance.model_fields))),
         )
         session.recorder.records = [start, *steps]
         session.prompt_style, session.started = start.prompt_style, start.timestamp
@@ -339,11 +336,27 @@ class EpisodeSession:
         for step in steps:
             session.errors += bool(step.last_action_error)
             if session.progress is not None:
-                session.progress.update(
-                    step.next_observation, None, step.action_text, {"error": step.last_action_error}
-                )
+                info = StepInfo(step.step_idx + 1, step.action or "invalid", step.action_text, step.last_action_error)
+                session.progress.update(step.next_observation, None, step.action_text, info)
             session._went_on(step.raw_output, step.next_observation)
         return session
+
+
+def replied(reply: Reply | None) -> dict[str, Any]:
+    """What a Step records of the model reply that chose its action: the model, its latency, its tokens and what
+    was sampled (the RL loop's token ids, logprobs, sampling and adapter); nothing for a step no model chose."""
+    if reply is None:
+        return {}
+    return {
+        "model": reply.model,
+        "model_latency_ms": round(reply.latency_ms, 1),
+        "completion_tokens": reply.completion_tokens,
+        "prompt_token_ids": reply.prompt_token_ids,
+        "completion_token_ids": reply.completion_token_ids,
+        "logprobs": reply.logprobs,
+        "sampling": reply.sampling,
+        "adapter": reply.adapter,
+    }
 
 
 def orchestrator_counts(records: list) -> dict[str, int]:

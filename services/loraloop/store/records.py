@@ -48,32 +48,23 @@ class Record(BaseModel):
     prompt_style: str = "chat"
 
 
-class EpisodeStart(Record):
-    """Provenance: task, run, seeds, policy and model, the prompt's fixed parts and what reset computed."""
+class Provenance(BaseModel):
+    """Who played an episode and how, as its driver knows before it starts: seeds, registry, policy and model,
+    sampling, adapter, round limit and protocol, the Task Server's or the gateway's ids, HALO's settings. A driver
+    builds one (undeclared fields refused, naming them) and the session writes it into the start record whole."""
 
-    type: Literal["episode_start"] = "episode_start"
-    task_id: str
-    mode: str = ""
-    attempt_idx: int = 0
+    model_config = ConfigDict(extra="forbid")
+
     task_seed: int | None = None
     task_registry: str | None = None
-    env: str = LEGACY_KIND  # episodes written before records named their kind are shell episodes
     policy: str = ""
     protocol: str = "text"
     worker_model: str | None = None
     worker_temperature: float | None = None
     max_steps: int | None = None
     model_url: str | None = None
-    system_prompt: str = ""
-    examples: list[dict[str, Any]] = Field(default_factory=list)
-    first_observation: str | None = None
-    expected: str | None = None  # what the task computed at reset (the example's output)
-    split: str = ""
-    category: str = ""
-    goal: str = ""
     adapter: Adapter | None = None
     sampling: dict[str, Any] | None = None
-    events: list[dict[str, Any]] | None = None  # what the env did at reset besides the observation (note above)
     session_id: str | None = None  # the gateway's session (serve/gateway) an outside agent's episode was recorded in
     # An episode a Task Server client played (taskserver/, AReaL's API): its episode id, the sample id the client
     # asked for, and the start's config as the Task Server kept it (protocol, the kind's own settings).
@@ -88,6 +79,27 @@ class EpisodeStart(Record):
     use_cache: bool = False
     use_macros: bool = False
     use_recovery: bool = False
+
+
+class EpisodeStart(Provenance, Record):
+    """The episode's start: its task, run and attempt, its provenance (above), the prompt's fixed parts and what
+    reset computed. Written once, whole, when the reset has answered (or failed: then without its parts)."""
+
+    model_config = ConfigDict(extra="allow")  # a record: old episodes' undeclared fields are read (see Record)
+
+    type: Literal["episode_start"] = "episode_start"
+    task_id: str
+    mode: str = ""
+    attempt_idx: int = 0
+    env: str = LEGACY_KIND  # episodes written before records named their kind are shell episodes
+    system_prompt: str = ""
+    examples: list[dict[str, Any]] = Field(default_factory=list)
+    first_observation: str | None = None
+    expected: str | None = None  # what the task computed at reset (the example's output)
+    split: str = ""
+    category: str = ""
+    goal: str = ""
+    events: list[dict[str, Any]] | None = None  # what the env did at reset besides the observation (note above)
 
 
 class HaloStep(BaseModel):

@@ -49,15 +49,15 @@ class UndeclaredField(ValueError):
     """A record being written with a field its type does not declare (a writer's bug: declare it in records.py)."""
 
 
-def stamp(record: Record) -> Record:
-    """The record stamped with the schema version and the time now, as every writer stamps records. A record
+def stamp(record: Record, at: float | None = None) -> Record:
+    """The record stamped with the schema version and the time (now, or `at`), as every writer stamps records. A record
     with a field its type does not declare is refused, naming it: readers keep such fields of old episodes, but
     nothing new is stored that the types do not name."""
     if record.model_extra:
         raise UndeclaredField(
             f"{record.type} record: field(s) {', '.join(sorted(record.model_extra))} not declared in store/records.py"
         )
-    record.schema_version, record.timestamp = SCHEMA_VERSION, time.time()
+    record.schema_version, record.timestamp = SCHEMA_VERSION, time.time() if at is None else at
     return record
 
 
@@ -70,9 +70,9 @@ class EpisodeRecorder:
         self.records: list[Record] = []
         self._written: bool | None = None
 
-    def add(self, record: R) -> R:
-        """Append one record (stamped with the schema version and the time) and return it."""
-        self.records.append(stamp(record))
+    def add(self, record: R, at: float | None = None) -> R:
+        """Append one record (stamped with the schema version and the time, now or `at`) and return it."""
+        self.records.append(stamp(record, at))
         return record
 
     def flush(self) -> bool:

@@ -33,7 +33,7 @@ from loraloop.rollout.states import (
 )
 from loraloop.settings import Settings
 from loraloop.store import open_store
-from loraloop.store.records import EpisodeOutcome
+from loraloop.store.records import EpisodeOutcome, Provenance
 from loraloop.store.trajectories import episode_key
 from loraloop.task_registry import Registry, Task
 from loraloop.taskserver.models import (
@@ -178,9 +178,16 @@ class Episodes:
                     observation=Observation(type="text", content=result.observation),
                     reward=0.0,
                     done=False,
-                    info={"turn": result.info["turn"]},
+                    info={"turn": result.info.turn},
                 )
-            info = {k: result.info.get(k) for k in ("turn", "status", "success", "answer", "num_turns")}
+            end = result.info
+            info = {
+                "turn": end.turn,
+                "status": end.status,
+                "success": end.success,
+                "answer": end.answer,
+                "num_turns": end.num_turns,
+            }
             if self.states.claim(episode_id):
                 self.end(self.over(state, session, info=info))
         return EpisodeReply(episode_id=episode_id, observation=None, reward=result.reward, done=True, info=info)
@@ -224,12 +231,14 @@ class Episodes:
                 run_id=self.run_id,
                 attempt=self.next_attempt(task.index),
                 char_budget=self.settings.prompt_char_budget,
-                policy="task-server",
-                protocol=protocol,
-                max_steps=env.max_rounds,
-                sample_id=request.sample_id,
-                episode_id=episode_id,
-                config=request.config,
+                provenance=Provenance(
+                    policy="task-server",
+                    protocol=protocol,
+                    max_steps=env.max_rounds,
+                    sample_id=request.sample_id,
+                    episode_id=episode_id,
+                    config=request.config,
+                ),
             )
             session.start()
             self.states.put(

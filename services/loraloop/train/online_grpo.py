@@ -22,6 +22,7 @@ from loraloop.rollout.session import EpisodeSession
 from loraloop.settings import Settings, get_settings
 from loraloop.store import open_store
 from loraloop.store.backends import Store
+from loraloop.store.records import Provenance
 from loraloop.task_registry import Registry, Task, load_registry
 from loraloop.train.backend import load_model
 from loraloop.train.config import OnlineGRPOConfig
@@ -35,7 +36,9 @@ def score(task: Task, completion: str, settings: Settings, store: Store, run_id:
     """Play one completion as the first (and last) action of an episode of `task`, store it; return its reward."""
     factory = env_kind(task.env).envs
     env = factory.make_env(task, settings, EnvOptions(max_steps=2))
-    session = EpisodeSession(store, env, task, mode=MODE, run_id=run_id, attempt=attempt, policy="grpo")
+    session = EpisodeSession(
+        store, env, task, mode=MODE, run_id=run_id, attempt=attempt, provenance=Provenance(policy="grpo")
+    )
     status = error = None
     try:
         session.start()

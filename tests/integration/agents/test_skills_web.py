@@ -12,7 +12,7 @@ from loraloop.envs.web.teacher import ScriptedWebTeacher
 from loraloop.kinds.registry import env_kind
 from loraloop.rollout.session import EpisodeSession
 from loraloop.store import open_store
-from loraloop.store.records import NO_HALO
+from loraloop.store.records import NO_HALO, HaloStep, Provenance
 from loraloop.store.trajectories import iter_episodes
 from loraloop.task_registry import load_registry
 
@@ -31,7 +31,7 @@ def play_macro(session: EpisodeSession, call: str, cache: MemoryActionCache) -> 
     taken = 0
     while (action := macro.next_action(session.observation)) is not None:
         before = session.observation
-        result = session.act(action, source="macro", macro=macro.call)
+        result = session.act(action, source="macro", halo=HaloStep(macro=macro.call))
         assert action_worked(WEB, result.info, before, result.observation), (action, result.info)
         cache.verified(state_key(WEB, session.task.id, before), action)
         taken += 1
@@ -45,7 +45,9 @@ def test_macros_buy_and_send_on_the_live_sites_with_progress_recorded(sites_url,
     shop = TASKS["shop-2"]  # Buy 3 packs of the 12-pack Gel Pens with standard shipping
     env = WebEnv(shop, settings)
     try:
-        session = EpisodeSession(store, env, shop, mode="skills", run_id="live", attempt=0, use_macros=True)
+        session = EpisodeSession(
+            store, env, shop, mode="skills", run_id="live", attempt=0, provenance=Provenance(use_macros=True)
+        )
         session.start()
         assert play_macro(session, "search_and_open(query='gel pens')", cache) == 3
         halfway = session.progress.score
@@ -61,7 +63,9 @@ def test_macros_buy_and_send_on_the_live_sites_with_progress_recorded(sites_url,
 
     env = WebEnv(shop, settings)  # a second attempt replays the purchase from the cache alone
     try:
-        session = EpisodeSession(store, env, shop, mode="skills", run_id="live", attempt=1, use_cache=True)
+        session = EpisodeSession(
+            store, env, shop, mode="skills", run_id="live", attempt=1, provenance=Provenance(use_cache=True)
+        )
         session.start()
         events, taken = [], []
         while True:
@@ -75,7 +79,7 @@ def test_macros_buy_and_send_on_the_live_sites_with_progress_recorded(sites_url,
             if found.action is None:
                 break
             taken.append(found.action)
-            session.act(found.action, source="cache", cache_hit=True, cache_event="hit")
+            session.act(found.action, source="cache", halo=HaloStep(cache_hit=True, cache_event="hit"))
         assert events == ["hit"] * 7 + ["miss"]  # the answer was never cached: the worker would take over here
         assert session.progress.score == 1.0 and session.observation.count("Placed on") == 1
         session.finish("cancelled")
@@ -85,7 +89,9 @@ def test_macros_buy_and_send_on_the_live_sites_with_progress_recorded(sites_url,
     mail = TASKS["mail-22"]
     env = WebEnv(mail, settings)
     try:
-        session = EpisodeSession(store, env, mail, mode="skills", run_id="live", attempt=0, use_macros=True)
+        session = EpisodeSession(
+            store, env, mail, mode="skills", run_id="live", attempt=0, provenance=Provenance(use_macros=True)
+        )
         session.start()
         session.act(ScriptedWebTeacher(mail, env.origin, page=lambda: env.observation).act([]).text, source="worker")
         assert (

@@ -44,16 +44,16 @@ def test_a_miniwob_episode_is_browsergyms_task_in_our_env(registry, settings_for
     env = env_kind("browsergym").envs.make_env(task, settings_for(), EnvOptions(config={"seed": 3}))
     try:
         observation, info = env.reset(seed=123)
-        assert info["seed"] == 3 and info["task_id"] == "miniwob.click-button" and info["url"].startswith(local_url())
+        assert info.seed == 3 and info.details["task_id"] == "miniwob.click-button" and info.url.startswith(local_url())
         assert observation.startswith("# Goal\nClick on the ") and "] button '" in observation
         step = play(env, "click-button", observation)
-        assert step.terminated and step.reward == 1.0 and step.info["task_info"]["RAW_REWARD_GLOBAL"] > 0
+        assert step.terminated and step.reward == 1.0 and step.info.details["task_info"]["RAW_REWARD_GLOBAL"] > 0
     finally:
         env.close()
     env = env_kind("browsergym").envs.make_env(task, settings_for(), EnvOptions())
     try:
         _, info = env.reset(seed=1207)  # no seed asked: the rollout seed picks one of the split's 50
-        assert info["seed"] == 1207 % 50
+        assert info.seed == 1207 % 50
     finally:
         env.close()
 
@@ -68,7 +68,7 @@ def test_clickable_text_without_a_role_gets_its_elements_bid(registry, settings_
         texts = [n for n in nodes(observation) if n.role == "StaticText" and n.name == sender]
         assert texts and texts[0].bid, observation
         step = env.step(f"click({texts[0].bid!r})")
-        assert "error" not in step.info and any(n.name == "Reply" for n in nodes(step.observation))
+        assert step.info.error is None and any(n.name == "Reply" for n in nodes(step.observation))
     finally:
         env.close()
 
@@ -97,7 +97,7 @@ def test_a_seed_outside_the_split_is_refused_before_any_page_opens(registry, set
         env.reset(options={"seed": "1000"})
     assert env.context is None and env.page is None
     observation, info = env.reset(options={"seed": 1019})  # the same env plays a seed of the split
-    assert info["seed"] == 1019 and "# Goal" in observation
+    assert info.seed == 1019 and "# Goal" in observation
     env.close()
 
 
@@ -107,10 +107,10 @@ def test_an_action_on_a_missing_bid_costs_the_step_and_loses_nothing(registry, s
         observation, _ = env.reset(options={"seed": 2})
         step = env.step("click('9999')")
         assert not step.done and step.reward == 0
-        assert step.info["error"] == "no element with bid '9999' on the page"
+        assert step.info.error == "no element with bid '9999' on the page"
         assert "# Error from the last action\nno element with bid '9999' on the page" in step.observation
         step = env.step("fill('a12', 'x')")
-        assert "no element with bid 'a12'" in step.info["error"]
+        assert "no element with bid 'a12'" in step.info.error
         assert play(env, "enter-text", observation.split("\n\n# Open tabs", 1)[0] + step.observation).reward == 1.0
     finally:
         env.close()

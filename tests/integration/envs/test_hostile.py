@@ -71,11 +71,11 @@ def test_output_flood_and_endless_sleep(tight):
     with ShellEnv(simple_task(), tight) as env:
         env.reset()
         flood, seconds = step_timed(env, "yes")
-        assert flood.info["error"] == "timeout" and seconds < 3 + 6
+        assert flood.info.error == "timeout" and seconds < 3 + 6
         assert flood.observation.startswith("The output of the OS:\n\ny\ny\n")
         assert "[truncated because the output is too long]" in flood.observation
         sleep, seconds = step_timed(env, "sleep 1000")
-        assert sleep.info["error"] == "timeout" and seconds < 3 + 6
+        assert sleep.info.error == "timeout" and seconds < 3 + 6
         assert step_timed(env, "echo still here")[0].observation == "The output of the OS:\n\nstill here\n"
 
 

@@ -20,7 +20,7 @@ def test_state_persists_and_timeouts_keep_the_shell(settings_for):
         out = env.step(BASH.format("pwd; echo $X")).observation
         assert out == "The output of the OS:\n\n/root/d\n7\n"
         killed = env.step(BASH.format("sleep 100"))
-        assert killed.info["error"] == "timeout" and "killed after 2 s" in killed.observation
+        assert killed.info.error == "timeout" and "killed after 2 s" in killed.observation
         assert env.step(BASH.format('echo "unbalanced')).observation.startswith("The output of the OS:\n\nbash:")
         assert "/root/d" in env.step(BASH.format("cat; pwd")).observation  # cat must not eat the framing
         flood = env.step(BASH.format("yes | head -c 100000"))
@@ -28,7 +28,7 @@ def test_state_persists_and_timeouts_keep_the_shell(settings_for):
         bad = env.step("I am not sure")
         assert not bad.done and "no valid action" in bad.observation
         done = env.step("Act: answer(1)")
-        assert done.done and done.reward == 1.0 and done.info["success"]
+        assert done.done and done.reward == 1.0 and done.info.success
         container = env.container
     gone = subprocess.run(["docker", "inspect", container], capture_output=True)
     assert gone.returncode != 0
@@ -40,7 +40,7 @@ def test_round_limit_and_network_none(settings_for):
         net = env.step(BASH.format("cat /sys/class/net/*/operstate | sort | tr '\\n' ' '; ls /sys/class/net"))
         assert "lo" in net.observation and "eth0" not in net.observation
         last = env.step(BASH.format("true"))
-        assert last.done and last.info["status"] == "round_limit" and last.reward == 0.0
+        assert last.done and last.info.status == "round_limit" and last.reward == 0.0
 
 
 def test_failing_init_is_an_environment_error(settings_for):
@@ -76,10 +76,10 @@ def test_the_episodes_seed_reaches_init_and_checks_and_none_leaves_it_unset(sett
     with ShellEnv(task, settings_for()) as env:
         env.reset(seed=3)
         assert env.step(BASH.format("ls /root/d | wc -l")).observation == "The output of the OS:\n\n3\n"
-        assert env.handle()["seed"] == 3 and env.step("Act: answer(3)").info["success"]
+        assert env.handle()["seed"] == 3 and env.step("Act: answer(3)").info.success
         env.reset()
         assert env.step(BASH.format("ls /root/d | wc -l")).observation == "The output of the OS:\n\n0\n"
-        assert env.step("Act: answer(unset)").info["success"]
+        assert env.step("Act: answer(unset)").info.success
 
 
 def test_init_may_run_longer_than_a_check_up_to_its_own_timeout(settings_for):
@@ -89,7 +89,7 @@ def test_init_may_run_longer_than_a_check_up_to_its_own_timeout(settings_for):
     slow = simple_task(create={"init": "sleep 3 && mkdir -p /root/d && touch /root/d/a"})
     with ShellEnv(slow, settings_for(init_timeout_s=40)) as env:
         env.reset()
-        assert env.step("Act: answer(1)").info["success"]
+        assert env.step("Act: answer(1)").info.success
     env = ShellEnv(slow, settings_for(init_timeout_s=1))
     with pytest.raises(EnvironmentFailure, match=r"task t-00000: init script #0: docker exec timed out after 1 s"):
         env.reset()
@@ -109,10 +109,10 @@ def test_start_su_takes_over_the_shell(settings_for):
             step.observation.startswith("The output of the OS:\n\n7\n/tmp\n")
             and "Permission denied" in step.observation
         )
-        assert step.info["exit_code"] == 2
+        assert step.info.exit_code == 2
         killed = env.step(BASH.format("sleep 100"))
-        assert killed.info["error"] == "timeout" and "killed after 2 s" in killed.observation
-        assert env.step(BASH.format('echo "unbalanced')).info["exit_code"] == 2  # jack's sh (dash) survives it
+        assert killed.info.error == "timeout" and "killed after 2 s" in killed.observation
+        assert env.step(BASH.format('echo "unbalanced')).info.exit_code == 2  # jack's sh (dash) survives it
         assert env.step(BASH.format("cat; whoami; pwd")).observation == "The output of the OS:\n\njack\n/tmp\n"
         processes = subprocess.run(
             ["docker", "exec", env.container, "ps", "-o", "user=,args=", "-u", "jack"], capture_output=True, text=True
@@ -126,9 +126,9 @@ def test_start_su_takes_over_the_shell(settings_for):
         )
         replica.detach()
         back = env.step(BASH.format("exit 3"))  # jack's shell ends: root's, below it, answers again
-        assert back.info["exit_code"] == 3 and "error" not in back.info
+        assert back.info.exit_code == 3 and back.info.error is None
         assert env.step(BASH.format("whoami")).observation == "The output of the OS:\n\nroot\n"
-        assert env.step("Act: answer(1)").info["success"]
+        assert env.step("Act: answer(1)").info.success
 
 
 @pytest.fixture(scope="module")
@@ -142,8 +142,8 @@ def bundled_outcomes(docker_ready, tmp_path_factory):
 @pytest.mark.parametrize("task", TASKS, ids=[t.index for t in TASKS])
 def test_every_bundled_task_is_solvable_and_a_wrong_answer_fails(task, bundled_outcomes):
     solved, failed = outcome_of(bundled_outcomes, task)
-    assert solved.info["success"], f"{task.index}: example solution did not pass"
-    assert failed.done and not failed.info["success"], f"{task.index}: a wrong answer passed"
+    assert solved.info.success, f"{task.index}: example solution did not pass"
+    assert failed.done and not failed.info.success, f"{task.index}: a wrong answer passed"
 
 
 def test_tool_call_protocol_runs_the_same_env(settings_for):

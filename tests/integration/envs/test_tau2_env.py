@@ -106,13 +106,13 @@ def test_a_wrong_agent_gets_0_and_a_call_to_an_unknown_tool_is_an_error_observat
             env.reset()
             unknown = env.step('{"name": "delete_task", "arguments": {"task_id": "task_1"}}')
             assert unknown.observation.startswith("error: unknown tool 'delete_task' (tools: create_task, done,")
-            assert not unknown.done and unknown.info["action_kind"] == "invalid"
+            assert not unknown.done and unknown.info.action_kind == "invalid"
             env.step('{"name": "create_task", "arguments": {"user_id": "user_1", "title": "Unimportant"}}')
             end = env.step('{"name": "done", "arguments": {}}')
         finally:
             env.close()
-    assert (end.done, end.reward, end.info["success"]) == (True, 0.0, False)
-    assert end.info["events"][-1]["db_check"]["db_match"] is False  # tau2's evaluator compared the databases
+    assert (end.done, end.reward, end.info.success) == (True, 0.0, False)
+    assert end.info.events[-1]["db_check"]["db_match"] is False  # tau2's evaluator compared the databases
 
 
 def test_a_preempted_agent_thread_still_gives_reset_and_step_their_own_observation(settings_for, monkeypatch):
@@ -217,5 +217,5 @@ def test_an_evaluator_that_raises_on_what_the_agent_left_grades_the_episode_0(se
             end = env.step('{"name": "done", "arguments": {}}')
         finally:
             env.close()
-    assert (end.done, end.reward, end.info["status"]) == (True, 0.0, "completed")
-    assert end.info["events"][-1]["error"] == "ValueError: Task task_2 not found"
+    assert (end.done, end.reward, end.info.status) == (True, 0.0, "completed")
+    assert end.info.events[-1]["error"] == "ValueError: Task task_2 not found"

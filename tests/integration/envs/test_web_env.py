@@ -123,19 +123,19 @@ def test_observation_has_bids_tree_url_and_goal(env, site):
     assert f"URL: {site}" in obs and "Tab 0 (active)" in obs
     assert "\t[" in obs and "textbox 'Your name'" in obs and "heading 'Fixture site', level=1" in obs
     step = env.step(f"Think: type.\nAction: fill('{bid(obs, 'textbox', 'Your name')}', 'Ann')")
-    assert not step.done and "error" not in step.info and "value='Ann'" in step.observation
+    assert not step.done and step.info.error is None and "value='Ann'" in step.observation
     step = env.step(f"click('{bid(step.observation, 'button', 'Save')}')")
     assert "StaticText 'Saved: Ann'" in step.observation
-    assert step.info["url"].startswith(site)
+    assert step.info.url.startswith(site)
     done = env.step("send_msg_to_user('saved')")
-    assert done.done and done.reward == 1.0 and done.info["success"] is True
-    assert done.info["evals"][0]["actual_value"] == "Ann"
+    assert done.done and done.reward == 1.0 and done.info.success is True
+    assert done.info.details["evals"][0]["actual_value"] == "Ann"
 
 
 def test_wrong_final_state_fails_the_eval(env):
     env.reset()
     done = env.step("send_msg_to_user('nothing done')")
-    assert done.done and done.reward == 0.0 and done.info["success"] is False
+    assert done.done and done.reward == 0.0 and done.info.success is False
 
 
 def test_the_final_state_is_read_on_the_episodes_page_even_one_that_asks_before_it_is_left(env, site):
@@ -144,12 +144,12 @@ def test_the_final_state_is_read_on_the_episodes_page_even_one_that_asks_before_
     env.reset()
     obs = env.step(f"goto('{site}/guarded')").observation
     step = env.step(f"click('{bid(obs, 'button', 'Touch')}')")
-    assert "error" not in step.info, step.info
+    assert step.info.error is None, step.info
     step = env.step(f"goto('{site}')")  # during the episode the page asks, and stays
-    assert "beforeunload" in step.observation and "/guarded" in step.info.get("url", "") + step.observation
+    assert "beforeunload" in step.observation and "/guarded" in (step.info.url or "") + step.observation
     done = env.step("send_msg_to_user('nothing done')")
-    assert done.done and done.info["status"] == "completed" and done.info["success"] is False
-    assert done.info["final_state_differences"] == {"name": ""}
+    assert done.done and done.info.status == "completed" and done.info.success is False
+    assert done.info.details["final_state_differences"] == {"name": ""}
 
 
 def test_bad_actions_give_error_observations(env):
@@ -162,7 +162,7 @@ def test_bad_actions_give_error_observations(env):
         ("tab_close()", "last tab cannot be closed"),
     ]:
         step = env.step(action)
-        assert not step.done and message in step.info["error"], (action, step.info)
+        assert not step.done and message in step.info.error, (action, step.info)
         assert "# Error from the last action" in step.observation and message in step.observation
     assert "Fixture site" in step.observation  # the page is still there
     del obs
@@ -174,7 +174,7 @@ def test_step_limit_ends_the_episode(site, settings_for):
         env.reset()
         assert not env.step("noop(10)").done
         last = env.step("noop(10)")
-        assert last.done and last.info["status"] == "round_limit" and last.info["success"] is False
+        assert last.done and last.info.status == "round_limit" and last.info.success is False
     finally:
         env.close()
 
@@ -190,18 +190,18 @@ def test_dialog_popup_and_leaving_the_site(env, site):
     step = env.step("tab_close()")
     assert "Tab 1" not in step.observation
     step = env.step(f"click('{bid(step.observation, 'link', 'Elsewhere')}')")
-    assert "outside the task's site" in step.info["error"] and f"URL: {site}" in step.observation
+    assert "outside the task's site" in step.info.error and f"URL: {site}" in step.observation
 
 
 def test_host_files_and_browser_pages_stay_out_of_reach(env, site):
     env.reset()
     for url in ("file:///etc/passwd", "chrome://version", "view-source:file:///etc/passwd"):
         step = env.step(f"goto('{url}')")
-        assert "outside the task's site" in step.info.get("error", "") or "failed" in step.info.get("error", ""), url
+        assert "outside the task's site" in (step.info.error or "") or "failed" in (step.info.error or ""), url
         assert "root:x:0" not in step.observation and f"URL: {site}" in step.observation
     step = env.step("new_tab()")
     step = env.step("goto('file:///etc/passwd')")
-    assert "root:x:0" not in step.observation and "outside the task's site" in step.info["error"]
+    assert "root:x:0" not in step.observation and "outside the task's site" in step.info.error
 
 
 def test_page_that_never_loads(env, site):
@@ -209,9 +209,9 @@ def test_page_that_never_loads(env, site):
     started = time.monotonic()
     step = env.step(f"click('{bid(obs, 'link', 'Hanging page')}')")
     assert time.monotonic() - started < 15
-    assert "did not load" in step.info["error"] or "Timeout" in step.info["error"], step.info
+    assert "did not load" in step.info.error or "Timeout" in step.info.error, step.info
     step = env.step(f"goto('{site}')")
-    assert "error" not in step.info and "Fixture site" in step.observation
+    assert step.info.error is None and "Fixture site" in step.observation
 
 
 def test_site_that_never_answers_fails_reset_cleanly(settings_for):

@@ -31,8 +31,8 @@ def fixture_outcomes(docker_ready, agentbench_images, tmp_path_factory):
 @pytest.mark.parametrize("task", TASKS, ids=[t.index for t in TASKS])
 def test_every_fixture_task_is_solved_by_its_example_and_fails_when_wrong(task, fixture_outcomes):
     solved, failed = outcome_of(fixture_outcomes, task)
-    assert solved.done and solved.info["success"], f"{task.index}: example solution did not pass ({solved.info})"
-    assert failed.done and not failed.info["success"], f"{task.index}: a wrong answer passed"
+    assert solved.done and solved.info.success, f"{task.index}: example solution did not pass ({solved.info})"
+    assert failed.done and not failed.info.success, f"{task.index}: a wrong answer passed"
 
 
 @pytest.mark.usefixtures("docker_ready")
@@ -59,5 +59,5 @@ def test_teacher_answers_check_only_tasks_whose_script_reads_the_answer(settings
     assert reads_python.uses_answer and reads_bash.uses_answer and not graded_on_state.uses_answer
     for case, answer in ((reads_python, "42"), (reads_bash, "42"), (graded_on_state, None)):
         solved = play(case, settings_for())
-        assert solved.info["success"] and solved.info["answer"] == answer, solved.info
-    assert not play(reads_bash, settings_for(), wrong=True).info["success"]
+        assert solved.info.success and solved.info.answer == answer, solved.info
+    assert not play(reads_bash, settings_for(), wrong=True).info.success

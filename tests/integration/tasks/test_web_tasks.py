@@ -20,7 +20,7 @@ def play(env: WebEnv, teacher: ScriptedWebTeacher) -> StepResult:
     messages = [{"role": "user", "content": env.reset()[0]}]
     while True:
         result = env.step(teacher.act(messages).text)
-        assert "error" not in result.info, f"step {result.info['turn']}: {result.info['error']}"
+        assert result.info.error is None, f"step {result.info.turn}: {result.info.error}"
         if result.done:
             return result
         messages.append({"role": "user", "content": result.observation})
@@ -33,10 +33,10 @@ def test_task_solution_passes_and_wrong_path_fails(sites_url, index):
     env = WebEnv(task, Settings(sites_url=sites_url), max_rounds=len(task.solution) + len(task.wrong_path) + 2)
     try:
         solved = play(env, ScriptedWebTeacher(task, env.origin))
-        assert solved.info["success"] and solved.reward == 1.0, (
-            f"solution fails evals {[r for r in solved.info['evals'] if not r['passed']]}"
+        assert solved.info.success and solved.reward == 1.0, (
+            f"solution fails evals {[r for r in solved.info.details['evals'] if not r['passed']]}"
         )
         wrong = play(env, ScriptedWebTeacher(task, env.origin, steps=task.wrong_path))
-        assert wrong.info["success"] is False and wrong.reward == 0.0, "the wrong path passes every eval"
+        assert wrong.info.success is False and wrong.reward == 0.0, "the wrong path passes every eval"
     finally:
         env.close()

@@ -13,7 +13,7 @@ import time
 from typing import Any
 from urllib.parse import urlsplit
 
-from loraloop.envs.base import StepResult
+from loraloop.envs.base import ResetInfo, StepInfo, StepResult
 from loraloop.envs.browsergym.miniwob import miniwob_url
 from loraloop.envs.browsergym.sync_page import SyncFacade
 from loraloop.envs.web.actions import ActionError, parse_action
@@ -95,9 +95,10 @@ class BrowserGymEnv(WebEnv):
         self.chat: list[dict[str, Any]] = []  # BrowserGym's chat messages, as the task's validate reads them
         self.seed: int | None = None
 
-    def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple[str, dict]:
+    def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple[str, ResetInfo]:
         """Build BrowserGym's task for this episode's seed, let it set up a fresh page; return the first observation
-        and `{"url", "task_id", "seed", "task_info", "events"}` (the start record keeps the seed played). The seed is
+        and its URL, the seed played (the start record keeps it), the setup's event and, in `details`, the task's id
+        and what its setup returned (`task_info`). The seed is
         `options["seed"]` (or the driver's), which must be in the task's split, else the one `seed` (the rollout's)
         picks from the split."""
         self.close()
@@ -120,14 +121,12 @@ class BrowserGymEnv(WebEnv):
         self.origin = "{0.scheme}://{0.netloc}".format(urlsplit(self.page.url))
         observation = self._run(self._observe(goal=True))
         setup = {"type": "task_setup", "task_id": self.task.task_id, "seed": self.seed, "task_info": _plain(info)}
-        return observation, {
-            "url": self.page.url,
-            "expected": None,
-            "task_id": self.task.task_id,
-            "seed": self.seed,
-            "task_info": setup["task_info"],
-            "events": [setup],
-        }
+        return observation, ResetInfo(
+            url=self.page.url,
+            seed=self.seed,
+            events=[setup],
+            details={"task_id": self.task.task_id, "task_info": setup["task_info"]},
+        )
 
     def step(self, action: str) -> StepResult:
         """Run one action as BrowserGym's `BrowserEnv.step` does, then ask the task's `validate` for the reward and
@@ -139,10 +138,10 @@ class BrowserGymEnv(WebEnv):
             parsed = parse_action(action)
         except ActionError as exc:
             parsed, self.last_error = None, f"invalid action: {exc}"
-        info: dict = {"turn": self.turn, "action_kind": parsed.name if parsed else "invalid", "url": self.page.url}
+        info = StepInfo(self.turn, parsed.name if parsed else "invalid", url=self.page.url)
         infeasible = False
         if parsed is not None:
-            info["action"] = parsed.text()
+            info.action = parsed.text()
             if parsed.name == "send_msg_to_user":
                 self.chat.append(self._message("assistant", str(parsed.args["text"])))
                 self.last_error = ""
@@ -151,24 +150,21 @@ class BrowserGymEnv(WebEnv):
                 self.last_error, infeasible = "", True
             else:
                 self.last_error = self._run(self._act(parsed))
-        if self.last_error:
-            info["error"] = self.last_error
+        info.error = self.last_error or None
         reward, done, message, task_info = self._validate()
         if message:
             self.chat.append(self._message("user", message))
-        info["task_info"] = _plain(task_info)
+        info.details["task_info"] = _plain(task_info)
         if done or infeasible:  # BrowserEnv: the task or the agent (terminate_on_infeasible) ends it
             self.done = True
             answers = [m["message"] for m in self.chat if m["role"] == "assistant"][1:]
-            info.update(
-                status="completed", success=reward > 0, answer=answers[-1] if answers else None, num_turns=self.turn
+            return StepResult(
+                None, reward, True, False, info.end("completed", reward > 0, answers[-1] if answers else None)
             )
-            return StepResult(None, reward, True, False, info)
         observation = self._run(self._observe())
         if self.turn >= self.max_rounds:
             self.done = True
-            info.update(status="round_limit", success=False, answer=None, num_turns=self.turn)
-            return StepResult(observation, reward, False, True, info)
+            return StepResult(observation, reward, False, True, info.end("round_limit", False))
         return StepResult(observation, reward, False, False, info)
 
     def close(self) -> None:

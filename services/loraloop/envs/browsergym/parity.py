@@ -113,7 +113,7 @@ def play_ours(task_type: str, settings, timings: Timings | None = None) -> tuple
             began = time.perf_counter()
             step = env.step(action)
             timings.steps.append(time.perf_counter() - began)
-            steps.append((action, path, (step.reward, step.terminated, _raw(step.info["task_info"]))))
+            steps.append((action, path, (step.reward, step.terminated, _raw(step.info.details["task_info"]))))
             if step.done:
                 break
             observation = step.observation

@@ -6,7 +6,7 @@ import time
 import uuid
 
 from loraloop.broker import is_redis
-from loraloop.envs.base import StepResult
+from loraloop.envs.base import ResetInfo, StepInfo, StepResult
 from loraloop.envs.shell import docker
 from loraloop.envs.shell.evaluate import expected_output, failure_cause, grade, run_script
 from loraloop.envs.shell.pool import get_pool
@@ -118,9 +118,9 @@ class ShellEnv:
             return self.settings.os_env_image
         return f"loraloop/os-env-{self.task.local}:latest"
 
-    def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple[str, dict]:
+    def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple[str, ResetInfo]:
         """Take a fresh container with its shell open (as AgentBench opens it before init), run init
-        and start, compute expected values; return the task prompt and `{"expected": …}`.
+        and start, compute expected values; return the task prompt and the expected answer.
 
         `seed` reaches the task's scripts (init, example, checks) as $LORALOOP_SEED; `options` changes nothing
         here and is taken for the contract's sake.
@@ -157,7 +157,7 @@ class ShellEnv:
         except BaseException:
             self.close()
             raise
-        return task_prompt(self.task.description), {"expected": self._expected}
+        return task_prompt(self.task.description), ResetInfo(expected=self._expected, seed=seed)
 
     def step(self, action: str) -> StepResult:
         """Apply one model turn: run its bash command, or grade its answer/finish."""
@@ -165,32 +165,30 @@ class ShellEnv:
             raise EnvironmentFailure(f"episode {self.episode_id} is not running (reset first)")
         self.turn += 1
         parsed = parse_tool_call(action) or parse_action(action)
-        info: dict = {"turn": self.turn, "action_kind": parsed.kind}
+        info = StepInfo(self.turn, parsed.kind)
         if parsed.kind in ("answer", "finish"):
             answer = parsed.content if parsed.kind == "answer" else None
             success = grade(self.container, self.task, answer, self._expected, self.seed)
             self.done = True
-            info.update(status="completed", success=success, answer=answer, num_turns=self.turn)
-            return StepResult(None, 1.0 if success else 0.0, True, False, info)
+            return StepResult(None, 1.0 if success else 0.0, True, False, info.end("completed", success, answer))
         if parsed.kind == "invalid":
             observation = FORMAT_ERROR if self.protocol == "text" else f"{TOOL_FORMAT_ERROR} ({parsed.error})"
-            info["error"] = parsed.error
+            info.error = parsed.error
         else:
             result = self.session.run(parsed.content, timeout=self.settings.command_timeout_s)
             observation = format_output(result.output)
             if result.timed_out:
                 observation += f"\n[command killed after {self.settings.command_timeout_s:.0f} s]"
-                info["error"] = "timeout"
+                info.error = "timeout"
             if not self.session.alive:
-                info["error"] = "shell exited"
+                info.error = "shell exited"
                 self.session = self._new_session()
                 if self.shared:
                     self.session.restore()
-            info["exit_code"] = result.exit_code
+            info.exit_code = result.exit_code
         if self.turn >= self.max_rounds:
             self.done = True
-            info.update(status="round_limit", success=False, answer=None, num_turns=self.turn)
-            return StepResult(observation, 0.0, False, True, info)
+            return StepResult(observation, 0.0, False, True, info.end("round_limit", False))
         return StepResult(observation, 0.0, False, False, info)
 
     def detach(self) -> None:

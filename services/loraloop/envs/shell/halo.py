@@ -10,6 +10,7 @@ import re
 import shlex
 
 from loraloop.calls import MacroSteps
+from loraloop.envs.base import StepInfo
 from loraloop.envs.shell.protocol import EMPTY_OUTPUT
 from loraloop.errors import MacroError
 from loraloop.store.records import Step
@@ -21,9 +22,9 @@ DESTRUCTIVE = re.compile(
 )
 
 
-def action_worked(info: dict, _before: str, _after: str) -> bool:
+def action_worked(info: StepInfo, _before: str, _after: str) -> bool:
     """A command that raised no error worked when it exited 0."""
-    return info.get("exit_code") == 0
+    return info.exit_code == 0
 
 
 def destructive(command: str) -> bool:

@@ -14,7 +14,7 @@ import json
 import uuid
 from functools import cache
 
-from loraloop.envs.base import StepResult
+from loraloop.envs.base import ResetInfo, StepInfo, StepResult
 from loraloop.envs.tau2.protocol import parse_turn, system_prompt
 from loraloop.envs.tau2.user import RecordedUser, UserLLM, econfig
 from loraloop.errors import ConfigError, EnvironmentFailure, LoraloopError
@@ -133,7 +133,7 @@ class Tau2Env:
         self.done = False
         self._seen = 0  # messages of the agent's observation already turned into events
 
-    def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple[str, dict]:
+    def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple[str, ResetInfo]:
         """Start tau2's simulation; return the user's first message (solo: the ticket) and the user's call as events."""
         self.close()
         self.turn, self.done, self._seen = 0, False, 0
@@ -150,7 +150,7 @@ class Tau2Env:
         if self.gym._simulation_done.is_set():
             raise EnvironmentFailure(f"task {self.task.index}: tau2 ended the episode before the agent's first turn")
         first = f"ticket: {self.task.raw['ticket']}" if self.solo else observation
-        return first, {"expected": None, "events": self._events()}
+        return first, ResetInfo(events=self._events())
 
     def step(self, action: str) -> StepResult:
         """One agent turn: a tool call (its result comes back) or a message (the user's reply comes back)."""
@@ -158,12 +158,12 @@ class Tau2Env:
             raise EnvironmentFailure(f"episode {self.episode_id} is not running (reset first)")
         self.turn += 1
         turn = parse_turn(action, self.tool_names)
-        info: dict = {"turn": self.turn, "action_kind": turn.kind}
+        info = StepInfo(self.turn, turn.kind)
         if turn.kind == "invalid":  # not sent: tau2 would take a failed call for a message to the user
-            info["error"] = turn.text
+            info.error = turn.text
             observation = f"error: {turn.text}"
         else:
-            info["action"] = turn.canonical()
+            info.action = turn.canonical()
             try:
                 observation, reward, terminated, _, step_info = self.gym.step(turn.action())
             except Exception as exc:
@@ -174,20 +174,18 @@ class Tau2Env:
                 observation, reward, terminated = None, 0.0, True
                 step_info = {"reward_info": json.dumps({"reward": 0.0, "error": f"{type(exc).__name__}: {exc}"})}
             self._raise_failure()
-            info["events"] = self._events()
-            errors = [e["content"] for e in info["events"] if e["type"] == "tool_result" and e["error"]]
+            info.events = events = self._events()
+            errors = [e["content"] for e in events if e["type"] == "tool_result" and e["error"]]
             if errors:
-                info["error"] = errors[0]
+                info.error = errors[0]
             if terminated:
                 self.done = True
-                info["events"].append(self._evaluation(step_info.get("reward_info")))
-                info.update(status="completed", success=reward >= 1.0, answer=None, num_turns=self.turn)
-                return StepResult(None, float(reward), True, False, info)
+                events.append(self._evaluation(step_info.get("reward_info")))
+                return StepResult(None, float(reward), True, False, info.end("completed", reward >= 1.0))
         if self.turn >= self.max_rounds:
             self.done = True
-            info.setdefault("events", []).append(self._cut())
-            info.update(status="round_limit", success=False, answer=None, num_turns=self.turn)
-            return StepResult(observation, 0.0, False, True, info)
+            info.events = [*(info.events or []), self._cut()]
+            return StepResult(observation, 0.0, False, True, info.end("round_limit", False))
         return StepResult(observation, 0.0, False, False, info)
 
     def _evaluation(self, reward_info: str | None) -> dict:

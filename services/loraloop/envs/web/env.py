@@ -13,7 +13,7 @@ import uuid
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
-from loraloop.envs.base import StepResult
+from loraloop.envs.base import ResetInfo, StepInfo, StepResult
 from loraloop.envs.web.actions import FINAL_ACTIONS, Action, ActionError, parse_action
 from loraloop.envs.web.browser import get_browser
 from loraloop.envs.web.evaluate import Judge, grade
@@ -80,12 +80,12 @@ class WebEnv:
         self.observation = ""  # the latest observation, whole
 
     # ---- sync interface -------------------------------------------------------------------------
-    def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple[str, dict]:
+    def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple[str, ResetInfo]:
         """Prepare the site for this run, open the task URL in a fresh context; return the first
-        observation and `{"url": …}` (the site holds the state; `seed` and `options` change nothing)."""
+        observation and the URL (the site holds the state; `seed` and `options` change nothing)."""
         self.close()
         self.turn, self.done, self.last_error = 0, False, ""
-        return self._run(self._reset()), {"url": self.url, "expected": None}
+        return self._run(self._reset()), ResetInfo(url=self.url)
 
     def step(self, action: str) -> StepResult:
         """Apply one model turn: parse its action and run it, or grade the episode on a final action."""
@@ -96,19 +96,17 @@ class WebEnv:
             parsed = parse_action(action)
         except ActionError as exc:
             parsed, self.last_error = None, f"invalid action: {exc}"
-        info: dict = {"turn": self.turn, "action_kind": parsed.name if parsed else "invalid", "url": self.page.url}
+        info = StepInfo(self.turn, parsed.name if parsed else "invalid", url=self.page.url)
         if parsed is not None:
-            info["action"] = parsed.text()
+            info.action = parsed.text()
             if parsed.name in FINAL_ACTIONS:
                 return self._run(self._finish(parsed, info))
             self.last_error = self._run(self._act(parsed))
-        if self.last_error:
-            info["error"] = self.last_error
+        info.error = self.last_error or None
         observation = self._run(self._observe())
         if self.turn >= self.max_rounds:
             self.done = True
-            info.update(status="round_limit", success=False, answer=None, num_turns=self.turn)
-            return StepResult(observation, 0.0, False, True, info)
+            return StepResult(observation, 0.0, False, True, info.end("round_limit", False))
         return StepResult(observation, 0.0, False, False, info)
 
     def close(self) -> None:
@@ -299,7 +297,7 @@ class WebEnv:
             self._cdp_sessions[self.page] = await self.context.new_cdp_session(self.page)
         return self._cdp_sessions[self.page]
 
-    async def _finish(self, action: Action, info: dict) -> StepResult:
+    async def _finish(self, action: Action, info: StepInfo) -> StepResult:
         """Read the site's final state as REAL does (`<url>/finish`, the JSON in its <pre>) and grade it."""
         answer = str(action.args.get("text", action.args.get("reason", "")))
         # On the episode's own page (no new renderer, see _reset): the episode is over, and a page that asks
@@ -320,14 +318,8 @@ class WebEnv:
         )
         result = await asyncio.get_running_loop().run_in_executor(None, grade, self.task, state, answer, judge)
         self.done = True
-        info.update(
-            status="completed",
-            success=result.success,
-            answer=answer,
-            num_turns=self.turn,
-            evals=result.results,
-            final_state_differences=state.get("differences"),
-        )
+        details = {"evals": result.results, "final_state_differences": state.get("differences")}
+        info.end("completed", result.success, answer, details)
         return StepResult(None, result.reward, True, False, info)
 
 

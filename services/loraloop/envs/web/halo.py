@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from urllib.parse import urlparse, urlsplit
 
+from loraloop.envs.base import StepInfo
 from loraloop.envs.web.actions import ActionError, parse_action
 from loraloop.envs.web.prompts import page_url
 from loraloop.store.records import Step
@@ -38,7 +39,7 @@ def state_key(task_id: str, observation: str) -> str:
     return f"web:{task_id}:{path}:{obs_hash(page_structure(observation))}"
 
 
-def action_worked(_info: dict, before: str, after: str) -> bool:
+def action_worked(_info: StepInfo, before: str, after: str) -> bool:
     """An action that raised no error worked when the page changed: its URL or its structure (a click on nothing
     changes neither)."""
     return page_url(before) != page_url(after) or page_structure(before) != page_structure(after)

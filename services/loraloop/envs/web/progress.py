@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
+from loraloop.envs.base import StepInfo
 from loraloop.envs.web.halo import page_structure
 from loraloop.envs.web.prompts import page_url
 
@@ -173,11 +174,11 @@ class WebProgress:
         self.first_cart = _cart(observation)
         self.pages.add(page_type(where.path, parse_qs(where.query)))
 
-    def update(self, observation: str | None, url: str | None, action: str | None, info: dict) -> float | None:
+    def update(self, observation: str | None, url: str | None, action: str | None, info: StepInfo) -> float | None:
         """The score after one step: `observation` and `url` are the page after it (the URL is read from the
         observation when None), `action` the canonical action, `info` the env's (error, success)."""
         if observation is None:  # the final step: its answer was graded
-            self.score = 1.0 if info.get("success") else self.score
+            self.score = 1.0 if info.success else self.score
             return self.score
         where = urlsplit(url or page_url(observation) or "")
         query = parse_qs(where.query)
@@ -188,7 +189,7 @@ class WebProgress:
             self.path,
             action or "",
             observation,
-            bool(info.get("error")),
+            bool(info.error),
             self.goal,
             _cart(observation),
             self.first_cart,
