@@ -29,7 +29,7 @@ from loraloop.errors import ConfigError
 from loraloop.evaluate.report import viewer_address, write_learning_report, write_report
 from loraloop.kinds.registry import env_kind
 from loraloop.models.prepare import prepare
-from loraloop.rl_loop import RLRun, check_config
+from loraloop.rl_loop import Ahead, RLRun, check_config
 from loraloop.rollout.experiments import get_experiment
 from loraloop.rollout.sampler import new_run_id, plan_rollout
 from loraloop.serve import vllm_server
@@ -359,27 +359,35 @@ def closing_summary(plan: LoopPlan, summary: dict) -> Group:
 def run_rl(cfg: RLConfig, settings: Settings | None = None) -> dict:
     """`loraloop train rl`: run (or go on with) the RL plan until `cfg.iterations`; return the history and where
     the report is. Its start goes on after the last published version (or publishes the warm start); then each
-    iteration is `rl_iteration`."""
+    iteration is `rl_iteration` (asynchronous mode: `ahead` is the next iteration's job, submitted during this one)."""
     settings = settings or get_settings()
     check_config(cfg, settings)
     run = RLRun(cfg, settings)
     version, done = run.start()
     run.load_policy(version)
+    ahead = None
     for iteration in range(done + 1, cfg.iterations):
-        version = rl_iteration(run, iteration, version)
+        version, ahead = rl_iteration(run, iteration, version, ahead)
     return run.result(version)
 
 
-def rl_iteration(run: RLRun, iteration: int, version: int) -> int:
+def rl_iteration(run: RLRun, iteration: int, version: int, ahead: Ahead | None = None) -> tuple[int, Ahead | None]:
     """One iteration's stages in order, each timed into its row (`rollout_s`, `train_s`, `publish_s`, `eval_s`):
     roll out (or read the stored run), build the batch and train, publish, evaluate when due; the row is recorded.
-    Returns the version the next iteration samples with: the same one when there was nothing to train on."""
+    In asynchronous mode (K >= 1) the next iteration's rollouts are submitted before this one trains, sampled by
+    the newest version (the one this iteration trains from: one version behind the one their iteration trains),
+    and play while it trains and publishes (`ahead`: the job this one's came
+    from, submitted during the iteration before). Returns the version the next iteration samples with (the same
+    one when there was nothing to train on) and the next iteration's job, if submitted."""
     seconds: dict[str, float] = {}
     run.announce(iteration, version)
     with timed(seconds, "rollout_s"):
-        episodes, pools = run.collect(iteration, version)
+        episodes, job = run.collect(iteration, version, ahead)
+    following = run.ahead(iteration, version)
+    began = time.time()
     with timed(seconds, "train_s"):
-        row, trained = run.learn(episodes, iteration, version, pools)
+        row, trained = run.learn(episodes, iteration, version, job)
+    row["train_window"] = [round(began, 3), round(time.time(), 3)]  # what the next rollouts overlap, async
     row.update(seconds)  # the published version's metadata keeps the row as it is now
     with timed(seconds, "publish_s"):
         if trained:
@@ -394,4 +402,4 @@ def rl_iteration(run: RLRun, iteration: int, version: int) -> int:
             row["held_out"] = run.held_out(version)
         row["eval_s"] = seconds["eval_s"]
     run.close_iteration(row)
-    return version
+    return version, following

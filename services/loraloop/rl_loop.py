@@ -23,7 +23,7 @@ from __future__ import annotations
 import json
 import time
 from contextlib import contextmanager
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from functools import partial
 from pathlib import Path
 
@@ -141,6 +141,12 @@ def check_config(cfg: RLConfig, settings: Settings) -> None:
             raise ConfigError(f"--{flag} must be at least 1, got {value}")
     if cfg.max_staleness < 0 or cfg.eval_every < 0:
         raise ConfigError("--max_staleness and --eval_every must be 0 or more")
+    if staleness(cfg) + 1 > settings.max_loras:
+        raise ConfigError(
+            f"--max_staleness {staleness(cfg)}: rollouts may sample any of the newest {staleness(cfg) + 1} versions, "
+            f"but vLLM serves at most {settings.max_loras} adapters at once (--max-loras, LORALOOP_MAX_LORAS / "
+            "MAX_LORAS): lower --max_staleness or raise it and restart vLLM"
+        )
     if cfg.sampler not in SAMPLERS:
         raise ConfigError(f"--sampler {cfg.sampler!r}: choose one of {', '.join(SAMPLERS)}")
     if cfg.sampler == "difficulty-pool":
@@ -260,7 +266,7 @@ class RLRun:
         self.optimizer = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=self.cfg.lr)
 
     # -- phases ----------------------------------------------------------------------------------
-    def rollout(
+    def submit_job(
         self,
         run_id: str,
         model: str,
@@ -270,8 +276,9 @@ class RLRun:
         per_task: int,
         temperature: float,
         seed: int,
-    ) -> list:
-        """Play a job through the rollout service and return its episodes as stored (played now or before)."""
+    ) -> None:
+        """Submit a job to the rollout service and return at once (its episodes play on the workers, or in this
+        process's threads); a job still running from a killed run is followed to its end and submitted again."""
         request = JobRequest(
             experiment=self.cfg.experiment,
             task_registry=self.cfg.dataset_path,
@@ -284,8 +291,11 @@ class RLRun:
             run_id=run_id,
             model=model,
         )
-        submitted = once_ended(partial(self.jobs.submit, request), partial(self.jobs.status, run_id))
-        follow(lambda: self.jobs.status(submitted.run_id))
+        once_ended(partial(self.jobs.submit, request), partial(self.jobs.status, run_id))
+
+    def wait(self, run_id: str) -> list:
+        """Follow a submitted job to its end (a live bar) and return its episodes as stored."""
+        follow(lambda: self.jobs.status(run_id))
         return list(iter_episodes(self.store, run_prefix(self.cfg.experiment, run_id)))
 
     def learn_rates(self, episodes: list) -> None:
@@ -384,8 +394,9 @@ class RLRun:
         None without held-out evaluation (`--eval_every 0`, or `--from_run`: no registry to play)."""
         if not self.cfg.eval_every or self.cfg.from_run:
             return None
-        episodes = self.rollout(
-            f"{self.cfg.adapter_name}-eval-v{version}",
+        run_id = f"{self.cfg.adapter_name}-eval-v{version}"
+        self.submit_job(
+            run_id,
             self.served(version),
             subset=self.cfg.eval_subset,
             tasks=self.cfg.eval_tasks,
@@ -393,6 +404,7 @@ class RLRun:
             temperature=0.0,
             seed=self.cfg.seed,
         )
+        episodes = self.wait(run_id)
         return round(sum(e.success for e in episodes) / len(episodes), 4) if episodes else None
 
     # -- the plan's stages (orchestrator.run_rl carries them out, each timed) ------------------------------
@@ -429,18 +441,16 @@ class RLRun:
             + (f"stored episodes of {cfg.from_run}" if cfg.from_run else f"rollouts by {self.served(version)}")
         )
 
-    def collect(self, iteration: int, version: int) -> tuple[list, Draw | None]:
-        """The rollout stage: the iteration's episodes (played now by `version`, or the stored run of `--from_run`)
-        and, with the difficulty-pool sampler, the draw of tasks they were played on."""
+    def submit(self, iteration: int, version: int) -> Ahead:
+        """Submit the iteration's rollouts, sampled by `version`, and return at once: what `collect` waits for."""
         cfg = self.cfg
-        if cfg.from_run:
-            return self.stored(), None
         pools, subset, tasks = None, cfg.subset, cfg.tasks_per_iteration
         if cfg.sampler == "difficulty-pool":
             pools = self.draw_tasks(iteration)
             subset, tasks = "+".join(filter(None, [cfg.subset, ",".join(f"id:{t}" for t in pools.tasks)])), None
-        episodes = self.rollout(
-            iteration_run_id(cfg, iteration),
+        run_id = iteration_run_id(cfg, iteration)
+        self.submit_job(
+            run_id,
             self.served(version),
             subset=subset,
             tasks=tasks,
@@ -448,33 +458,55 @@ class RLRun:
             temperature=cfg.temperature,
             seed=cfg.seed + iteration,
         )
-        self.learn_rates(episodes)
-        return episodes, pools
+        return Ahead(iteration, run_id, version, pools)
 
-    def learn(self, episodes: list, iteration: int, version: int, pools: Draw | None) -> tuple[dict, bool]:
-        """The train stage: the episodes become the batch (token-exact rows, group-relative advantages), trained on
+    def collect(self, iteration: int, version: int, ahead: Ahead | None = None) -> tuple[list, Ahead | None]:
+        """The rollout stage: the iteration's episodes (the stored run of `--from_run`; the job submitted `ahead`
+        while the iteration before trained; else played now by `version`) and the job they came from (None for
+        `--from_run`)."""
+        if self.cfg.from_run:
+            return self.stored(), None
+        if ahead is None or ahead.iteration != iteration:
+            ahead = self.submit(iteration, version)
+        episodes = self.wait(ahead.run_id)
+        self.learn_rates(episodes)
+        return episodes, ahead
+
+    def ahead(self, iteration: int, version: int) -> Ahead | None:
+        """Asynchronous mode: the next iteration's rollouts, submitted now (sampled by `version`, the newest) so that
+        they play while this iteration trains; None in sync mode, after the last iteration and with `--from_run`
+        (nothing is rolled out)."""
+        if not staleness(self.cfg) or self.cfg.from_run or iteration + 1 >= self.cfg.iterations:
+            return None
+        return self.submit(iteration + 1, version)
+
+    def learn(self, episodes: list, iteration: int, version: int, job: Ahead | None) -> tuple[dict, bool]:
+        """The train stage: the episodes (of `job`, sampled by its version) become the batch for `version`, the one
+        trained (token-exact rows, group-relative advantages; episodes older than K versions dropped), trained on
         when it has rows; returns the iteration's row so far and whether anything was trained."""
         cfg = self.cfg
         rows, batch = build_batch(
             episodes,
             version=version,
-            max_staleness=cfg.max_staleness,
+            max_staleness=staleness(cfg),
             scale_rewards=cfg.scale_rewards,
             max_length=cfg.max_length,
         )
         stats = batch.as_dict()
         trained = self.train(rows, stats["tokens"], iteration) if rows else {"steps": 0}
-        row = {"iteration": iteration + 1, "sampled_with": self.served(version), **stats, **trained}
-        row["skipped"] = skipped(stats)
-        if pools is not None:
-            row["pools"] = pools.summary()
+        sampled_with = self.served(job.version if job else version)
+        row = {"iteration": iteration + 1, "sampled_with": sampled_with, **stats, **trained, "skipped": skipped(stats)}
+        if job is not None and job.pools is not None:
+            row["pools"] = job.pools.summary()
         return row, bool(rows)
 
     def publish_trained(self, iteration: int, row: dict) -> int:
-        """The publish stage: the trained adapter becomes the next version, the older ones retired (the rollout job
-        is over: no request in flight uses them); returns it."""
+        """The publish stage: the trained adapter becomes the next version, the older ones retired (in sync mode the
+        rollout job is over: no request in flight uses them; in async mode the next iteration's job may still
+        sample with the K versions before, which stay); returns it."""
         version = self.publish(iteration, row)
-        retire(self.settings, self.cfg.adapter_name, keep=1)
+        # the versions rollouts may still sample: the newest, and in async mode those the next iteration's job uses
+        retire(self.settings, self.cfg.adapter_name, keep=staleness(self.cfg) + 1)
         return version
 
     def eval_due(self, iteration: int) -> bool:
@@ -615,6 +647,23 @@ def skipped(stats: dict) -> str:
         if stats.get(k)
     ]
     return ", ".join(parts)
+
+
+@dataclass(frozen=True)
+class Ahead:
+    """An iteration's rollout job, submitted: its run id, the version that samples it (the newest when it was
+    submitted) and the difficulty pools' draw it plays."""
+
+    iteration: int
+    run_id: str
+    version: int
+    pools: Draw | None
+
+
+def staleness(cfg: RLConfig) -> int:
+    """K, the versions an episode may lag the one being trained: `--max_staleness`, or 1 with `--async` alone. K >= 1
+    is asynchronous mode."""
+    return cfg.max_staleness or int(cfg.async_rollouts)
 
 
 def iteration_run_id(cfg: RLConfig, iteration: int) -> str:

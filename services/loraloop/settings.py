@@ -55,6 +55,11 @@ class Settings(BaseSettings):
     )
     vllm_port: int = Field(8000, description="the port `loraloop serve vllm` starts vLLM on")
     max_lora_rank: int = Field(16, description="vLLM's --max-lora-rank; publish and `train rl` refuse a higher rank")
+    max_loras: int = Field(
+        4,
+        description="vLLM's --max-loras (adapters served at once); `train rl` refuses a --max_staleness K needing more "
+        "than K+1",
+    )
     # auto: bfloat16 where the hardware computes it natively (CUDA with bf16, CPUs with AVX512-BF16 or
     # AMX), else float32 (loraloop.hardware); vLLM and training both load models in it.
     dtype: Literal["auto", "float32", "bfloat16"] = "auto"

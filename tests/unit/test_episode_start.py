@@ -14,7 +14,6 @@ from loraloop.store.records import EpisodeStart, HaloStep, Provenance, Step
 from loraloop.store.trajectories import parse_episode
 from tests.unit.test_halo_agent import ANSWER, TASK, TextShell
 
-pytestmark = pytest.mark.unit
 LS = "Act: bash\n```bash\nls\n```"
 
 

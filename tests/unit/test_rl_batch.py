@@ -4,6 +4,8 @@ import math
 
 import pytest
 import torch
+from hypothesis import given
+from hypothesis import strategies as st
 
 from loraloop.store.records import Adapter, EpisodeEnd, EpisodeStart, Step
 from loraloop.store.trajectories import Episode
@@ -61,6 +63,26 @@ def test_batch_counts_what_it_cannot_train_on():
     assert math.isclose(stats.success_rate, 4 / 7)
     rows, stats = build_batch(episodes, version=2, max_staleness=1, scale_rewards=True, max_length=3)
     assert stats.stale == 0 and stats.too_long == 1  # c's group is in now; a's packed 6-token row is too long
+
+
+@given(
+    sampled=st.lists(st.integers(0, 6), min_size=1, max_size=12),
+    version=st.integers(0, 6),
+    k=st.integers(0, 4),
+)
+def test_no_episode_older_than_k_versions_reaches_a_batch(sampled, version, k):
+    """Asynchronous mode's guarantee, at every boundary (K = 0, staleness exactly K, a base-model episode): an episode
+    sampled more than K versions before the one trained is dropped and counted, every other one is kept. Each
+    episode is a group of its own task (two rollouts, rewards 1 and 0), so none is dropped for anything else."""
+    episodes = [
+        episode(f"t{i}", reward, [([1], [2])], version=v or None)
+        for i, v in enumerate(sampled)
+        for reward in (1.0, 0.0)
+    ]
+    rows, stats = build_batch(episodes, version=version, max_staleness=k, scale_rewards=True, max_length=100)
+    too_old = [v for v in sampled if version - v > k]
+    assert stats.stale == 2 * len(too_old)
+    assert sorted({r.task_id for r in rows}) == sorted(f"t{i}" for i, v in enumerate(sampled) if version - v <= k)
 
 
 def test_clipped_loss_pushes_up_tokens_with_positive_advantage_and_clips_far_ratios():

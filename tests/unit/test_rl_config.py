@@ -5,7 +5,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from loraloop.errors import LoraloopError
-from loraloop.rl_loop import check_config
+from loraloop.rl_loop import check_config, staleness
 from loraloop.settings import Settings
 from loraloop.train.config import RLConfig
 from loraloop.train.rl_trainer import step_layout
@@ -30,6 +30,8 @@ def cfg(**overrides):
         ({"micro_batch_size": 0}, r"--micro_batch_size 0 must divide the batch size 8"),
         ({"micro_batch_size": 3}, r"--micro_batch_size 3 must divide the batch size 8"),
         ({"micro_batch_size": 16}, r"--micro_batch_size 16 must divide the batch size 8"),
+        ({"max_staleness": 4}, r"--max_staleness 4: .* newest 5 versions, but vLLM serves at most 4 adapters"),
+        ({"max_staleness": -1}, r"--max_staleness and --eval_every must be 0 or more"),
     ],
 )
 def test_bad_rl_config_is_refused_naming_the_flag(overrides, message):
@@ -61,3 +63,17 @@ def test_a_step_layout_covers_the_step_exactly_or_is_refused(batch, micro, proce
     assert (layout is not None) == splits
     if layout is not None:
         assert layout[0] == micro and layout[0] * layout[1] * processes == batch and layout[1] >= 1
+
+
+@given(slots=st.integers(1, 8), k=st.integers(0, 8), flag=st.booleans())
+def test_staleness_needs_a_served_slot_per_version_a_rollout_may_sample(slots, k, flag):
+    """K = --max_staleness (1 with --async alone); K >= 1 is asynchronous mode. A run is refused exactly when vLLM's
+    LoRA slots cannot hold the K+1 newest versions its rollouts may sample, the boundary (K+1 = slots) taken."""
+    config = cfg(max_staleness=k, async_rollouts=flag)
+    assert staleness(config) == (k if k else int(flag))
+    settings = Settings(max_lora_rank=16, max_loras=slots)
+    if staleness(config) + 1 <= slots:
+        check_config(config, settings)
+    else:
+        with pytest.raises(LoraloopError, match=rf"--max_staleness {staleness(config)}: .* at most {slots} adapters"):
+            check_config(config, settings)

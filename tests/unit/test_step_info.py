@@ -1,12 +1,9 @@
 """StepInfo, the typed `info` of a step: its end marks the outcome on the step it ends, whatever the turn."""
 
-import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from loraloop.envs.base import StepInfo, StepResult
-
-pytestmark = pytest.mark.unit
 
 
 @given(

@@ -84,7 +84,7 @@ def command(
         "--max-lora-rank",
         str(settings.max_lora_rank),
         "--max-loras",
-        "4",
+        str(settings.max_loras),
         # No "--distributed-executor-backend uni": vLLM's CPU platform turns it into "mp" (its own process for the
         # model, pinned to VLLM_CPU_OMP_THREADS_BIND's cores) unless VLLM_ENABLE_V1_MULTIPROCESSING=0; see
         # pinned_cores for when we set that.

@@ -107,7 +107,12 @@ class RLConfig(LoraTrainConfig):
     tasks_per_iteration: int = flag(8, "rl: tasks sampled per iteration", "--sample_size")
     rollouts_per_task: int = flag(4, "rl: the group size (>= 2) advantages compare within")
     temperature: float = flag(1.0, "grpo, rl: sampling temperature")
-    max_staleness: int = flag(0, "rl: drop episodes sampled more than K versions before the one being trained")
+    max_staleness: int = flag(
+        0,
+        "rl: drop episodes sampled more than K versions before the one being trained; K >= 1 makes the run "
+        "asynchronous (iteration k+1's rollouts sampled while iteration k trains)",
+    )
+    async_rollouts: bool = flag(False, "rl: asynchronous rollouts, as --max_staleness 1 when it is 0", "--async")
     sampler: str = flag(
         "uniform",
         "rl: how an iteration's tasks are drawn: uniform | difficulty-pool (tasks whose last group all solved or all "

@@ -104,10 +104,13 @@ def test_rollout_export_and_the_task_server_run_a_kind_registered_by_one_line(tm
     assert len(list(iter_episodes(open_store(settings=settings), f"trajectories/grpo_online/{reward.run_id}/"))) == 3
 
 
-def test_train_rl_runs_a_kind_registered_by_one_line(vllm_url, tmp_path):
-    """One iteration of online RL from the base model: every episode sampled by vLLM, scored by the kind, trained
-    on and published as version 1."""
+def test_train_rl_runs_a_kind_registered_by_one_line_asynchronously(vllm_url, tmp_path):
+    """Two iterations of online RL from the base model in asynchronous mode (`--async`: K = 1): every episode
+    sampled by vLLM, scored by the kind, trained on and published as versions 1 and 2. The second iteration's
+    rollouts were submitted before the first trained: they play while it trains (their records' timestamps cross
+    its training window), sampled by the base model, one version behind the v1 they train, so none is dropped."""
     from loraloop.store import adapters, open_store
+    from loraloop.store.trajectories import iter_episodes, run_prefix
 
     experiments = tmp_path / "experiments.yaml"
     experiments.write_text(
@@ -126,10 +129,21 @@ def test_train_rl_runs_a_kind_registered_by_one_line(vllm_url, tmp_path):
     name = f"echo{os.getpid()}"
     command = [sys.executable, "-m", "loraloop.cli", "train", "rl", "--dataset_path", TASKS]
     command += ["--output_dir", str(tmp_path / "rl"), "--adapter_name", name, "--experiment", "rl_echo"]
-    command += ["--iterations", "1", "--tasks_per_iteration", "2", "--rollouts_per_task", "4", "--eval_every", "0"]
+    command += ["--iterations", "2", "--tasks_per_iteration", "2", "--rollouts_per_task", "4", "--eval_every", "0"]
+    command += ["--async"]
     command += ["--lora_r", "8", "--batch_size", "8", "--base_model", str(MODEL)]
     done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     history = json.loads((tmp_path / "rl" / "rl_history.json").read_text())
-    assert history[-1]["rows"] > 0 and history[-1]["version"] == f"{name}-v1", history
-    assert adapters.versions(open_store(env["LORALOOP_STORE_URL"]), name) == [1]
+    store = open_store(env["LORALOOP_STORE_URL"])
+    history = history[1:]  # after the start's row (iteration 0: nothing trained yet)
+    assert [(r["rows"] > 0, r["version"]) for r in history] == [(True, f"{name}-v1"), (True, f"{name}-v2")], history
+    assert adapters.versions(store, name) == [1, 2]
+    second = list(iter_episodes(store, run_prefix("rl_echo", f"{name}-it0001")))
+    began, ended = history[0]["train_window"]
+    assert len(second) == 8 and any(e.start.timestamp < ended and e.end.timestamp > began for e in second), (
+        [(e.start.timestamp, e.end.timestamp) for e in second],
+        (began, ended),
+    )
+    assert {e.start.adapter for e in second} == {None} and history[1]["sampled_with"] == history[0]["sampled_with"]
+    assert (history[1]["stale"], history[1]["versions"]) == (0, {"v0": 8})  # one version behind v1: within K = 1
