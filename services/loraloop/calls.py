@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Callable, Generator
-from typing import Any
+from typing import Any, NamedTuple
 
 from loraloop.errors import MacroError
 
@@ -45,16 +45,24 @@ def bind_arguments(
     return args
 
 
-def leading_call(snippet: str) -> tuple[ast.Call, str] | None:
-    """The call of a bare name at the start of `snippet` and its text: the shortest prefix ending in ')' that
-    parses as one (read by `ast`, never run); None when no prefix does."""
+class LeadingCall(NamedTuple):
+    """A call of a bare name read from text: the parsed call, the name it calls, its text."""
+
+    call: ast.Call
+    name: str
+    text: str
+
+
+def leading_call(snippet: str) -> LeadingCall | None:
+    """The call of a bare name at the start of `snippet`: the shortest prefix ending in ')' that parses as one
+    (read by `ast`, never run); None when no prefix does."""
     for end in (i + 1 for i, ch in enumerate(snippet) if ch == ")"):
         try:
             tree = ast.parse(snippet[:end].strip(), mode="eval")
         except SyntaxError:
             continue
         if isinstance(tree.body, ast.Call) and isinstance(tree.body.func, ast.Name):
-            return tree.body, snippet[:end].strip()
+            return LeadingCall(tree.body, tree.body.func.id, snippet[:end].strip())
     return None
 
 

@@ -146,8 +146,11 @@ def _replay(body: bytes, after: dict | None, receive):
     return replay
 
 
-async def validation_error(_request: Request, exc: RequestValidationError) -> JSONResponse:
-    """422 naming each field at fault (FastAPI's shape, less the echoed input)."""
+async def validation_error(_request: Request, exc: Exception) -> JSONResponse:
+    """422 naming each field at fault (FastAPI's shape, less the echoed input). Registered for
+    RequestValidationError alone (Starlette types a handler by Exception)."""
+    if not isinstance(exc, RequestValidationError):
+        raise exc
     return JSONResponse(
         {
             "detail": [

@@ -26,6 +26,7 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from functools import partial
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
@@ -58,6 +59,9 @@ from loraloop.train.rl_trainer import (
 )
 from loraloop.train.task_pools import Draw, PoolRules, draw, last_rates
 
+if TYPE_CHECKING:
+    import torch
+
 console = Console(stderr=True)
 
 
@@ -75,7 +79,10 @@ def publish_version(settings: Settings, adapter_dir: Path, name: str) -> int:
     """Publish the adapter as the next version of `name` into every vLLM, under a live bar; return its number."""
     with phase_bar(f"publish {name} into {len(vllm_urls(settings))} vLLM (load, verify)"):
         metadata = publish(settings, adapter_dir, name)
-    return adapters.version_number(metadata["version"])
+    number = adapters.version_number(metadata["version"])
+    if number is None:  # publish names every version v<k>
+        raise ConfigError(f"publish returned {metadata['version']!r} for {name}, not a version name (v<k>)")
+    return number
 
 
 LEVELS = ("token", "sequence")
@@ -214,7 +221,10 @@ class RLRun:
         self.history: list[dict] = self._read_history()
         self.correction = correction(cfg)  # None: bypass mode
         self.fused = False  # the policy has TRL's fused LM head (set by load_policy)
-        self.model = self.tokenizer = self.optimizer = self._writer = None
+        self.model: Any = None  # the policy (a PEFT model) once load_policy ran
+        self.tokenizer: Any = None
+        self.optimizer: torch.optim.Optimizer | None = None
+        self._writer: Any = None
         self.trained_steps = 0
         self.rates: dict[str, float] = {}  # each task's success rate in its last group (difficulty-pool sampler)
 
@@ -386,7 +396,7 @@ class RLRun:
 
     def stored(self) -> list:
         """The episodes of `--from_run` (MODE/RUN_ID), as stored: the batch when nothing is rolled out here."""
-        mode, _, run_id = self.cfg.from_run.partition("/")
+        mode, _, run_id = (self.cfg.from_run or "").partition("/")
         return list(iter_episodes(self.store, run_prefix(mode, run_id)))
 
     def held_out(self, version: int) -> float | None:
@@ -444,7 +454,9 @@ class RLRun:
     def submit(self, iteration: int, version: int) -> Ahead:
         """Submit the iteration's rollouts, sampled by `version`, and return at once: what `collect` waits for."""
         cfg = self.cfg
-        pools, subset, tasks = None, cfg.subset, cfg.tasks_per_iteration
+        pools: Draw | None = None
+        subset: str | None = cfg.subset
+        tasks: int | None = cfg.tasks_per_iteration  # None once the draw names the tasks
         if cfg.sampler == "difficulty-pool":
             pools = self.draw_tasks(iteration)
             subset, tasks = "+".join(filter(None, [cfg.subset, ",".join(f"id:{t}" for t in pools.tasks)])), None

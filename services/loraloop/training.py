@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from urllib.parse import urlparse
 
@@ -61,7 +62,7 @@ def run_training(algorithm: str, settings: Settings, overrides: dict) -> tuple[P
         raise ConfigError(f"train: algorithm must be one of {', '.join(TRAINERS)}, got {algorithm!r}")
     config_class, trainer = TRAINERS[algorithm]
     given = {k: v for k, v in overrides.items() if v is not None}
-    unknown = sorted(set(given) - set(config_class.__dataclass_fields__))
+    unknown = sorted(set(given) - {f.name for f in dataclasses.fields(config_class)})
     if unknown:
         raise ConfigError(f"train {algorithm}: --{', --'.join(unknown)} do(es) not apply to {algorithm}")
     output = Path(given.pop("output_dir", None) or f"volumes/checkpoints/{algorithm}_lora")

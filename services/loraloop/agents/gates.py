@@ -55,8 +55,8 @@ def no_progress(steps: list[Step], patience: int) -> bool:
     if len(steps) < patience:
         return False
     window = steps[-patience:]
-    scores = [s.progress_score for s in window]
-    if all(score is not None for score in scores):
+    scores = [s.progress_score for s in window if s.progress_score is not None]
+    if len(scores) == len(window):  # every step scored
         return max(scores) <= scores[0]
     return len({s.next_observation for s in window} | {window[0].observation}) == 1
 

@@ -78,16 +78,15 @@ def parse_macro(text: str, kind: EnvKind) -> Macro | None:
         return None
     for name, snippet in _calls(text, iter(catalogue)):
         found = leading_call(snippet)
-        if found is None or found[0].func.id != name:
+        if found is None or found.name != name:
             raise MacroError(
                 f"{name}: cannot read the call {snippet.splitlines()[0][:120]!r} "
                 f"(write it as {catalogue[name].usage.split('  ')[0]} with literal arguments)"
             )
-        call, source = found
         spec = catalogue[name]
-        args = bind_arguments(name, call, spec.params, MacroError)
+        args = bind_arguments(name, found.call, spec.params, MacroError)
         spec.check(args)
-        return Macro(name, source, spec, args)
+        return Macro(name, found.text, spec, args)
     return None
 
 

@@ -5,10 +5,13 @@ from __future__ import annotations
 import threading
 import time
 from functools import cache
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from loraloop.replies import Policy, Reply, action_text, model_failure, tool_call_text
 from loraloop.store.records import Adapter
+
+if TYPE_CHECKING:
+    from openai.types.chat import ChatCompletionMessageParam, ChatCompletionToolParam
 
 __all__ = ["OpenAIPolicy", "Policy", "Reply", "action_text", "model_failure", "request_slots", "tool_call_text"]
 
@@ -69,12 +72,15 @@ class OpenAIPolicy:
         started = time.perf_counter()
         try:
             with self.slots:
-                extra = {"tools": self.tools} if self.tools else {}
+                sampling = self.sampling  # what is sent is what the step records
                 response = self.client.chat.completions.create(
                     model=self.model,
-                    messages=messages,
-                    **self.sampling,
-                    **extra,
+                    messages=cast("list[ChatCompletionMessageParam]", messages),  # chat dicts, as the API takes
+                    temperature=sampling["temperature"],
+                    max_tokens=sampling["max_tokens"],
+                    seed=sampling["seed"],
+                    stop=sampling.get("stop", openai.NOT_GIVEN),
+                    tools=cast("list[ChatCompletionToolParam]", self.tools) if self.tools else openai.omit,
                     logprobs=True,
                     extra_body={"return_token_ids": True},
                 )

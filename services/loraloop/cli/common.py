@@ -45,6 +45,6 @@ def dataclass_command(cls: type, run: Callable[[object], None], doc: str) -> Cal
     def command(**values) -> None:
         run(cls(**values))
 
-    command.__signature__ = inspect.Signature(params)
+    command.__dict__["__signature__"] = inspect.Signature(params)  # typer reads the flags from it
     command.__doc__ = doc
     return command

@@ -45,7 +45,7 @@ def job_options(command: Callable) -> Callable:
         inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=option, annotation=kind)
         for name, kind, option in JOB_OPTIONS
     ]
-    wrapper.__signature__ = inspect.Signature([*own, *shared])
+    wrapper.__dict__["__signature__"] = inspect.Signature([*own, *shared])  # typer reads the flags from it
     return wrapper
 
 
@@ -186,7 +186,8 @@ def verify_exploration(
     for episode in episodes:
         if episode.end.error:
             console.print(f"  [red]{episode.key}[/]: {episode.end.error}")
-    comparison = compare_actions(*(actions(e) for e in episodes), compare_steps)
+    first, second = (actions(e) for e in episodes)  # the pair: one episode at each temperature
+    comparison = compare_actions(first, second, compare_steps)
     Console().print(comparison_table(episodes, comparison))
     typer.echo(verdict(comparison))
     raise typer.Exit(0 if comparison.differs else 1)

@@ -20,7 +20,7 @@ def _validate_one(path: Path) -> str:
     missing = [f"{t.index}: missing script {m}" for t in registry.tasks for m in missing_files(t)]
     if missing:
         raise LoraloopError("; ".join(missing))
-    splits = {}
+    splits: dict[str, int] = {}
     for task in registry.tasks:
         splits[task.split or "-"] = splits.get(task.split or "-", 0) + 1
     return f"{path}: {len(registry.tasks)} valid tasks ({', '.join(f'{k}: {v}' for k, v in splits.items())})"

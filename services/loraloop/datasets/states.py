@@ -47,7 +47,7 @@ class State:
             start.prompt_style,
             start.system_prompt,
             start.examples,
-            start.first_observation,
+            start.first_observation or "",
             self._turns[: self.step_idx],
             self._char_budget,
         )

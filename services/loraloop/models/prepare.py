@@ -65,7 +65,7 @@ def prepare(name: str, out: Path) -> Path:
     config.pop("quantization_config", None)
     model = LlamaForCausalLM(LlamaConfig.from_dict(config))
     model.load_state_dict(loaded.state_dict())
-    model = model.to(torch.bfloat16)
+    model = model.bfloat16()
     partial = Path(tempfile.mkdtemp(prefix=f".{out.name}.partial-", dir=out.parent))
     try:
         model.save_pretrained(partial, safe_serialization=True)

@@ -105,6 +105,13 @@ class Experiment(Strict):
         return self
 
     @property
+    def resolved(self) -> Worker:
+        """The worker the experiment runs (its short form resolved by validation, which every loaded one passed)."""
+        if self.worker is None:
+            raise ValueError("an experiment's worker is resolved when it is validated")
+        return self.worker
+
+    @property
     def halo(self) -> bool:
         """True when any part of the HALO orchestrator is on (else the worker acts alone)."""
         return bool(self.manager or self.vac or self.macros or self.recovery)

@@ -15,7 +15,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
-from typing import Any, Protocol, TypeVar
+from typing import Any, Protocol, TypeVar, cast
 
 from loraloop.errors import EnvironmentFailure
 
@@ -233,7 +233,8 @@ class RedisEpisodeStates:
 
     def idle(self, seen_before: float) -> list[str]:
         """Episodes last used before the given time."""
-        return [eid.decode() for eid in self._redis.zrangebyscore(f"{self._ns}:active", 0, seen_before)]
+        ids = cast("list[bytes]", self._redis.zrangebyscore(f"{self._ns}:active", 0, seen_before))  # raw replies
+        return [eid.decode() for eid in ids]
 
     def count(self) -> int:
         """How many episodes are open across replicas."""

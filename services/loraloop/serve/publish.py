@@ -226,10 +226,15 @@ def served_version(settings: Settings, name: str) -> str | None:
     return version if version and adapters.served_name(name, version) in listed(settings) else None
 
 
+def version_order(version: str) -> int:
+    """A version's place among its name's versions, oldest first ('v3' -> 3; a name that is not a version, 0)."""
+    return adapters.version_number(version) or 0
+
+
 def loaded_versions(settings: Settings, name: str) -> list[str]:
     """The versions of `name` the vLLM at settings.vllm_url serves now, oldest first."""
     found = [parsed[1] for parsed in map(adapters.parse_served, listed(settings)) if parsed and parsed[0] == name]
-    return sorted(found, key=adapters.version_number)
+    return sorted(found, key=version_order)
 
 
 def retire(settings: Settings, name: str, keep: int) -> list[str]:
@@ -241,14 +246,14 @@ def retire(settings: Settings, name: str, keep: int) -> list[str]:
     if keep < 1:
         raise ConfigError(f"retire {name!r}: keep must be at least 1, got {keep}")
     current = adapters.wanted(open_store(settings=settings), name)
-    retired = set()
+    retired: set[str] = set()  # versions unloaded somewhere
     for url in vllm_urls(settings):
         server = settings.model_copy(update={"vllm_url": url})
         loaded = loaded_versions(server, name)
         for version in loaded[:-keep]:
             if version != current and unload_adapter(server, adapters.served_name(name, version)):
-                retired.add(adapters.served_name(name, version))
-    return sorted(retired, key=lambda served: adapters.version_number(adapters.parse_served(served)[1]))
+                retired.add(version)
+    return [adapters.served_name(name, version) for version in sorted(retired, key=version_order)]
 
 
 def _seen_by_vllm(settings: Settings, name: str, version: str, local: Path) -> str:
@@ -316,7 +321,7 @@ def publish(settings: Settings, adapter_dir: Path, name: str, *, load: bool = Tr
         local = adapters.download(store, name, version, Path(settings.adapters_dir))
         prompts = VERIFY_PROMPTS + _dataset_prompts(metrics.get("dataset_path"))
         lap("download")
-        checks = []
+        checks: list[dict] = []  # each server's verification, the first the one the others must match
         for url in vllm_urls(settings):  # every server: a replica still on the old adapter is caught too
             server = settings.model_copy(update={"vllm_url": url})
             load_adapter(server, served, _seen_by_vllm(server, name, version, local))

@@ -27,7 +27,9 @@ def sync(settings: Settings) -> list[str]:
     loaded = []
     for name in adapters.names(store):
         version = adapters.wanted(store, name)
-        for url in vllm_urls(settings) if version else []:
+        if version is None:  # nothing published under the name yet
+            continue
+        for url in vllm_urls(settings):
             server = settings.model_copy(update={"vllm_url": url})
             if adapters.served_name(name, version) not in listed(server):
                 serve_on(server, store, name, version)

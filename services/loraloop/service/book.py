@@ -12,11 +12,12 @@ import threading
 import time
 from collections.abc import Mapping
 from functools import lru_cache
-from typing import Any
+from typing import Any, cast
 
 import redis
 from redis.backoff import ExponentialBackoff
 from redis.retry import Retry
+from redis.typing import EncodableT
 
 from loraloop.broker import BROKER_OUTAGE_S, is_redis
 from loraloop.errors import ConfigError, LoraloopError, ServiceUnavailable, without_credentials
@@ -148,7 +149,7 @@ def job_status(run_id: str, fields: Mapping[str, Any], recent_errors: list[str])
 
 def new_job(
     run_id: str, mode: str, request: JobRequest | None, keys: list[str], skipped: int, store_url: str
-) -> dict[str, Any]:
+) -> dict[str, str | int | float]:
     """The booked fields of a job just submitted: its request, counters at zero."""
     now = time.time()
     return {
@@ -168,6 +169,17 @@ def new_job(
         "updated_at": now,
         "state": "queued" if keys else "done",
     }
+
+
+def text_map(reply: object) -> dict[str, str]:
+    """A Redis hash reply as the str → str it is: the book's client decodes every reply (decode_responses=True),
+    which redis-py's types do not follow."""
+    return cast("dict[str, str]", reply)
+
+
+def texts(reply: object) -> list[str]:
+    """A Redis list or set reply as the str it holds (see text_map)."""
+    return cast("list[str]", reply)
 
 
 @lru_cache(maxsize=8)
@@ -207,14 +219,16 @@ class JobBook:
                 while True:
                     try:
                         pipe.watch(job)
-                        booked = pipe.hgetall(job)
+                        booked = text_map(pipe.hgetall(job))
                         if booked:
                             refuse_running(run_id, booked)
                             if not keys:
                                 return
                         pipe.multi()
                         pipe.delete(job, f"{job}:keys", f"{job}:errors", f"{job}:counted", f"{job}:specs")
-                        pipe.hset(job, mapping=new_job(run_id, mode, request, keys, skipped, store_url))
+                        booked_now = new_job(run_id, mode, request, keys, skipped, store_url)
+                        fields: dict[EncodableT, EncodableT] = {k: v for k, v in booked_now.items()}  # hset's type
+                        pipe.hset(job, mapping=fields)
                         if keys:
                             pipe.rpush(f"{job}:keys", *keys)
                         pipe.zadd(f"{NS}:jobs", {run_id: time.time()})
@@ -273,7 +287,7 @@ class JobBook:
     def cancel(self, run_id: str) -> list[str]:
         """Mark a running job cancelled and return its episode task ids (for revoking); a job that has ended
         stays as it ended (nothing to revoke)."""
-        fields = self.redis.hgetall(self._job(run_id))
+        fields = text_map(self.redis.hgetall(self._job(run_id)))
         if not fields:
             raise UnknownJob(f"unknown job {run_id!r}")
         if not running(fields):
@@ -291,7 +305,7 @@ class JobBook:
 
     def running_jobs(self) -> list[str]:
         """The run ids of the booked jobs that still have episodes queued or running."""
-        run_ids = self.redis.zrange(f"{NS}:jobs", 0, -1)
+        run_ids = texts(self.redis.zrange(f"{NS}:jobs", 0, -1))
         pipe = self.redis.pipeline()
         for run_id in run_ids:
             pipe.hgetall(self._job(run_id))
@@ -302,34 +316,36 @@ class JobBook:
         (what the broker holds): the episodes it lost. The counted set is read after `present` was."""
         job = self._job(run_id)
         specs = {
-            key: json.loads(spec) for key, spec in self.redis.hgetall(f"{job}:specs").items() if key not in present
+            key: json.loads(spec)
+            for key, spec in text_map(self.redis.hgetall(f"{job}:specs")).items()
+            if key not in present
         }
         counted = self.redis.smembers(f"{job}:counted")
         return {key: spec for key, spec in specs.items() if episode_id(spec["task_id"], spec["attempt"]) not in counted}
 
     def keys(self, run_id: str) -> list[str]:
         """The job's episode keys (its Celery task ids), in planned order."""
-        return self.redis.lrange(f"{self._job(run_id)}:keys", 0, -1)
+        return texts(self.redis.lrange(f"{self._job(run_id)}:keys", 0, -1))
 
     def status(self, run_id: str) -> JobStatus:
         """The job's progress: done, solved, failed, success rate so far, episodes per minute."""
-        raw = self.redis.hgetall(self._job(run_id))
+        raw = text_map(self.redis.hgetall(self._job(run_id)))
         if not raw:
             raise UnknownJob(f"unknown job {run_id!r}")
-        return job_status(run_id, raw, self.redis.lrange(f"{self._job(run_id)}:errors", 0, 4))
+        return job_status(run_id, raw, texts(self.redis.lrange(f"{self._job(run_id)}:errors", 0, 4)))
 
     def list(self, limit: int = 50) -> list[JobStatus]:
         """The latest jobs, newest first."""
         return [
             self.status(run_id)
-            for run_id in self.redis.zrevrange(f"{NS}:jobs", 0, limit - 1)
+            for run_id in texts(self.redis.zrevrange(f"{NS}:jobs", 0, limit - 1))
             if self.redis.exists(self._job(run_id))
         ]
 
     def metrics(self) -> dict[str, dict[str, float]]:
         """Raw counters for the Prometheus exposition."""
         return {
-            name: {k: float(v) for k, v in self.redis.hgetall(f"{NS}:metrics:{name}").items()}
+            name: {k: float(v) for k, v in text_map(self.redis.hgetall(f"{NS}:metrics:{name}")).items()}
             for name in ("episodes", "failures", "step_latency", "model_latency")
         }
 

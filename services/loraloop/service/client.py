@@ -6,6 +6,7 @@ wherever its episodes run.
 
 from __future__ import annotations
 
+import builtins
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
@@ -106,7 +107,7 @@ class BrokerJobs:
         """Cancel here: mark it and revoke its queued episodes."""
         return cancel(run_id, self.book, self.queue)
 
-    def summaries(self, run_id: str) -> list[EpisodeSummary]:
+    def summaries(self, run_id: str) -> builtins.list[EpisodeSummary]:  # `list` in this class is BrokerJobs.list
         """The summaries the workers returned, in planned order (a revoked episode has none)."""
         finished = self.book.status(run_id).state == "done"
         results = [self.queue.AsyncResult(key) for key in self.book.keys(run_id)]

@@ -68,7 +68,7 @@ def episode_keys(store: Store, prefix: str) -> list[str]:
 
 def runs(store: Store) -> list[RunEntry]:
     """Every run in the store, newest run id first, with its episode count."""
-    counts: Counter[str] = Counter()
+    counts: Counter[tuple[str, str]] = Counter()
     for key in episode_keys(store, PREFIX):
         parts = key.split("/")
         if len(parts) >= 4:

@@ -11,9 +11,9 @@ import glob
 import json
 import random
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, is_dataclass, replace
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 from loraloop.errors import TaskFormatError
 
@@ -275,8 +275,16 @@ def keep_listed(tasks: list[Task], ids: Path, files: str) -> list[Task]:
     for task in tasks:
         if task.index in listed:
             family = listed[task.index][1]
-            kept.append(replace(task, labels=(*task.labels, f"family:{family}")) if family else task)
+            kept.append(labelled(task, f"family:{family}") if family else task)
     return kept
+
+
+def labelled(task: Task, label: str) -> Task:
+    """The task with one more label: a copy (the kinds' tasks are frozen dataclasses); a task of another shape
+    fails naming it."""
+    if not is_dataclass(task) or isinstance(task, type):
+        raise TaskFormatError(f"task {task.index}: a {type(task).__name__}, not a dataclass, cannot take a label")
+    return cast(Task, replace(task, labels=(*task.labels, label)))  # the same class, one field changed
 
 
 def load_sets(

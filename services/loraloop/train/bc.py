@@ -7,7 +7,7 @@ from loraloop.train.backend import load_model
 from loraloop.train.config import BCConfig
 from loraloop.train.data import load_rows
 from loraloop.train.episode_rows import episode_sequences
-from loraloop.train.harness import common_args, train_and_save
+from loraloop.train.harness import common_args, tokenized, train_and_save
 
 log = get_logger("loraloop.train")
 
@@ -29,7 +29,7 @@ def train_bc(cfg: BCConfig) -> dict:
         processing_class=tokenizer,
         peft_config=peft_config,
     )
-    lengths = [len(x["input_ids"]) for x in trainer.train_dataset]
+    lengths = [len(x["input_ids"]) for x in tokenized(trainer)]
     warn_if_cut(lengths, cfg.max_length)
     tokens = sum(lengths)
     return train_and_save(trainer, tokenizer, cfg, "bc", len(rows), tokens, {"sequences": len(data)})

@@ -5,7 +5,7 @@ from __future__ import annotations
 from loraloop.train.backend import load_model
 from loraloop.train.config import DPOConfig
 from loraloop.train.data import load_rows
-from loraloop.train.harness import common_args, train_and_save
+from loraloop.train.harness import common_args, tokenized, train_and_save
 
 
 def train_dpo(cfg: DPOConfig) -> dict:
@@ -24,7 +24,7 @@ def train_dpo(cfg: DPOConfig) -> dict:
         processing_class=tokenizer,
         peft_config=peft_config,
     )
-    dataset = trainer.train_dataset
+    dataset = tokenized(trainer)
     tokens = sum(
         len(x.get("prompt_input_ids", [])) + len(x.get("chosen_input_ids", [])) + len(x.get("rejected_input_ids", []))
         for x in dataset

@@ -17,7 +17,7 @@ from loraloop.train.data import load_rows
 from loraloop.train.harness import common_args, train_and_save
 
 
-def stored_return_reward(completions, action_returns, env, **_kwargs) -> list[float]:
+def stored_return_reward(completions, action_returns, env, **_kwargs) -> list[float | None]:
     """TRL reward function: one reward per completion from its row's action returns, parsed by the row's env kind."""
     texts = [c[-1]["content"] if isinstance(c, list) else c for c in completions]
     return [action_reward(text, json.loads(returns), kind) for text, returns, kind in zip(texts, action_returns, env)]

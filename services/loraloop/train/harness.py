@@ -5,10 +5,24 @@ from __future__ import annotations
 import hashlib
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from loraloop.train.backend import NAMES, resolve_backend, train_dtype
 from loraloop.train.config import LoraTrainConfig
 from loraloop.train.report import write_training_report
+
+if TYPE_CHECKING:
+    from datasets import Dataset
+
+
+def tokenized(trainer) -> Dataset:
+    """The rows a TRL trainer tokenized from the Dataset it was given (a Dataset again: TRL maps it)."""
+    from datasets import Dataset  # the trainers' own import: not on the CLI's path
+
+    dataset = trainer.train_dataset
+    if not isinstance(dataset, Dataset):
+        raise TypeError(f"{type(trainer).__name__} holds a {type(dataset).__name__}, not the tokenized Dataset")
+    return dataset
 
 
 def common_args(cfg: LoraTrainConfig) -> dict:

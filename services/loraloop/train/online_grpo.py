@@ -69,7 +69,7 @@ class EnvironmentReward:
         self.run_id = new_run_id()
         self.attempts = itertools.count()
 
-    def __call__(self, completions, task_id, **_kwargs) -> list[float]:
+    def __call__(self, completions, task_id, **_kwargs) -> list[float | None]:
         """One reward per completion, from the environment."""
         texts = [c[-1]["content"] if isinstance(c, list) else c for c in completions]
 

@@ -10,7 +10,7 @@ StaticText carrying its element's bid) and the records. What is BrowserGym's: th
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from loraloop.envs.base import ResetInfo, StepInfo, StepResult
@@ -22,6 +22,9 @@ from loraloop.envs.web.prompts import ACTIONS_HELP
 from loraloop.errors import EnvironmentFailure
 from loraloop.settings import Settings, get_settings
 from loraloop.tasks.browsergym.format import BrowserGymTask, task_entrypoint
+
+if TYPE_CHECKING:
+    from browsergym.core.task import AbstractBrowserTask
 
 INSTRUCTIONS = (
     ACTIONS_HELP
@@ -66,6 +69,8 @@ def _plain(value: Any) -> Any:
 class BrowserGymEnv(WebEnv):
     """One BrowserGym episode on the pool's browser: BrowserGym's task, loraloop's actions and observation."""
 
+    task: BrowserGymTask
+
     def __init__(
         self,
         task: BrowserGymTask,
@@ -91,7 +96,7 @@ class BrowserGymEnv(WebEnv):
         if seed is not None:
             task.seed_for(None, seed)  # a driver's seed outside the split fails here, before any page opens
         self.asked_seed = seed  # a driver's explicit seed (EnvOptions.config["seed"])
-        self.bg_task = None
+        self.bg_task: AbstractBrowserTask | None = None
         self.chat: list[dict[str, Any]] = []  # BrowserGym's chat messages, as the task's validate reads them
         self.seed: int | None = None
 
@@ -104,12 +109,12 @@ class BrowserGymEnv(WebEnv):
         self.close()
         self.turn, self.done, self.last_error, self.chat = 0, False, "", []
         self.seed = self.task.seed_for(seed, (options or {}).get("seed", self.asked_seed))
-        self.bg_task = task_entrypoint(self.task.task_id)(seed=self.seed, **self.kwargs)
-        self._run(self._open_context(self.bg_task.viewport, self.bg_task.timeout))
-        self.page = self._run(self.context.new_page())
+        self.bg_task = bg_task = task_entrypoint(self.task.task_id)(seed=self.seed, **self.kwargs)
+        self._run(self._open_context(bg_task.viewport, bg_task.timeout))
+        self.page = page = self._run(self.live_context.new_page())
         self.events.new_tabs = 0
         try:
-            goal, info = self.bg_task.setup(self._sync(self.page))
+            goal, info = bg_task.setup(self._sync(page))
         except Exception as exc:
             at = f" from {self.url}" if self.url != "about:blank" else ""
             self.close()  # the context goes with the failed episode; the pool's browser stays for the next
@@ -118,11 +123,11 @@ class BrowserGymEnv(WebEnv):
             ) from exc
         self.goal = goal_text(goal)
         self.chat = [self._message("assistant", HELLO), self._message("user", self.goal)]
-        self.origin = "{0.scheme}://{0.netloc}".format(urlsplit(self.page.url))
+        self.origin = "{0.scheme}://{0.netloc}".format(urlsplit(page.url))
         observation = self._run(self._observe(goal=True))
         setup = {"type": "task_setup", "task_id": self.task.task_id, "seed": self.seed, "task_info": _plain(info)}
         return observation, ResetInfo(
-            url=self.page.url,
+            url=self.live_page.url,
             seed=self.seed,
             events=[setup],
             details={"task_id": self.task.task_id, "task_info": setup["task_info"]},
@@ -179,12 +184,19 @@ class BrowserGymEnv(WebEnv):
     def _validate(self) -> tuple[float, bool, str, Any]:
         """The task's own verdict on the page as it is now (BrowserGym's `validate`)."""
         try:
-            reward, done, message, task_info = self.bg_task.validate(self._sync(self.page), list(self.chat))
+            reward, done, message, task_info = self.live_task.validate(self._sync(self.live_page), list(self.chat))
         except Exception as exc:
             raise EnvironmentFailure(
                 f"task {self.task.index} (seed {self.seed}): {self.task.task_id}'s validate failed: {_first_line(exc)}"
             ) from exc
         return float(reward), bool(done), str(message or ""), task_info
+
+    @property
+    def live_task(self) -> AbstractBrowserTask:
+        """BrowserGym's task of the running episode; an EnvironmentFailure when none is set up (reset first)."""
+        if self.bg_task is None:
+            raise EnvironmentFailure(f"episode {self.episode_id} has no BrowserGym task (reset first)")
+        return self.bg_task
 
     def _sync(self, page) -> SyncFacade:
         """The page as BrowserGym's task code wants it (Playwright's sync API)."""

@@ -116,7 +116,7 @@ def play_ours(task_type: str, settings, timings: Timings | None = None) -> tuple
             steps.append((action, path, (step.reward, step.terminated, _raw(step.info.details["task_info"]))))
             if step.done:
                 break
-            observation = step.observation
+            observation = step.observation or ""  # an episode going on shows a page
     finally:
         env.close()
     return goal, steps

@@ -101,8 +101,15 @@ class ShellEnv:
         """The expected output computed at reset (None for match-only tasks)."""
         return self._expected
 
+    @property
+    def live_container(self) -> str:
+        """The episode's container; an EnvironmentFailure when it has none (not reset, or closed)."""
+        if self.container is None:
+            raise EnvironmentFailure(f"episode {self.episode_id} has no container (reset first)")
+        return self.container
+
     def _new_session(self) -> ShellSession:
-        return ShellSession(self.container, output_cap=self.settings.output_cap_bytes, save_state=self.shared)
+        return ShellSession(self.live_container, output_cap=self.settings.output_cap_bytes, save_state=self.shared)
 
     @property
     def outlives_process(self) -> bool:
@@ -168,7 +175,7 @@ class ShellEnv:
         info = StepInfo(self.turn, parsed.kind)
         if parsed.kind in ("answer", "finish"):
             answer = parsed.content if parsed.kind == "answer" else None
-            success = grade(self.container, self.task, answer, self._expected, self.seed)
+            success = grade(self.live_container, self.task, answer, self._expected, self.seed)
             self.done = True
             return StepResult(None, 1.0 if success else 0.0, True, False, info.end("completed", success, answer))
         if parsed.kind == "invalid":

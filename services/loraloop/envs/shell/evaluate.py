@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
 from loraloop.envs.shell import docker
 from loraloop.errors import EnvironmentFailure
@@ -31,7 +32,7 @@ def run_script(
     container: str,
     script: Script,
     task: ShellTask,
-    args: list[str] = (),
+    args: Sequence[str] = (),
     timeout: float = SCRIPT_TIMEOUT_S,
     seed: int | None = None,
 ) -> docker.ExecResult:
@@ -47,6 +48,8 @@ def expected_output(container: str, task: ShellTask, seed: int | None = None) ->
     """Run the task's example (before the agent acts) when a check needs its output."""
     if not isinstance(task.evaluation, CheckEval) or all(c is not None for c in task.evaluation.checks):
         return None
+    if task.example is None:
+        raise EnvironmentFailure(f"task {task.index}: a check compares with the example's output, and it has none")
     result = run_script(container, task.example, task, seed=seed)
     if result.returncode != 0:
         raise EnvironmentFailure(
@@ -64,7 +67,8 @@ def grade(container: str, task: ShellTask, answer: str | None, expected: str | N
         given = answer.strip() if evaluation.strip else answer
         if evaluation.regex is not None:
             return re.search(evaluation.regex, given) is not None
-        wanted = evaluation.answer.strip() if evaluation.strip else evaluation.answer
+        wanted = evaluation.answer or ""  # the format sets answer or regex
+        wanted = wanted.strip() if evaluation.strip else wanted
         return given == wanted
     assert isinstance(evaluation, CheckEval)
     values: list[str] = []

@@ -82,6 +82,8 @@ class ShellSession:
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
         )
+        assert self._proc.stdin is not None and self._proc.stdout is not None  # both PIPE, so both open
+        self._stdin, self._stdout = self._proc.stdin, self._proc.stdout
         self._buffer = b""
         self.pid = 0  # the shell that reads our lines (set by every marker: it changes after `su`)
         first = self.run("true", timeout=30)
@@ -109,8 +111,8 @@ class ShellSession:
             f"printf '\\n%s_%d %d %d\\n' {self._token} {self._seq} $__ll_rc $$\n"
         )
         try:
-            self._proc.stdin.write(line.encode())
-            self._proc.stdin.flush()
+            self._stdin.write(line.encode())
+            self._stdin.flush()
         except BrokenPipeError:
             return None
         return self._seq
@@ -139,7 +141,7 @@ class ShellSession:
         """
         first = self._send(command, own_stdin=True) if self.alive else None
         probe = self._send("true") if first is not None else None
-        if probe is None:
+        if first is None or probe is None:
             return CommandResult("bash has exited", None)
         self._taken_over.add(first)  # until its marker shows it returned
         output, code, timed_out = "", None, False
@@ -186,7 +188,7 @@ class ShellSession:
     def _read_until_marker(self, timeout: float) -> tuple[CommandResult, int] | None:
         """The output up to the next marker and the number of the command it ends; None on timeout."""
         deadline = time.monotonic() + timeout
-        fd = self._proc.stdout.fileno()
+        fd = self._stdout.fileno()
         kept, dropped = bytearray(self._buffer), 0
         self._buffer = b""
         pattern = re.compile(rb"\n?" + re.escape(self._token.encode()) + rb"_(\d+) (-?\d+) (\d+)\n")
@@ -228,7 +230,7 @@ class ShellSession:
         """End the shell process (the container is removed by its owner)."""
         if self._proc.poll() is None:
             try:
-                self._proc.stdin.close()
+                self._stdin.close()
             except OSError:
                 pass
             try:

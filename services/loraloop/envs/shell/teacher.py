@@ -15,7 +15,7 @@ class ScriptedTeacher:
     def __init__(self, task: ShellTask) -> None:
         if task.example is None:  # AgentBench's match-only tasks often have none
             raise TaskSkipped(f"task {task.index} has no example solution: the scripted teacher cannot play it")
-        self.task = task
+        self.task, self.example = task, task.example
         self.turn = 0
 
     def act(self, messages: list[dict[str, str]]) -> Reply:
@@ -24,8 +24,8 @@ class ScriptedTeacher:
         started = time.perf_counter()
         self.turn += 1
         if self.turn == 1:
-            code = self.task.example.source(self.task.scripts_dir).strip()
-            if self.task.example.language == "python":
+            code = self.example.source(self.task.scripts_dir).strip()
+            if self.example.language == "python":
                 code = f"python3 - <<'PYEOF'\n{code}\nPYEOF"
             text = f"Think: I run a command that solves the task.\n\nAct: bash\n\n```bash\n{code}\n```"
         elif self.task.uses_answer:

@@ -188,9 +188,16 @@ class Tau2Env:
             return StepResult(observation, 0.0, False, True, info.end("round_limit", False))
         return StepResult(observation, 0.0, False, False, info)
 
+    @property
+    def live_gym(self) -> TaskGymEnv:
+        """tau2's gym of the running episode; an EnvironmentFailure when none is started (reset first)."""
+        if self.gym is None:
+            raise EnvironmentFailure(f"episode {self.episode_id} has no tau2 simulation (reset first)")
+        return self.gym
+
     def _evaluation(self, reward_info: str | None) -> dict:
         """The `evaluation` event: why tau2's simulation ended and its evaluator's reward breakdown."""
-        reason = self.gym._simulation_run.termination_reason
+        reason = self.live_gym._simulation_run.termination_reason
         return {
             "type": "evaluation",
             "termination_reason": getattr(reason, "value", reason),
@@ -201,27 +208,27 @@ class Tau2Env:
         """End tau2's simulation at the round limit as tau2 ends one at its own step limit (`max_steps`), and let its
         evaluator grade that (it gives a premature end 0)."""
         self._stop_simulation()
-        if self.gym._simulation_run is None:
+        if self.live_gym._simulation_run is None:
             raise EnvironmentFailure(f"task {self.task.index}: tau2's simulation did not end when stopped")
-        self.gym._simulation_run.termination_reason = TerminationReason.MAX_STEPS
-        return self._evaluation(self.gym._get_reward()[1])
+        self.live_gym._simulation_run.termination_reason = TerminationReason.MAX_STEPS
+        return self._evaluation(self.live_gym._get_reward()[1])
 
     def _events(self) -> list[dict]:
         """The tool results the agent got since the last call, then the user simulator's calls made since."""
-        messages = self.gym._agent.observation if self.gym._agent is not None else []
+        messages = self.live_gym._agent.observation if self.live_gym._agent is not None else []
         events = [
             {"type": "tool_result", "id": m.id, "content": m.content, "error": m.error}
             for m in messages[self._seen :]
             if isinstance(m, ToolMessage)
         ]
         self._seen = len(messages)
-        events += self.gym.user_turns
-        self.gym.user_turns.clear()
+        events += self.live_gym.user_turns
+        self.live_gym.user_turns.clear()
         return events
 
     def _raise_failure(self) -> None:
         """Raise what ended tau2's simulation thread, if anything did: the user simulator (named), else tau2."""
-        failure = self.gym.failure
+        failure = self.live_gym.failure
         if isinstance(failure, LoraloopError):
             raise failure
         if failure is not None:

@@ -94,10 +94,9 @@ def _first_call(snippet: str) -> Action | None:
     found = leading_call(snippet)
     if found is None:
         return None
-    call = found[0]
-    if call.func.id not in SIGNATURES:
-        raise ActionError(f"unknown action {call.func.id!r} (known: {', '.join(SIGNATURES)})")
-    return Action(call.func.id, _bind(call.func.id, call))
+    if found.name not in SIGNATURES:
+        raise ActionError(f"unknown action {found.name!r} (known: {', '.join(SIGNATURES)})")
+    return Action(found.name, _bind(found.name, found.call))
 
 
 def parse_action(text: str) -> Action:

@@ -11,13 +11,14 @@ import asyncio
 import os
 import subprocess
 import threading
-from collections.abc import Awaitable
+from collections.abc import Coroutine
 from concurrent.futures import TimeoutError as FutureTimeout
-from typing import Any
+from typing import Any, TypeVar
 
 from loraloop.errors import EnvironmentFailure
 from loraloop.logs import get_logger
 
+T = TypeVar("T")
 LAUNCH_ARGS = [
     "--no-sandbox",
     "--disable-gpu",
@@ -46,7 +47,7 @@ class BrowserHost:
         self.launches = 0
         self._lock = asyncio.Lock()
 
-    def run(self, coro: Awaitable, timeout: float | None = None) -> Any:
+    def run(self, coro: Coroutine[Any, Any, T], timeout: float | None = None) -> T:
         """Run a coroutine on the browser loop and wait for its result (EnvironmentFailure on timeout)."""
         future = asyncio.run_coroutine_threadsafe(coro, self.loop)
         try:

@@ -11,6 +11,7 @@ import json
 import re
 import uuid
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from loraloop.envs.base import ResetInfo, StepInfo, StepResult
@@ -21,7 +22,11 @@ from loraloop.envs.web.observe import accessibility_text
 from loraloop.envs.web.prompts import INSTRUCTIONS, format_observation
 from loraloop.errors import EnvironmentFailure
 from loraloop.settings import Settings, get_settings
+from loraloop.tasks.base import Task
 from loraloop.tasks.web.format import WebTask
+
+if TYPE_CHECKING:
+    from playwright.async_api import BrowserContext, Page
 
 BUNDLED_ORIGIN = "http://localhost:8090"  # bundled tasks' URL origin; LORALOOP_SITES_URL replaces it
 _BID = re.compile(r"^[a-z]*[0-9]+$")
@@ -49,7 +54,7 @@ class WebEnv:
 
     def __init__(
         self,
-        task: WebTask,
+        task: Task,
         settings: Settings | None = None,
         *,
         max_rounds: int = 15,
@@ -57,7 +62,7 @@ class WebEnv:
         screenshots: bool = False,
         url: str | None = None,
     ) -> None:
-        self.task = task
+        self.task = task  # a REAL WebTask here; a kind built on this env (browsergym) brings its own
         self.settings = settings or get_settings()
         self.max_rounds = max_rounds
         self.episode_id = episode_id or uuid.uuid4().hex
@@ -66,12 +71,13 @@ class WebEnv:
         self.examples: list[dict[str, str]] = []
         self.stop: list[str] | None = None
         self.prompt_style = "web"  # goal, past actions and the current page only (kinds/prompts.py)
-        self.url = url or task_url(task, self.settings)  # a kind of its own (browsergym) gives its site's URL
+        self.url = url or task_url(self.web_task, self.settings)  # a kind of its own (browsergym) gives its site's URL
         self.goal = getattr(task, "goal", "")  # a kind whose goal comes from the page sets it at reset
         self.text_bids = False  # StaticText lines carry their element's bid (flatten_axtree)
         self.origin = "{0.scheme}://{0.netloc}".format(urlsplit(self.url))
         self.host = get_browser(self.settings.chromium_path)
-        self.context = self.page = None
+        self.context: BrowserContext | None = None
+        self.page: Page | None = None
         self.events = PageState()
         self.turn = 0
         self.done = False
@@ -109,6 +115,28 @@ class WebEnv:
             return StepResult(observation, 0.0, False, True, info.end("round_limit", False))
         return StepResult(observation, 0.0, False, False, info)
 
+    @property
+    def web_task(self) -> WebTask:
+        """The episode's task as a REAL web task (its site URL, its evals): what this env's own reset and grading
+        read; an EnvironmentFailure naming the task for another kind's task that reaches them."""
+        if not isinstance(self.task, WebTask):
+            raise EnvironmentFailure(f"task {self.task.index} is not a REAL web task: give the env its site's URL")
+        return self.task
+
+    @property
+    def live_page(self) -> Page:
+        """The episode's active page; an EnvironmentFailure when it has none (not reset, or closed)."""
+        if self.page is None:
+            raise EnvironmentFailure(f"episode {self.episode_id} has no page (reset first)")
+        return self.page
+
+    @property
+    def live_context(self) -> BrowserContext:
+        """The episode's browser context; an EnvironmentFailure when it has none (not reset, or closed)."""
+        if self.context is None:
+            raise EnvironmentFailure(f"episode {self.episode_id} has no browser context (reset first)")
+        return self.context
+
     def close(self) -> None:
         """Close this episode's context (its tabs and storage); the browser stays for the next one."""
         if self.context is not None:
@@ -129,7 +157,7 @@ class WebEnv:
             # One page for the whole episode: /config, the site, then /finish (_finish). Each page a context opens
             # starts a renderer process; a page each for /config and /finish cost 1.25 CPU-s a reset+finish here
             # against 0.75 s on one page (issue #25: the suite is CPU-bound, and so is a rollout worker).
-            page = await self.context.new_page()
+            page = await self.live_context.new_page()
             await page.goto(config, wait_until="domcontentloaded")
             self.page = page
             await page.goto(self.url, wait_until="domcontentloaded")
@@ -144,10 +172,10 @@ class WebEnv:
         """A fresh context on the pool's browser for this episode, its timeouts set and its pages watched."""
         self.events = PageState()
         self._cdp_sessions: dict = {}
-        self.context = await self.host.new_context(viewport=viewport)
-        self.context.set_default_timeout(action_timeout_ms)
-        self.context.set_default_navigation_timeout(self.settings.web_load_timeout_ms)
-        self.context.on("page", self._on_page)
+        self.context = context = await self.host.new_context(viewport=viewport)
+        context.set_default_timeout(action_timeout_ms)
+        context.set_default_navigation_timeout(self.settings.web_load_timeout_ms)
+        context.on("page", self._on_page)
 
     def _on_page(self, page) -> None:
         page.on("dialog", self._on_dialog)
@@ -168,7 +196,7 @@ class WebEnv:
 
     async def _act(self, action: Action) -> str:
         """Run a non-final action; return the error text ('' when it worked)."""
-        page = self.page
+        page = self.live_page
         before = page.url
         try:
             await self._perform(page, action)
@@ -178,7 +206,7 @@ class WebEnv:
         except Exception as exc:
             if self.events.crashed:
                 raise EnvironmentFailure(f"the page crashed during {action.text()}") from exc
-            if not self.page.is_closed():
+            if not self.live_page.is_closed():
                 await (await self._cdp()).send("Page.stopLoading")  # a timed-out goto leaves a pending load
             return f"{action.text()} failed: {_first_line(exc)}"
         if self.events.crashed:
@@ -188,7 +216,7 @@ class WebEnv:
     async def _settle(self) -> None:
         """Wait for the DOM of a navigation the action started (not BrowserGym's fixed 0.5 s sleep)."""
         try:
-            await self.page.wait_for_load_state("domcontentloaded", timeout=self.settings.web_load_timeout_ms)
+            await self.live_page.wait_for_load_state("domcontentloaded", timeout=self.settings.web_load_timeout_ms)
         except Exception as exc:
             await (await self._cdp()).send("Page.stopLoading")  # keep the page that was there
             raise ActionError(
@@ -197,11 +225,13 @@ class WebEnv:
 
     async def _keep_on_site(self, before: str) -> str:
         """Leaving the task's site is refused: the page goes back and the agent is told."""
-        url = self.page.url
+        url = self.live_page.url
         if url.startswith(self.origin) or url.startswith("about:"):
             return ""
         try:
-            await self.page.goto(before if before.startswith(self.origin) else self.url, wait_until="domcontentloaded")
+            await self.live_page.goto(
+                before if before.startswith(self.origin) else self.url, wait_until="domcontentloaded"
+            )
         except Exception as exc:
             raise EnvironmentFailure(f"cannot return to the task site after leaving it for {url}") from exc
         return f"navigation to {url} is outside the task's site ({self.origin}); went back"
@@ -230,15 +260,15 @@ class WebEnv:
         elif name in ("go_back", "go_forward"):
             await getattr(page, name)(wait_until="domcontentloaded")
         elif name == "new_tab":
-            self.page = await self.context.new_page()
+            self.page = await self.live_context.new_page()
         elif name == "tab_close":
             await self._close_tab(page)
         elif name == "tab_focus":
-            pages = self.context.pages
+            pages = self.live_context.pages
             if not isinstance(a["index"], int) or not 0 <= a["index"] < len(pages):
                 raise ActionError(f"tab_focus: no tab {a['index']!r} (open tabs: 0..{len(pages) - 1})")
             self.page = pages[a["index"]]
-            await self.page.bring_to_front()
+            await self.live_page.bring_to_front()
         elif name == "noop":
             await asyncio.sleep(min(float(a["wait_ms"]), 10_000) / 1000)
         elif name in ("mouse_click", "mouse_move"):
@@ -249,10 +279,10 @@ class WebEnv:
             await page.keyboard.press(str(a["key"]))
 
     async def _close_tab(self, page) -> None:
-        if len(self.context.pages) == 1:
+        if len(self.live_context.pages) == 1:
             raise ActionError("tab_close: the last tab cannot be closed")
         await page.close()
-        self.page = self.context.pages[-1]
+        self.page = self.live_context.pages[-1]
 
     async def _element(self, page, bid: str):
         if not _BID.match(bid):
@@ -267,23 +297,23 @@ class WebEnv:
             raise EnvironmentFailure("the page's renderer crashed")
         try:
             tree = await accessibility_text(
-                self.page, await self._cdp(), self.settings.web_axtree_chars, text_bids=self.text_bids
+                self.live_page, await self._cdp(), self.settings.web_axtree_chars, text_bids=self.text_bids
             )
-            title = await self.page.title()
+            title = await self.live_page.title()
         except Exception as exc:
             if self.events.crashed or "crash" in str(exc).lower():
                 raise EnvironmentFailure("the page's renderer crashed") from exc
-            raise EnvironmentFailure(f"cannot read the page at {self.page.url}: {_first_line(exc)}") from exc
-        tabs = [(p.url, p is self.page) for p in self.context.pages]
+            raise EnvironmentFailure(f"cannot read the page at {self.live_page.url}: {_first_line(exc)}") from exc
+        tabs = [(p.url, p is self.page) for p in self.live_context.pages]
         notes = [f"A {d} dialog appeared and was dismissed." for d in self.events.dialogs]
         if self.events.new_tabs:
             notes.append(f"{self.events.new_tabs} new tab(s) opened; the newest is now active.")
         self.events.dialogs, self.events.new_tabs = [], 0
         if self.screenshots:
-            self.last_screenshot = await self.page.screenshot(type="png")
+            self.last_screenshot = await self.live_page.screenshot(type="png")
         self.observation = format_observation(
             goal=self.goal if goal else None,
-            url=self.page.url,
+            url=self.live_page.url,
             title=title,
             tabs=tabs,
             error=self.last_error,
@@ -293,9 +323,9 @@ class WebEnv:
         return self.observation
 
     async def _cdp(self):
-        if self.page not in self._cdp_sessions:
-            self._cdp_sessions[self.page] = await self.context.new_cdp_session(self.page)
-        return self._cdp_sessions[self.page]
+        if self.live_page not in self._cdp_sessions:
+            self._cdp_sessions[self.live_page] = await self.live_context.new_cdp_session(self.live_page)
+        return self._cdp_sessions[self.live_page]
 
     async def _finish(self, action: Action, info: StepInfo) -> StepResult:
         """Read the site's final state as REAL does (`<url>/finish`, the JSON in its <pre>) and grade it."""
@@ -303,7 +333,7 @@ class WebEnv:
         # On the episode's own page (no new renderer, see _reset): the episode is over, and a page that asks
         # before it is left (beforeunload) is let go (_on_dialog).
         self.events.finishing = True
-        page = self.page if not self.page.is_closed() else await self.context.new_page()
+        page = self.live_page if not self.live_page.is_closed() else await self.live_context.new_page()
         try:
             await page.goto(f"{self.url}/finish", wait_until="domcontentloaded")
             state = json.loads(await page.inner_text("pre"))
@@ -316,7 +346,7 @@ class WebEnv:
             if self.settings.judge_url
             else None
         )
-        result = await asyncio.get_running_loop().run_in_executor(None, grade, self.task, state, answer, judge)
+        result = await asyncio.get_running_loop().run_in_executor(None, grade, self.web_task, state, answer, judge)
         self.done = True
         details = {"evals": result.results, "final_state_differences": state.get("differences")}
         info.end("completed", result.success, answer, details)

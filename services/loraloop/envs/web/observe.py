@@ -100,7 +100,7 @@ def flatten_axtree(
     stack: list[tuple[dict, int, str, str | None]] = [(r, 0, "", None) for r in reversed(roots)]
     while stack:
         node, depth, parent_name, hidden_bid = stack.pop()
-        bid = bids.get(node.get("backendDOMNodeId"))
+        bid = bids.get(node.get("backendDOMNodeId", -1))  # -1: no DOM node, no bid
         line = _line(node, bid, hidden_bid if text_bids else None)
         name = str(_value(node.get("name")) or "").strip()
         role = _value(node.get("role"))

@@ -52,6 +52,13 @@ class OutsideTask:
 
     index: str
     env: str = POLICY
+    # the rest of what loraloop reads of a task (tasks/base.Task): nothing is known of it here
+    description: str = ""
+    split: str = ""
+    category: str = ""
+    labels: tuple[str, ...] = ()
+    source: str = ""
+    short_index: str | None = None
 
 
 def key_digest(api_key: str) -> str:
@@ -230,7 +237,7 @@ class Sessions:
     def _write(self, state: EpisodeState, status: str) -> dict[str, Any]:
         """The episode of a claimed session, written; its summary."""
         session = EpisodeSession.resume(self.store, None, OutsideTask(state.task_id), state.session)
-        total = sum(step.reward for step in session.recorder.records[1:])
+        total = sum(step.reward for step in session.recorder.records if isinstance(step, Step))
         session.outcome.success, session.outcome.reward = total > 0, total
         stored = session.finish(status)
         return {
@@ -248,7 +255,7 @@ class Sessions:
                 state = self.states.get(digest)
                 if state is not None and self.states.claim(digest):
                     self._store(state, "expired")
-                    ended.append(state.sample_id)
+                    ended.append(str(state.sample_id))  # a gateway session's id
         return ended
 
     def interrupt_all(self) -> None:

@@ -26,7 +26,7 @@ from pathlib import Path
 
 from loraloop.errors import TaskFormatError
 from loraloop.tasks.base import REGISTRY_FILE, Registry, TaskSet, load_sets
-from loraloop.tasks.shell.format import missing_scripts, parse_task
+from loraloop.tasks.shell.format import ShellTask, missing_scripts, parse_task
 
 FORMAT = "agentbench-os"
 DEV_FILE = "dev.json"
@@ -150,7 +150,8 @@ def _registry_yaml(name: str, sets: list[TaskSet], source: tuple[Path, Path]) ->
 
 
 def _validate(registry: Registry) -> None:
-    missing = [f"{t.index}: missing script {m}" for t in registry.tasks for m in missing_scripts(t)]
+    shell = [t for t in registry.tasks if isinstance(t, ShellTask)]  # AgentBench's sets hold only shell tasks
+    missing = [f"{t.index}: missing script {m}" for t in shell for m in missing_scripts(t)]
     if missing:
         raise TaskFormatError("; ".join(missing))
 

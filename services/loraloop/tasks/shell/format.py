@@ -189,6 +189,8 @@ def _start(value: Any, where: _Where, scripts_dir: Path | None) -> str:
         )
     if script.code is not None:
         return script.code
+    if script.file is None:
+        raise where.at("file").fail("names neither code nor a file")
     path = (scripts_dir or Path(".")) / script.file
     try:
         return path.read_text(encoding="utf-8")

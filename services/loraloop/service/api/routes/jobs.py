@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Query
 
@@ -10,7 +10,7 @@ from loraloop.service import jobs
 from loraloop.service.api.deps import BookDep, QueueDep, SettingsDep, authorised
 from loraloop.service.models import ErrorMessage, JobRequest, JobStatus
 
-UNKNOWN = {404: {"model": ErrorMessage, "description": "no job with this run id"}}
+UNKNOWN: dict[int | str, dict[str, Any]] = {404: {"model": ErrorMessage, "description": "no job with this run id"}}
 
 router = APIRouter(
     prefix="/api/jobs",

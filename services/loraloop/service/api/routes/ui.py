@@ -274,6 +274,9 @@ async def login(request: Request, settings: SettingsDep) -> RedirectResponse:
 router.include_router(pages)
 
 
-def login_redirect(_request: Request, exc: LoginNeeded) -> RedirectResponse:
-    """The exception handler that sends a browser without the token to the login form."""
+def login_redirect(_request: Request, exc: Exception) -> RedirectResponse:
+    """The exception handler that sends a browser without the token to the login form (registered for LoginNeeded
+    alone; Starlette types a handler by Exception)."""
+    if not isinstance(exc, LoginNeeded):
+        raise exc
     return RedirectResponse(f"/ui/login?{urlencode({'next': exc.next_url})}", status_code=303)
