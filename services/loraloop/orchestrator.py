@@ -375,10 +375,10 @@ def rl_iteration(run: RLRun, iteration: int, version: int, ahead: Ahead | None =
     """One iteration's stages in order, each timed into its row (`rollout_s`, `train_s`, `publish_s`, `eval_s`):
     roll out (or read the stored run), build the batch and train, publish, evaluate when due; the row is recorded.
     In asynchronous mode (K >= 1) the next iteration's rollouts are submitted before this one trains, sampled by
-    the newest version (the one this iteration trains from: one version behind the one their iteration trains),
-    and play while it trains and publishes (`ahead`: the job this one's came
-    from, submitted during the iteration before). Returns the version the next iteration samples with (the same
-    one when there was nothing to train on) and the next iteration's job, if submitted."""
+    the newest version (the one this iteration trains from, so one version behind the one their own iteration
+    trains), and play while this one trains and publishes; `ahead` is this iteration's job when the iteration before
+    submitted it. Returns the version the next iteration samples with (the same one when there was nothing to train
+    on) and the next iteration's job, if submitted."""
     seconds: dict[str, float] = {}
     run.announce(iteration, version)
     with timed(seconds, "rollout_s"):
