@@ -60,6 +60,21 @@ def timed(fn: Callable[[], Any]) -> tuple[Any, float]:
     return result, time.perf_counter() - started
 
 
+def local_settings(work: Path, port: int, model: str):
+    """The settings of a bench that starts its own vLLM on `port` and keeps its store and adapters under `work`, so
+    that nothing it writes reaches the project's volumes (a loraloop Settings; imported here, not at the top, for
+    the benches that need none)."""
+    from loraloop.settings import Settings
+
+    return Settings(
+        vllm_port=port,
+        vllm_url=f"http://127.0.0.1:{port}/v1",
+        store_url=f"file://{work / 'store'}",
+        adapters_dir=work / "adapters",
+        base_model_name=model,
+    )
+
+
 def free_port() -> int:
     """A TCP port on 127.0.0.1 that nothing listens on now."""
     with socket.socket() as sock:

@@ -32,7 +32,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import httpx
-from results import add_out, free_port, percentile, report
+from results import add_out, free_port, local_settings, percentile, report
 
 from loraloop.orchestrator import demo_plan, run_rl, run_turn
 from loraloop.serve import vllm_server
@@ -89,13 +89,7 @@ def main() -> int:
     os.chdir(ROOT)
     work = Path(tempfile.mkdtemp(prefix="bench-rl-"))
     port = free_port()
-    settings = Settings(
-        vllm_port=port,
-        vllm_url=f"http://127.0.0.1:{port}/v1",
-        store_url=f"file://{work / 'store'}",
-        adapters_dir=work / "adapters",
-        base_model_name=MODEL,
-    )
+    settings = local_settings(work, port, MODEL)
     vllm_server.start(settings, port=port, timeout=900)
     try:
         plan = replace(demo_plan(epochs=args.bc_epochs), seeds=(1,))

@@ -30,7 +30,7 @@ from contextlib import ExitStack
 from dataclasses import replace
 from pathlib import Path
 
-from results import add_out, free_port, machine, report
+from results import add_out, free_port, local_settings, machine, report
 
 from loraloop.evaluate.stats import wilson
 from loraloop.orchestrator import demo_plan, run_rl, run_turn
@@ -67,13 +67,7 @@ def main() -> int:
     os.chdir(ROOT)
     work = Path(tempfile.mkdtemp(prefix="bench-rl-async-"))
     port = free_port()
-    settings = Settings(
-        vllm_port=port,
-        vllm_url=f"http://127.0.0.1:{port}/v1",
-        store_url=f"file://{work / 'store'}",
-        adapters_dir=work / "adapters",
-        base_model_name=MODEL,
-    )
+    settings = local_settings(work, port, MODEL)
     os.environ["VLLM_CPU_OMP_THREADS_BIND"] = "0"  # vLLM on core 0
     vllm_server.start(settings, port=port, timeout=900)
     os.sched_setaffinity(0, {1})  # training and the episodes' drivers on core 1

@@ -29,7 +29,7 @@ from contextlib import ExitStack
 from dataclasses import replace
 from pathlib import Path
 
-from results import RESULTS, add_out, free_port, report
+from results import RESULTS, add_out, free_port, local_settings, report
 
 from loraloop.evaluate.report import mean_sd, write_learning_report
 from loraloop.orchestrator import demo_plan, run_rl, run_turn
@@ -102,13 +102,7 @@ def main() -> int:
     os.chdir(ROOT)
     work = args.work or Path(tempfile.mkdtemp(prefix="bench-rl-learning-"))
     port = free_port()
-    settings = Settings(
-        vllm_port=port,
-        vllm_url=f"http://127.0.0.1:{port}/v1",
-        store_url=f"file://{work / 'store'}",
-        adapters_dir=work / "adapters",
-        base_model_name=MODEL,
-    )
+    settings = local_settings(work, port, MODEL)
     vllm_server.start(settings, port=port, timeout=900)
     try:
         with ExitStack() as server:
