@@ -396,10 +396,9 @@ def rl_iteration(run: RLRun, iteration: int, version: int, ahead: Ahead | None =
             console.print(
                 f"[yellow]iteration {iteration + 1}: nothing to train on ({row['skipped']}); no new version[/]"
             )
-    row.update(version=run.served(version), publish_s=seconds["publish_s"])
     if trained and run.eval_due(iteration):
         with timed(seconds, "eval_s"):
             row["held_out"] = run.held_out(version)
-        row["eval_s"] = seconds["eval_s"]
+    row.update(version=run.served(version), **seconds)
     run.close_iteration(row)
     return version, following
