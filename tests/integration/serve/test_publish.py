@@ -127,11 +127,14 @@ def test_sync_gives_a_restarted_vllm_its_adapters_back(vllm_url, settings_for, t
     from loraloop.serve.publish import _post, serve_version, served_version
     from loraloop.serve.sync import sync
 
-    settings = settings_for(vllm_url=vllm_url)
+    # What sync loads is the subject here, not how fast: on a thrashing CI runner (loading SmolLM2's weights took
+    # 2 minutes) one of its requests to vLLM got no reply within the default 120 s (stop 38), so 10 minutes here.
+    settings = settings_for(vllm_url=vllm_url, request_timeout_s=600.0)
     publish(settings, smollm_adapter(tmp_path / "a", random_b=True, seed=3), "synced", load=False)
     assert served_version(settings, "synced") is None
     env = {
         **os.environ,
+        "LORALOOP_REQUEST_TIMEOUT_S": "600",
         "LORALOOP_VLLM_URL": vllm_url,
         "LORALOOP_STORE_URL": settings.store_url,
         "LORALOOP_ADAPTERS_DIR": str(settings.adapters_dir),
@@ -142,7 +145,7 @@ def test_sync_gives_a_restarted_vllm_its_adapters_back(vllm_url, settings_for, t
         env=env,
         capture_output=True,
         text=True,
-        timeout=300,
+        timeout=800,  # under pytest-timeout's 900 s
     )
     assert proc.returncode == 0, proc.stderr
     assert f"loaded synced v1 -> {vllm_url}" in " ".join(proc.stderr.split()) and heartbeat.exists()

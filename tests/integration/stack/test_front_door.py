@@ -98,3 +98,4 @@ def test_make_up_that_fails_shows_the_log_of_each_service_that_did_not_come_up(t
     assert "sick did not come up" in proc.stderr and "Traceback: boom" in proc.stderr
     assert "crashed did not come up" in proc.stderr and "died" in proc.stderr
     assert "fine" not in proc.stderr
+    assert proc.stderr.splitlines()[-1] == "make up: not up: crashed (exited, exit 3) sick (unhealthy, running, exit 0)"
