@@ -11,6 +11,7 @@ untimed warm-up. An agent's session is 10 calls here: a new one starts every 10 
 recorded call pays what a session of its length costs. The direct call is the client's own request; the gateway
 also asks vLLM for logprobs and token ids, so "direct+trace" (the same request with those fields, straight to
 vLLM) is timed too: gateway − direct is what a user sees, gateway − direct+trace what the proxy itself costs.
+"direct+logprobs" and "direct+token ids" ask for one of the two each: where vLLM's part of the trace goes.
 
 Then the same again against a stand-in for vLLM that answers at once with a reply the real one gave in this run
 (`canned`): what the proxy itself costs, apart from the model's time and from vLLM's threads sharing the CPUs.
@@ -45,9 +46,16 @@ from results import ROOT, add_out, free_port, machine, percentile, report  # noq
 MODEL, SEED, ADMIN, SESSION_CALLS, TARGET_MS = "SmolLM2-135M-Instruct", 1234, "bench-admin-key-0123456789", 10, 5.0
 MESSAGES = [{"role": "system", "content": "You answer in one word."}, {"role": "user", "content": "Name a colour."}]
 TRACE = {"logprobs": True, "return_token_ids": True}
+# The direct requests timed against vLLM: the client's own, then with each field the gateway adds, then both
+DIRECT = {
+    "direct": {},
+    "direct+logprobs": {"logprobs": True},
+    "direct+token ids": {"return_token_ids": True},
+    "direct+trace": TRACE,
+}
 
 
-def call(client: httpx.Client, url: str, key: str, max_tokens: int, stream: bool, trace: bool = False) -> float:
+def call(client: httpx.Client, url: str, key: str, max_tokens: int, stream: bool, extra: dict | None = None) -> float:
     """Seconds for one chat completion, whole or streamed to its last byte."""
     body = {
         "model": MODEL,
@@ -56,7 +64,7 @@ def call(client: httpx.Client, url: str, key: str, max_tokens: int, stream: bool
         "temperature": 0,
         "seed": SEED,
         "stream": stream,
-        **(TRACE if trace else {}),
+        **(extra or {}),
     }
     started = time.perf_counter()
     with client.stream(
@@ -96,21 +104,28 @@ class Sessions:
             self.key = None
 
 
-def measure(vllm: str, gateway: str, calls: int, max_tokens: int, stream: bool) -> dict[str, list[float]]:
-    """`calls` rounds of direct, direct+trace and gateway (order rotated each round), after one untimed round."""
-    times: dict[str, list[float]] = {"direct": [], "direct+trace": [], "gateway": []}
+def measure(
+    vllm: str, gateway: str, calls: int, max_tokens: int, stream: bool, parts: bool = True
+) -> dict[str, list[float]]:
+    """`calls` rounds of the direct requests (DIRECT; only direct and direct+trace without `parts`) and the
+    gateway's, the order rotated each round, after one untimed round."""
+    direct = {name: extra for name, extra in DIRECT.items() if parts or name in ("direct", "direct+trace")}
     with httpx.Client(timeout=600) as client:
         sessions = Sessions(client, gateway)
         runs = {
-            "direct": lambda: call(client, vllm, "EMPTY", max_tokens, stream),
-            "direct+trace": lambda: call(client, vllm, "EMPTY", max_tokens, stream, trace=True),
+            **{
+                name: (lambda extra=extra: call(client, vllm, "EMPTY", max_tokens, stream, extra))
+                for name, extra in direct.items()
+            },
             "gateway": lambda: call(client, f"{gateway}/v1", sessions.key_for_next(), max_tokens, stream),
         }
         names = list(runs)
+        times: dict[str, list[float]] = {name: [] for name in names}
         for name in names:
             runs[name]()  # warm-up
         for round_ in range(calls):
-            for name in names[round_ % 3 :] + names[: round_ % 3]:
+            turn = round_ % len(names)
+            for name in names[turn:] + names[:turn]:
                 times[name].append(runs[name]())
         sessions.end()
     return times
@@ -203,6 +218,23 @@ def table(results: dict[str, dict[str, list[float]]]) -> tuple[list[str], float]
     return lines, added_whole
 
 
+def parts_table(results: dict[str, dict[str, list[float]]]) -> list[str]:
+    """Markdown rows: what each field the gateway adds to a request costs vLLM (p50 against the client's own request)
+    beside the proxy's share (gateway − direct+trace)."""
+    lines = [
+        "| calls | direct p50 | +logprobs | +token ids | +both (direct+trace) | proxy (gateway − direct+trace) |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
+    for mode, times in results.items():
+        p50 = {name: percentile(values, 50) for name, values in times.items()}
+        lines.append(
+            f"| {mode} | {p50['direct']:.1f} ms | {p50['direct+logprobs'] - p50['direct']:+.1f} ms | "
+            f"{p50['direct+token ids'] - p50['direct']:+.1f} ms | {p50['direct+trace'] - p50['direct']:+.1f} ms | "
+            f"{p50['gateway'] - p50['direct+trace']:+.1f} ms |"
+        )
+    return lines
+
+
 def main() -> int:
     """Run the bench, print (and with --out write) the table, PASS or MISSED."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
@@ -231,8 +263,8 @@ def main() -> int:
                 proc, gateway = start_gateway(stand_in, args.broker, f"file://{store}")
                 try:
                     alone = {
-                        "whole": measure(stand_in, gateway, args.calls * 3, args.max_tokens, stream=False),
-                        "streamed": measure(stand_in, gateway, args.calls * 3, args.max_tokens, stream=True),
+                        "whole": measure(stand_in, gateway, args.calls * 3, args.max_tokens, False, parts=False),
+                        "streamed": measure(stand_in, gateway, args.calls * 3, args.max_tokens, True, parts=False),
                     }
                 finally:
                     proc.terminate()
@@ -255,6 +287,10 @@ def main() -> int:
             f"{SESSION_CALLS} calls each. Added = gateway − direct at the same percentile.",
             "",
             *lines,
+            "",
+            "Where the added time goes (p50, against the client's own request straight to vLLM):",
+            "",
+            *parts_table(results),
             "",
             f"The proxy alone: the same, {args.calls * 3} calls of each kind, against a stand-in for vLLM on loopback "
             "that answers at once with a reply the real one gave in this run (no model time, no model threads on the "

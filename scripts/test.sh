@@ -11,9 +11,14 @@
 # for work; with three workers, their training processes, vLLM and Chromium sharing two cores, the spinning
 # threads take the cores from the ones with work. Three forward+backward passes of SmolLM2 on 512 tokens, on 2
 # threads beside a 2-thread training run: 80-94 s of wall and CPU with spinning, 25 s passive (1 thread: 34 s).
+# VLLM_CPU_KVCACHE_SPACE=1: each vLLM CPU the tests start (one per worker, the loop's, the CI stack's) reserves its
+# KV cache whole at start; 1 GiB (46k tokens of SmolLM2-135M, over twice what the tests keep in flight) instead of
+# the product's 2 takes 1 GiB less resident a server. Free memory fell to 4 GiB of 24 while the CI stack ran beside
+# the three workers, and the CI runner of stop 38 thrashed (loading SmolLM2's weights took two minutes).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 export OMP_WAIT_POLICY="${OMP_WAIT_POLICY:-PASSIVE}"
+export VLLM_CPU_KVCACHE_SPACE="${VLLM_CPU_KVCACHE_SPACE:-1}"
 workers=${LORALOOP_TEST_WORKERS:-3}
 if [ "$workers" = 0 ]; then
   .venv/bin/python -m pytest "$@"

@@ -89,15 +89,18 @@ class LoopPlan:
 
     def rl_config(self, settings: Settings, folder: Path, **fields) -> RLConfig:
         """`loraloop train rl` from the BC adapter a turn left in folder/bc_lora: on the plan's train tasks, its
-        held-out tasks the test subset, run state in folder/rl; `fields` set the rest of RLConfig."""
+        held-out tasks the test subset, run state in folder/rl; `fields` set the rest of RLConfig (output_dir
+        among them: several RL runs from one warm start)."""
         return RLConfig(
-            base_model=str(settings.model_dir),
-            dataset_path=self.registry,
-            subset=self.train_subset,
-            eval_subset=self.test_subset,
-            init_adapter=str(folder / "bc_lora"),
-            output_dir=str(folder / "rl"),
-            **fields,
+            **{
+                "base_model": str(settings.model_dir),
+                "dataset_path": self.registry,
+                "subset": self.train_subset,
+                "eval_subset": self.test_subset,
+                "init_adapter": str(folder / "bc_lora"),
+                "output_dir": str(folder / "rl"),
+                **fields,
+            }
         )
 
 

@@ -104,14 +104,9 @@ def test_rollout_export_and_the_task_server_run_a_kind_registered_by_one_line(tm
     assert len(list(iter_episodes(open_store(settings=settings), f"trajectories/grpo_online/{reward.run_id}/"))) == 3
 
 
-def test_train_rl_runs_a_kind_registered_by_one_line_asynchronously(vllm_url, tmp_path):
-    """Two iterations of online RL from the base model in asynchronous mode (`--async`: K = 1): every episode
-    sampled by vLLM, scored by the kind, trained on and published as versions 1 and 2. The second iteration's
-    rollouts were submitted before the first trained: they play while it trains (their records' timestamps cross
-    its training window), sampled by the base model, one version behind the v1 they train, so none is dropped."""
-    from loraloop.store import adapters, open_store
-    from loraloop.store.trajectories import iter_episodes, run_prefix
-
+def echo_rl(tmp_path, vllm_url: str, name: str) -> tuple[dict, list[str]]:
+    """The environment and command line of `loraloop train rl` on the echo kind in asynchronous mode (`--async`:
+    K = 1) from the base model: two iterations of 2 tasks x 4 rollouts of one step, no held-out evaluation."""
     experiments = tmp_path / "experiments.yaml"
     experiments.write_text(
         "experiments:\n  rl_echo:\n    policy: openai\n    model: SmolLM2-135M-Instruct\n    max_steps: 1\n"
@@ -126,12 +121,24 @@ def test_train_rl_runs_a_kind_registered_by_one_line_asynchronously(vllm_url, tm
         "LORALOOP_MAX_TOKENS": "16",
         "LORALOOP_ADAPTERS_DIR": str(tmp_path / "adapters"),
     }
-    name = f"echo{os.getpid()}"
     command = [sys.executable, "-m", "loraloop.cli", "train", "rl", "--dataset_path", TASKS]
     command += ["--output_dir", str(tmp_path / "rl"), "--adapter_name", name, "--experiment", "rl_echo"]
     command += ["--iterations", "2", "--tasks_per_iteration", "2", "--rollouts_per_task", "4", "--eval_every", "0"]
     command += ["--async"]
     command += ["--lora_r", "8", "--batch_size", "8", "--base_model", str(MODEL)]
+    return env, command
+
+
+def test_train_rl_runs_a_kind_registered_by_one_line_asynchronously(vllm_url, tmp_path):
+    """Two iterations of online RL from the base model in asynchronous mode (`--async`: K = 1): every episode
+    sampled by vLLM, scored by the kind, trained on and published as versions 1 and 2. The second iteration's
+    rollouts were submitted before the first trained: they play while it trains (their records' timestamps cross
+    its training window), sampled by the base model, one version behind the v1 they train, so none is dropped."""
+    from loraloop.store import adapters, open_store
+    from loraloop.store.trajectories import iter_episodes, run_prefix
+
+    name = f"echo{os.getpid()}"
+    env, command = echo_rl(tmp_path, vllm_url, name)
     done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     history = json.loads((tmp_path / "rl" / "rl_history.json").read_text())
@@ -147,3 +154,39 @@ def test_train_rl_runs_a_kind_registered_by_one_line_asynchronously(vllm_url, tm
     )
     assert {e.start.adapter for e in second} == {None} and history[1]["sampled_with"] == history[0]["sampled_with"]
     assert (history[1]["stale"], history[1]["versions"]) == (0, {"v0": 8})  # one version behind v1: within K = 1
+
+
+def test_train_rl_in_asynchronous_mode_survives_kill_9(vllm_url, tmp_path):
+    """The asynchronous run killed with SIGKILL once the second iteration's rollout job, submitted ahead while the
+    first trains, has stored an episode; the same command again goes on from what is stored: it exits 0, publishes
+    versions 1 and 2 once each, keeps every episode the killed run stored as it was, and plays none twice."""
+    import signal
+    import time
+
+    from loraloop.store import adapters, open_store
+    from loraloop.store.trajectories import iter_episodes, run_prefix
+
+    name = f"echokill{os.getpid()}"
+    env, command = echo_rl(tmp_path, vllm_url, name)
+    store = open_store(env["LORALOOP_STORE_URL"])
+    runs = [run_prefix("rl_echo", f"{name}-it{iteration:04d}") for iteration in (0, 1)]
+    first = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    deadline = time.monotonic() + 600
+    while not list(store.list(runs[1])):  # iteration 1's job is out (it is submitted ahead in async mode)
+        assert first.poll() is None, f"the run ended before it could be killed:\n{first.stdout.read()}"
+        assert time.monotonic() < deadline, "iteration 1's rollout never started"
+        time.sleep(0.1)
+    first.send_signal(signal.SIGKILL)
+    first.wait()
+    published = adapters.versions(store, name)
+    kept = {key: store.get_bytes(key) for run in runs for key in store.list(run)}
+
+    second = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
+    assert second.returncode == 0, second.stdout[-3000:] + second.stderr[-3000:]
+    assert published in ([], [1]) and adapters.versions(store, name) == [1, 2], published
+    assert all(store.get_bytes(key) == data for key, data in kept.items())
+    for run in runs:  # 2 tasks x 4 rollouts, each stored once
+        played = [(e.start.task_id, e.start.attempt_idx) for e in iter_episodes(store, run)]
+        assert len(played) == 8 and len(set(played)) == 8, played
+    history = json.loads((tmp_path / "rl" / "rl_history.json").read_text())
+    assert [r["iteration"] for r in history] == [0, 1, 2]
