@@ -74,6 +74,7 @@ LONGEST_FIRST = (
     "service/test_jobs.py",  # 148
     "train/test_train_algorithms.py",  # 87
     "envs/test_browsergym_parity.py",  # 80
+    "train/test_new_kind.py",  # 75: the echo kind end to end, async RL and its kill -9 (it ran last, alone)
     "rollout/test_halo_modes.py",  # 77
     "taskserver/test_task_server.py",  # 63
     "envs/test_hostile.py",  # 58
