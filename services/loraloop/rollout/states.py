@@ -14,7 +14,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar, cast
 
 from loraloop.errors import EnvironmentFailure
@@ -71,8 +71,12 @@ class EpisodeState:
     ending: dict[str, Any] | None = None
 
     def to_json(self) -> str:
-        """The state as one JSON document."""
-        return json.dumps(asdict(self), ensure_ascii=False)
+        """The state as one JSON document.
+
+        Its fields hold plain JSON values already, so they are dumped as they are: dataclasses.asdict would copy the
+        whole session, every token id and logprob, on every call (18 % of the recording gateway's request time in a
+        py-spy profile, growing with the session)."""
+        return json.dumps(vars(self), ensure_ascii=False)
 
     @classmethod
     def from_json(cls, text: str | bytes) -> EpisodeState:
