@@ -401,7 +401,7 @@ def rl_iteration(run: RLRun, iteration: int, version: int, ahead: Ahead | None =
             )
     if trained and run.eval_due(iteration):
         with timed(seconds, "eval_s"):
-            row["held_out"] = run.held_out(version)
+            row.update(run.held_out(version))
     row.update(version=run.served(version), **seconds)
     run.close_iteration(row)
     return version, following

@@ -219,6 +219,7 @@ class RLRun:
         self.out.mkdir(parents=True, exist_ok=True)
         self.jobs = jobs_client(settings, concurrency=cfg.concurrency)
         self.history: list[dict] = self._read_history()
+        self.replays: dict[str, int] = {}  # a job's episodes played again after an infrastructure failure, by run id
         self.correction = correction(cfg)  # None: bypass mode
         self.fused = False  # the policy has TRL's fused LM head (set by load_policy)
         self.model: Any = None  # the policy (a PEFT model) once load_policy ran
@@ -304,8 +305,9 @@ class RLRun:
         once_ended(partial(self.jobs.submit, request), partial(self.jobs.status, run_id))
 
     def wait(self, run_id: str) -> list:
-        """Follow a submitted job to its end (a live bar) and return its episodes as stored."""
-        follow(lambda: self.jobs.status(run_id))
+        """Follow a submitted job to its end (a live bar) and return its episodes as stored; the job's replays (episodes
+        the model server or the environment failed, played again: LORALOOP_EPISODE_RETRIES) are kept in `replays`."""
+        self.replays[run_id] = follow(lambda: self.jobs.status(run_id)).retries
         return list(iter_episodes(self.store, run_prefix(self.cfg.experiment, run_id)))
 
     def learn_rates(self, episodes: list) -> None:
@@ -399,11 +401,14 @@ class RLRun:
         mode, _, run_id = (self.cfg.from_run or "").partition("/")
         return list(iter_episodes(self.store, run_prefix(mode, run_id)))
 
-    def held_out(self, version: int) -> float | None:
-        """Greedy success of a version on the held-out tasks (its episodes kept by version, so a rerun reuses them);
-        None without held-out evaluation (`--eval_every 0`, or `--from_run`: no registry to play)."""
+    def held_out(self, version: int) -> dict:
+        """A version's held-out evaluation for its row: `held_out`, its greedy success over the held-out episodes the
+        policy played (one lost to the model server or the environment after its replays is not the policy's: it is
+        counted in `eval_errors`, not as a failure; None when none was played), and `eval_retries`, the episodes
+        played again. Its episodes are kept by version, so a rerun reuses them. Empty without held-out evaluation
+        (`--eval_every 0`, or `--from_run`: no registry to play)."""
         if not self.cfg.eval_every or self.cfg.from_run:
-            return None
+            return {}
         run_id = f"{self.cfg.adapter_name}-eval-v{version}"
         self.submit_job(
             run_id,
@@ -415,7 +420,12 @@ class RLRun:
             seed=self.cfg.seed,
         )
         episodes = self.wait(run_id)
-        return round(sum(e.success for e in episodes) / len(episodes), 4) if episodes else None
+        played = [e for e in episodes if e.end.status not in NOT_THE_POLICY]
+        return {
+            "held_out": round(sum(e.success for e in played) / len(played), 4) if played else None,
+            "eval_errors": len(episodes) - len(played),
+            "eval_retries": self.replays.get(run_id, 0),
+        }
 
     # -- the plan's stages (orchestrator.run_rl carries them out, each timed) ------------------------------
     def start(self) -> tuple[int, int]:
@@ -437,7 +447,7 @@ class RLRun:
                     "iteration": 0,
                     "sampled_with": None,
                     "version": self.served(version),
-                    "held_out": self.held_out(version),
+                    **self.held_out(version),
                     "eval_s": round(time.perf_counter() - started, 1),
                 }
             )
@@ -508,6 +518,7 @@ class RLRun:
         trained = self.train(rows, stats["tokens"], iteration) if rows else {"steps": 0}
         sampled_with = self.served(job.version if job else version)
         row = {"iteration": iteration + 1, "sampled_with": sampled_with, **stats, **trained, "skipped": skipped(stats)}
+        row["retries"] = self.replays.get(job.run_id, 0) if job else 0  # episodes played again (errored: given up)
         if job is not None and job.pools is not None:
             row["pools"] = job.pools.summary()
         return row, bool(rows)
@@ -554,7 +565,7 @@ class RLRun:
         meta = adapters.read_metadata(self.store, self.cfg.adapter_name, adapters.version_name(version))
         row = {**meta["training_metrics"]["row"], "version": self.served(version)}
         if self.cfg.eval_every and row["iteration"] % self.cfg.eval_every == 0:
-            row["held_out"] = self.held_out(version)
+            row.update(self.held_out(version))
         return row
 
     def log_steps(self, logs: list[dict]) -> None:
@@ -602,6 +613,10 @@ COLUMNS = (
     "rows",
     "sampled_tokens",
     "skipped",
+    "errored",
+    "retries",
+    "eval_errors",
+    "eval_retries",
     "pools",
     "rollout_s",
     "train_s",

@@ -190,3 +190,41 @@ def test_train_rl_in_asynchronous_mode_survives_kill_9(vllm_url, tmp_path):
         assert len(played) == 8 and len(set(played)) == 8, played
     history = json.loads((tmp_path / "rl" / "rl_history.json").read_text())
     assert [r["iteration"] for r in history] == [0, 1, 2]
+
+
+def test_rl_held_out_counts_episodes_lost_to_the_model_server_apart(echo_kind, vllm_url, settings_for, tmp_path):
+    """Issue #30 item 5: the held-out evaluation of a version whose model server answers every chat completion with
+    HTTP 500 (the real vLLM behind FaultProxy, test_model_faults' fault injector: vLLM does not fail on demand). The
+    episode is played again once (LORALOOP_EPISODE_RETRIES=1), then stored as service_error: the row counts it in
+    `eval_errors` and its replay in `eval_retries`, and `held_out` is None (no episode the policy played), not the
+    0 % it was when such errors counted as the policy's failures."""
+    from loraloop.rl_loop import RLRun
+    from loraloop.train.config import RLConfig
+    from tests.integration.rollout.test_model_faults import FaultProxy
+
+    experiments = tmp_path / "experiments.yaml"
+    experiments.write_text("experiments:\n  rl_echo:\n    policy: openai\n    model: SmolLM2-135M-Instruct\n")
+    proxy = FaultProxy(vllm_url)
+    proxy.fail = 100
+    try:
+        settings = settings_for(
+            vllm_url=proxy.url,
+            experiments_path=experiments,
+            model_retries=0,  # each 500 reaches the episode
+            episode_retries=1,
+            episode_retry_delay_s=0,
+        )
+        cfg = RLConfig(
+            base_model=str(MODEL),
+            dataset_path=TASKS,
+            output_dir=str(tmp_path / "rl"),
+            adapter_name="echoeval",
+            experiment="rl_echo",
+            eval_subset="test",
+            eval_every=1,
+        )
+        counted = RLRun(cfg, settings).held_out(0)
+    finally:
+        proxy.close()
+    assert counted == {"held_out": None, "eval_errors": 1, "eval_retries": 1}, counted  # the one test task, twice
+    assert proxy.failed == 2
