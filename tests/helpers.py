@@ -143,8 +143,9 @@ def play(task, settings, wrong=False):
             messages.append({"role": "user", "content": result.observation})
 
 
-def smollm_adapter(path: Path, random_b: bool, seed: int = 0) -> Path:
-    """A real PEFT LoRA on SmolLM2: random B (changes outputs) or PEFT's default zero B (changes nothing)."""
+def smollm_adapter(path: Path, random_b: bool, seed: int = 0, trainer_logprobs: bool = False) -> Path:
+    """A real PEFT LoRA on SmolLM2: random B (changes outputs) or PEFT's default zero B (changes nothing); with
+    `trainer_logprobs`, saved as loraloop's trainers save one (its own logprobs on the verification prompts)."""
     import torch
     from peft import LoraConfig, get_peft_model
     from transformers import AutoModelForCausalLM
@@ -167,6 +168,12 @@ def smollm_adapter(path: Path, random_b: bool, seed: int = 0) -> Path:
                 if "lora_B" in name:
                     param.normal_(0, 0.05)
     peft.save_pretrained(path)
+    if trainer_logprobs:
+        from transformers import AutoTokenizer
+
+        from loraloop.train.verify_logprobs import save_trainer_logprobs
+
+        save_trainer_logprobs(peft, AutoTokenizer.from_pretrained(MODEL), path, None)
     return path
 
 

@@ -58,6 +58,7 @@ from loraloop.train.rl_trainer import (
     world_size,
 )
 from loraloop.train.task_pools import Draw, PoolRules, draw, last_rates
+from loraloop.train.verify_logprobs import save_trainer_logprobs
 
 if TYPE_CHECKING:
     import torch
@@ -381,6 +382,7 @@ class RLRun:
         folder = self.out / "adapter"
         self.model.save_pretrained(folder)
         self.tokenizer.save_pretrained(folder)
+        save_trainer_logprobs(self.model, self.tokenizer, folder, self.cfg.dataset_path)  # publish checks vLLM by it
         (folder / "training_metrics.json").write_text(
             json.dumps(
                 {

@@ -43,6 +43,12 @@ class Settings(BaseSettings):
     vllm_url: str = "http://127.0.0.1:8000/v1"
     # Every vLLM that publish must make serve a new adapter (comma-separated; default: vllm_url).
     publish_vllm_urls: str = ""
+    publish_max_logprob_diff: float = Field(
+        0.5,
+        gt=0,
+        description="publish refuses a version whose served logprobs differ from the trainer's own on the likely "
+        "first reply tokens of its verification prompts by more than this",
+    )
     vllm_api_key: str = Field("EMPTY", description="the API key sent to vLLM")
     base_model_name: str = Field("SmolLM2-135M-Instruct", description="the base model's served name")
     model_dir: Path = Field(

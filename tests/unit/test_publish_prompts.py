@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from loraloop.serve.publish import _dataset_prompts
+from loraloop.train.verify_logprobs import dataset_prompts
 
 
 def test_prompts_come_from_a_jsonl_dataset_and_never_from_a_task_registry(tmp_path):
@@ -15,11 +15,11 @@ def test_prompts_come_from_a_jsonl_dataset_and_never_from_a_task_registry(tmp_pa
             json.dumps({"prompt": [{"role": "user", "content": f"q{i}"}], "completion": []}) + "\n" for i in range(3)
         )
     )
-    assert _dataset_prompts(str(rows)) == [[{"role": "user", "content": "q0"}], [{"role": "user", "content": "q1"}]]
+    assert dataset_prompts(str(rows)) == [[{"role": "user", "content": "q0"}], [{"role": "user", "content": "q1"}]]
     registry = tmp_path / "mock_base.json"
     registry.write_text(json.dumps({"source": "tau2", "tasks": [{"id": "t"}]}, indent=2))
-    assert _dataset_prompts(str(registry)) == []
+    assert dataset_prompts(str(registry)) == []
     one_line = tmp_path / "registry.json"
     one_line.write_text(json.dumps({"tasks": []}) + "\n")  # a JSON object, but not a row
-    assert _dataset_prompts(str(one_line)) == []
-    assert _dataset_prompts(str(tmp_path / "missing.jsonl")) == [] and _dataset_prompts(None) == []
+    assert dataset_prompts(str(one_line)) == []
+    assert dataset_prompts(str(tmp_path / "missing.jsonl")) == [] and dataset_prompts(None) == []

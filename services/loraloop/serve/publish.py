@@ -18,21 +18,12 @@ from pathlib import Path
 
 import httpx
 
-from loraloop.envs.shell.protocol import INSTRUCTIONS, ONE_SHOT
 from loraloop.errors import ConfigError, LoraloopError, ServiceUnavailable
 from loraloop.rollout.preflight import served_models
 from loraloop.settings import Settings
 from loraloop.store import adapters, open_store
 from loraloop.store.backends import Store
-
-VERIFY_PROMPTS = [
-    [
-        {"role": "system", "content": INSTRUCTIONS},
-        *ONE_SHOT,
-        {"role": "user", "content": "Task: How many lines are in /etc/hostname? Answer with the number only."},
-    ],
-    [{"role": "user", "content": "Write one shell command that prints the current directory."}],
-]
+from loraloop.train.verify_logprobs import VERIFY_PROMPTS, read_trainer_logprobs, verification_prompts
 
 
 class PublishVerificationError(LoraloopError):
@@ -137,6 +128,35 @@ def distance(a: list[dict[str, float]], b: list[dict[str, float]]) -> tuple[floa
         floor_a, floor_b = min(top_a.values()), min(top_b.values())
         gaps += [abs(top_a.get(t, floor_a) - top_b.get(t, floor_b)) for t in top_a.keys() | top_b.keys()]
     return (max(gaps), sum(gaps) / len(gaps)) if gaps else (0.0, 0.0)
+
+
+LIKELY_LOGPROB = -3.0  # served tokens this likely (5 %) are compared with the trainer's, and always the top one
+
+
+def against_trainer(served: list[dict[str, float]], trainer: list[dict[str, float]], threshold: float) -> dict:
+    """Compare a served fingerprint with the trainer's own logprobs on the same prompts (train/verify_logprobs.py):
+    over each prompt's served tokens at least LIKELY_LOGPROB likely (and its likeliest), the largest absolute
+    difference must be at most `threshold`; raise PublishVerificationError naming the gap otherwise.
+
+    Only the likely tokens: vLLM serves in bfloat16 and the trainer computes in its own dtype, so the tail of the
+    distribution is noisy (up to 0.23 on the 20th token of the same weights, measured on the 2-core VM) while the
+    likely tokens agree within 0.12 (0.24 with a bfloat16 trainer) and another adapter moves them by 0.67 or more
+    (docs/training.md). A token
+    the trainer did not keep among its likeliest counts at the trainer's lowest kept logprob (where it is at most)."""
+    gaps = []
+    for served_top, trainer_top in zip(served, trainer, strict=True):
+        floor = min(trainer_top.values())
+        best = max(served_top, key=served_top.__getitem__)
+        likely = [t for t, lp in served_top.items() if lp >= LIKELY_LOGPROB or t == best]
+        gaps += [abs(served_top[t] - trainer_top.get(t, floor)) for t in likely]
+    largest, mean = max(gaps), sum(gaps) / len(gaps)
+    if largest > threshold:
+        raise PublishVerificationError(
+            f"the served logprobs differ from the trainer's own on the same tokens by up to {largest:.3f} (mean "
+            f"{mean:.3f}), above the threshold {threshold} (LORALOOP_PUBLISH_MAX_LOGPROB_DIFF): vLLM serves other "
+            "weights than the ones trained (another adapter, a stale copy, or none)"
+        )
+    return {"max_diff": round(largest, 4), "mean_diff": round(mean, 4), "threshold": threshold, "tokens": len(gaps)}
 
 
 def verify_served(settings: Settings, name: str, prompts: list[list[dict]], recorded: dict | None = None) -> dict:
@@ -264,26 +284,6 @@ def _seen_by_vllm(settings: Settings, name: str, version: str, local: Path) -> s
     )
 
 
-def _dataset_prompts(dataset_path: str | None, limit: int = 2) -> list[list[dict]]:
-    """Up to `limit` prompts of the JSONL dataset the adapter was trained on, to verify it on; none where the
-    training data was not such a file (the RL loop trains from a task registry: JSON, YAML or a folder)."""
-    if not dataset_path or not Path(dataset_path).is_file():
-        return []
-    prompts = []
-    with open(dataset_path) as handle:
-        for line in handle:
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError:
-                return []  # not a dataset of rows
-            if not isinstance(row, dict) or not isinstance(row.get("prompt"), list):
-                return []
-            prompts.append(row["prompt"])
-            if len(prompts) >= limit:
-                break
-    return prompts
-
-
 def publish(settings: Settings, adapter_dir: Path, name: str, *, load: bool = True) -> dict:
     """Store the adapter as the next version vK of `name`, load it into every vLLM as `<name>-vK`, verify,
     mark it the version a bare `name` resolves to, and return its metadata (with `served_name`)."""
@@ -291,6 +291,7 @@ def publish(settings: Settings, adapter_dir: Path, name: str, *, load: bool = Tr
     rank = adapter_config.get("r", 0)
     if rank > settings.max_lora_rank:
         raise ConfigError(f"{adapter_dir}: LoRA rank {rank} exceeds vLLM's --max-lora-rank {settings.max_lora_rank}")
+    trainer = read_trainer_logprobs(adapter_dir)  # None: not saved by loraloop's trainers (base check only)
     metrics_file = adapter_dir / "training_metrics.json"
     metrics = json.loads(metrics_file.read_text()) if metrics_file.is_file() else {}
     weights = (adapter_dir / "adapter_model.safetensors").read_bytes()
@@ -319,15 +320,28 @@ def publish(settings: Settings, adapter_dir: Path, name: str, *, load: bool = Tr
     metadata.update(name=name, version=version, store_key=adapters.version_key(name, version), served_name=served)
     if load:
         local = adapters.download(store, name, version, Path(settings.adapters_dir))
-        prompts = VERIFY_PROMPTS + _dataset_prompts(metrics.get("dataset_path"))
+        prompts = trainer["prompts"] if trainer else verification_prompts(metrics.get("dataset_path"))
         lap("download")
         checks: list[dict] = []  # each server's verification, the first the one the others must match
-        for url in vllm_urls(settings):  # every server: a replica still on the old adapter is caught too
-            server = settings.model_copy(update={"vllm_url": url})
-            load_adapter(server, served, _seen_by_vllm(server, name, version, local))
-            lap("load")
-            checks.append({"url": url, **verify_served(server, served, prompts, checks[0] if checks else None)})
-            lap("verify")
+        loaded: list[Settings] = []
+        try:
+            for url in vllm_urls(settings):  # every server: a replica still on the old adapter is caught too
+                server = settings.model_copy(update={"vllm_url": url})
+                load_adapter(server, served, _seen_by_vllm(server, name, version, local))
+                loaded.append(server)
+                lap("load")
+                check = verify_served(server, served, prompts, checks[0] if checks else None)
+                if trainer:  # the weights the trainer had in memory, not just some weights that are not the base
+                    check["trainer"] = {
+                        **against_trainer(check["fingerprint"], trainer["logprobs"], settings.publish_max_logprob_diff),
+                        "dtype": trainer.get("dtype"),
+                    }
+                checks.append({"url": url, **check})
+                lap("verify")
+        except PublishVerificationError:
+            for server in loaded:  # a refused version serves no request; it stays in the store, unmarked, to inspect
+                unload_adapter(server, served)
+            raise
         metadata["verification"] = {**checks[0], "servers": [c["url"] for c in checks]}
         metadata["publish_s"] = timings  # where a publish's time went: upload, download, load, verify
         adapters.write_metadata(store, name, version, metadata)  # with the fingerprint a rollback must reproduce

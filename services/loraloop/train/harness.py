@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 from loraloop.train.backend import NAMES, resolve_backend, train_dtype
 from loraloop.train.config import LoraTrainConfig
 from loraloop.train.report import write_training_report
+from loraloop.train.verify_logprobs import save_trainer_logprobs
 
 if TYPE_CHECKING:
     from datasets import Dataset
@@ -59,6 +60,7 @@ def train_and_save(
     out = Path(cfg.output_dir)
     trainer.model.save_pretrained(out)
     tokenizer.save_pretrained(out)
+    save_trainer_logprobs(trainer.model, tokenizer, out, str(cfg.dataset_path))  # what publish checks vLLM against
     tokens = int(tokens * cfg.epochs)
     return write_training_report(
         trainer.state.log_history,

@@ -2,7 +2,8 @@
 
 from concurrent.futures import ThreadPoolExecutor
 
-from loraloop.serve.publish import IN_EFFECT_GAP, VERIFY_PROMPTS, distance, fingerprint, load_adapter, unload_adapter
+from loraloop.serve.publish import IN_EFFECT_GAP, distance, fingerprint, load_adapter, unload_adapter
+from loraloop.train.verify_logprobs import VERIFY_PROMPTS
 from tests.helpers import smollm_adapter
 
 SLOTS = 4  # vllm_server.command's --max-loras

@@ -2,11 +2,13 @@
 server of a set, and `adapters sync` after vLLM lost its adapters."""
 
 import json
+import shutil
 
 import pytest
 
 from loraloop.errors import ConfigError, ServiceUnavailable
-from loraloop.serve.publish import IN_EFFECT_GAP, PublishVerificationError, publish
+from loraloop.serve.publish import IN_EFFECT_GAP, PublishVerificationError, listed, publish
+from loraloop.train.verify_logprobs import FILE
 from tests.helpers import free_port, smollm_adapter
 
 
@@ -31,6 +33,49 @@ def test_publish_fails_loudly_when_vllm_serves_base_outputs(vllm_url, settings_f
     zero = smollm_adapter(tmp_path / "zero", random_b=False)
     with pytest.raises(PublishVerificationError, match="logprobs equal the base model's"):
         publish(settings, zero, "zero")
+
+
+def test_publish_checks_the_served_logprobs_against_the_trainers_own(vllm_url, settings_for, tmp_path):
+    """The version goes live only if vLLM's logprobs on the verification prompts are the trainer's own (within the
+    threshold, recorded with the version); a wrong adapter, a zero one and a stale copy vLLM reads in place of the
+    new one all differ from the base, or not, but never match the trainer: each is refused and unloaded."""
+    settings = settings_for(vllm_url=vllm_url)
+    good = smollm_adapter(tmp_path / "good", random_b=True, seed=1, trainer_logprobs=True)
+    meta = publish(settings, good, "checked")
+    trainer = meta["verification"]["trainer"]
+    assert trainer["max_diff"] <= trainer["threshold"] == settings.publish_max_logprob_diff, trainer
+    assert trainer["tokens"] >= len(meta["verification"]["prompt_set"]) == 2 and trainer["dtype"] == "float32"
+
+    def refused(adapter, name, problem, served):
+        with pytest.raises(PublishVerificationError, match=problem):
+            publish(settings, adapter, name)
+        assert served not in listed(settings)  # refused: unloaded, so no request meets it
+
+    wrong = smollm_adapter(tmp_path / "wrong", random_b=True, seed=2)  # another adapter in the trainer's folder
+    shutil.copy(good / FILE, wrong / FILE)
+    refused(wrong, "checked", "differ from the trainer's own", "checked-v2")
+    zero = smollm_adapter(tmp_path / "zero", random_b=False)
+    shutil.copy(good / FILE, zero / FILE)
+    refused(zero, "checked", "equal the base model's", "checked-v3")
+    # a stale copy: vLLM reads adapters from its own folder, where this version's path holds another adapter's files
+    stale = tmp_path / "vllm-view"
+    shutil.copytree(tmp_path / "wrong", stale / "fresh" / "v1")
+    behind = settings_for(vllm_url=vllm_url, vllm_adapters_dir=str(stale))
+    with pytest.raises(PublishVerificationError, match="differ from the trainer's own"):
+        publish(behind, good, "fresh")
+    assert "fresh-v1" not in listed(settings)
+
+
+def test_publish_refuses_a_malformed_trainer_logprobs_file_before_storing(settings_for, tmp_path):
+    adapter = smollm_adapter(tmp_path / "a", random_b=True)
+    (adapter / FILE).write_text('{"prompts": [], "logprobs": []}')
+    settings = settings_for(vllm_url="http://127.0.0.1:9/v1")
+    with pytest.raises(ConfigError, match=f"{FILE}: needs `prompts` and `logprobs`"):
+        publish(settings, adapter, "x")
+    (adapter / FILE).write_text("{not json")
+    with pytest.raises(ConfigError, match=f"{FILE}: not JSON"):
+        publish(settings, adapter, "x")
+    assert not (tmp_path / "store").exists()  # nothing stored
 
 
 def test_publish_rejects_bad_adapters_before_any_load(settings_for, tmp_path):
