@@ -1,11 +1,14 @@
 """Asynchronous RL against synchronous RL: iterations per hour with vLLM and the trainer on a core each.
 
     .venv/bin/python bench/rl_async.py [--iterations 3] [--tasks 4] [--rollouts 4] [--bc_epochs 0.6]
-                                       [--seed 1] [--out [PATH]]
+                                       [--seed 1] [--episodes_on vllm|trainer] [--out [PATH]]
 
-The 2-core machine stands for two devices: vLLM CPU (SmolLM2-135M-Instruct) is pinned to core 0
-(VLLM_CPU_OMP_THREADS_BIND=0), this process, where training runs (one torch thread) and the rollout's episodes
-are driven, to core 1. In one vLLM and one store under a temporary folder:
+The 2-core machine stands for two devices: a rollout device, core 0, with vLLM CPU (SmolLM2-135M-Instruct,
+VLLM_CPU_OMP_THREADS_BIND=0), the episodes' threads and their shell containers (LORALOOP_ROLLOUT_CPUS=0: thread
+affinity and `docker run --cpuset-cpus`), and a training device, core 1, where this process trains (one torch
+thread). `--episodes_on trainer` drives the episodes from core 1 instead, as runs before 2026-11-28 did: there
+the trainer's core also did the rollout's environment work, which two devices do not share.
+In one vLLM and one store under a temporary folder:
 1. BC warm start, as `loraloop demo` makes it (orchestrator.run_turn on demo_plan, not timed);
 2. `loraloop train rl` from it in sync mode (`--max_staleness 0`), --iterations of --tasks train variants x
    --rollouts episodes at temperature 0.7, no held-out evaluation inside the run, timed (the baseline);
@@ -62,15 +65,23 @@ def main() -> int:
     parser.add_argument("--rollouts", type=int, default=4)
     parser.add_argument("--bc_epochs", type=float, default=0.6, help="epochs of the BC warm start RL starts from")
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument(
+        "--episodes_on",
+        choices=("vllm", "trainer"),
+        default="vllm",
+        help="the core the episodes' threads and shell containers run on: vLLM's (0) or the trainer's (1)",
+    )
     add_out(parser, "rl_async")
     args = parser.parse_args()
     os.chdir(ROOT)
     work = Path(tempfile.mkdtemp(prefix="bench-rl-async-"))
     port = free_port()
-    settings = local_settings(work, port, MODEL)
+    settings = local_settings(work, port, MODEL).model_copy(
+        update={"rollout_cpus": "0" if args.episodes_on == "vllm" else "1"}
+    )
     os.environ["VLLM_CPU_OMP_THREADS_BIND"] = "0"  # vLLM on core 0
     vllm_server.start(settings, port=port, timeout=900)
-    os.sched_setaffinity(0, {1})  # training and the episodes' drivers on core 1
+    os.sched_setaffinity(0, {1})  # training on core 1 (the episodes: LORALOOP_ROLLOUT_CPUS)
     import torch
 
     torch.set_num_threads(1)
@@ -111,7 +122,8 @@ def main() -> int:
     per_hour = {mode: args.iterations * 3600 / r["seconds"] for mode, r in runs.items()}
     ratio = per_hour["async"] / per_hour["sync"]
     lines = [
-        f"{machine()}; vLLM pinned to core 0, training and the episodes' drivers to core 1 (one torch thread); "
+        f"{machine()}; vLLM pinned to core 0, training to core 1 (one torch thread), the episodes' threads and "
+        f"shell containers to core {settings.rollout_cpus} (--episodes_on {args.episodes_on}); "
         f"{args.tasks} tasks x {args.rollouts} rollouts per iteration on the demo families' train variants from a "
         f"BC warm start (seed {args.seed}), SmolLM2-135M-Instruct",
         "",

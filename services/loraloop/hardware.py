@@ -51,3 +51,25 @@ if __name__ == "__main__":
         print(choose_dtype(sys.argv[1] if len(sys.argv) > 1 else "auto"))
     except ValueError as exc:
         sys.exit(f"error: {exc}")
+
+
+def cpu_list(text: str) -> set[int]:
+    """The CPUs of a list in taskset/cpuset syntax ("0", "0-3", "0,2-3"); empty text is the empty set (any CPU).
+    Raises ConfigError naming the text when it is not such a list or names a CPU this process may not use."""
+    import os
+
+    from loraloop.errors import ConfigError
+
+    cpus: set[int] = set()
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        low, dash, high = part.partition("-")
+        if not low.isdigit() or (dash and (not high.isdigit() or int(high) < int(low))):
+            raise ConfigError(f"LORALOOP_ROLLOUT_CPUS={text!r}: {part!r} is not a CPU or a range of CPUs like 0-3")
+        cpus |= set(range(int(low), int(high or low) + 1))
+    missing = cpus - os.sched_getaffinity(0)
+    if missing:
+        raise ConfigError(
+            f"LORALOOP_ROLLOUT_CPUS={text!r}: CPU {min(missing)} is not one this process may use "
+            f"({sorted(os.sched_getaffinity(0))})"
+        )
+    return cpus

@@ -154,6 +154,11 @@ class Settings(BaseSettings):
     # Rollouts.
     concurrency: int = Field(8, description="episodes in flight per process (embedded default)")
     model_concurrency: int = Field(32, description="model requests in flight per process")
+    rollout_cpus: str = Field(
+        "",
+        description="CPUs (taskset syntax: 0, 0-3, 0,2) the embedded executor's episode threads and the shell "
+        "containers run on, to keep rollouts off the trainer's cores on one machine; empty: any",
+    )
     model_retries: int = Field(4, description="retries (exponential backoff) on 5xx, 429 and connection errors")
     episode_retries: int = Field(
         2,

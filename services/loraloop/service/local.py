@@ -9,8 +9,10 @@ Celery worker runs (`loraloop.rollout.runner.play`), counted in a book kept in m
 from __future__ import annotations
 
 import builtins
+import os
 from concurrent.futures import Future, ThreadPoolExecutor
 
+from loraloop.hardware import cpu_list
 from loraloop.rollout.runner import crash_summary, play
 from loraloop.rollout.sampler import EpisodeSpec
 from loraloop.rollout.summary import EpisodeSummary
@@ -26,6 +28,7 @@ class LocalJobs:
     def __init__(self, settings: Settings, concurrency: int | None = None) -> None:
         self.settings = settings
         self.concurrency = concurrency or settings.concurrency
+        self.cpus = cpu_list(settings.rollout_cpus)  # a bad list fails here, before any episode
         self.book = MemoryBook()
         self._runs: dict[str, list[Future]] = {}
 
@@ -36,7 +39,12 @@ class LocalJobs:
     def start(self, specs: list[EpisodeSpec], request: JobRequest | None = None) -> JobStatus:
         """Book planned episodes and start those not yet stored, `concurrency` at a time; return at once."""
         run_id, todo = book_job(specs, self.settings, self.book, request)
-        pool = ThreadPoolExecutor(max_workers=self.concurrency, thread_name_prefix=f"episode-{run_id}")
+        pool = ThreadPoolExecutor(
+            max_workers=self.concurrency,
+            thread_name_prefix=f"episode-{run_id}",
+            initializer=pin_thread,
+            initargs=(self.cpus,),
+        )
         self._runs[run_id] = [pool.submit(self._play, spec) for spec in todo]
         pool.shutdown(wait=False)  # the queued episodes still run; the threads end with the last one
         return self.book.status(run_id)
@@ -63,3 +71,10 @@ class LocalJobs:
     def summaries(self, run_id: str) -> builtins.list[EpisodeSummary]:  # `list` in this class is LocalJobs.list
         """Wait for the job's episodes and return their summaries, in planned order."""
         return [future.result() for future in self._runs[run_id]]
+
+
+def pin_thread(cpus: set[int]) -> None:
+    """Run the calling thread (an episode's: its agent, env driver and model calls) on `cpus` (LORALOOP_ROLLOUT_CPUS);
+    nothing when empty. On Linux an affinity set with pid 0 is the calling thread's alone."""
+    if cpus:
+        os.sched_setaffinity(0, cpus)

@@ -162,3 +162,15 @@ def test_many_files_cannot_fill_the_host_disk_on_the_envd_engine(settings_for, m
         if not running:
             subprocess.run(["bash", "scripts/envd.sh", "stop"], capture_output=True, timeout=120)
     print(f"envd: {written_mb} MB written of 1200 tried under a 1g cap; the engine's disk grew {grown_mb:.0f} MB")
+
+
+def test_commands_run_on_the_cpus_rollouts_are_given(settings_for):
+    """LORALOOP_ROLLOUT_CPUS keeps a shell episode's commands on its CPUs (docker run --cpuset-cpus), so that a
+    trainer on the other cores of one machine keeps them; unset, a command may use every CPU."""
+    cpu = max(os.sched_getaffinity(0))
+    for rollout_cpus, allowed in ((str(cpu), str(cpu)), ("", None)):
+        with ShellEnv(simple_task(), settings_for(rollout_cpus=rollout_cpus)) as env:
+            env.reset()
+            result, _ = step_timed(env, "grep Cpus_allowed_list /proc/self/status")
+        listed = result.observation.split("Cpus_allowed_list:")[1].split()[0]
+        assert listed == allowed if allowed else listed != str(cpu) or os.cpu_count() == 1, result.observation

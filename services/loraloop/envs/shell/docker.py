@@ -63,6 +63,7 @@ class Limits:
     tmp_mb: int = 256
     disk: str = ""
     network: str = "none"
+    cpuset: str = ""  # the CPUs it runs on (LORALOOP_ROLLOUT_CPUS; empty: any)
 
     @classmethod
     def from_settings(cls, settings, network: str = "none") -> Limits:
@@ -75,6 +76,7 @@ class Limits:
             tmp_mb=settings.container_tmp_mb,
             disk=settings.container_disk,
             network=network,
+            cpuset=settings.rollout_cpus,
         )
 
     def args(self) -> list[str]:
@@ -108,6 +110,8 @@ class Limits:
             "--cap-drop",
             "SETFCAP",
         ]
+        if self.cpuset:
+            args += ["--cpuset-cpus", self.cpuset]
         if self.disk:
             args += ["--storage-opt", f"size={self.disk}"]
         return args
