@@ -13,7 +13,7 @@ from rich.console import Console
 
 from loraloop.cli.common import EXPERIMENTS, REGISTRY, SEED, TASK_SEED, console
 from loraloop.input_rules import identifier_problem
-from loraloop.service.models import JobRequest
+from loraloop.service.models import JobRequest, JobStatus
 from loraloop.settings import get_settings
 from loraloop.store.backends import shown_under
 
@@ -57,10 +57,10 @@ def job_request(experiment: str, subset: str | None, options: dict, **extra) -> 
     )
 
 
-def run_job(request: JobRequest, config: Path | None, concurrency: int | None) -> str:
+def run_job(request: JobRequest, config: Path | None, concurrency: int | None) -> JobStatus:
     """Submit a job (to the API, the broker or this process), follow it with the bar, print its summary.
 
-    Returns the run id.
+    Returns its final status (the run id, and the replays an evaluation's report counts).
     """
     from loraloop.service.client import jobs_client, with_experiments
     from loraloop.service.progress import follow
@@ -93,7 +93,7 @@ def run_job(request: JobRequest, config: Path | None, concurrency: int | None) -
     )
     for line in status.recent_errors[:5]:
         console.print(f"  [yellow]{line}[/]" if line.startswith("skipped ") else f"  [red]{line}[/]")
-    return status.run_id
+    return status
 
 
 @job_options
@@ -134,16 +134,18 @@ def eval_cmd(
     store = open_store(settings=get_settings())
     if not claim(store, eval_id, job_request(experiment[0], subset, options).model_dump()):
         console.print(f"eval {eval_id}: going on (episodes already stored are kept)")
-    runs = [
+    ended = [
         (name, run_job(job_request(name, subset, options, run_id=eval_id), options["config"], None))
         for name in experiment
     ]
+    runs = [(name, status.run_id) for name, status in ended]
     md, rows = write_report(
         store,
         runs,
         out / eval_id,
         f"Evaluation {eval_id} on {subset or 'all'}",
         viewer_url=viewer_address(get_settings()),
+        retries={name: status.retries for name, status in ended},
     )
     key = save_results(store, eval_id, rows, runs)
     typer.echo(md.read_text())

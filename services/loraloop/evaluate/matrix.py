@@ -63,6 +63,7 @@ def save_results(store: Store, eval_id: str, rows: list, runs: list[tuple[str, s
             "median_steps": r.median_steps,
             "mean_reward": r.mean_reward,
             "errors": r.errors,
+            "retries": r.retries,
             "corrupt": r.corrupt,
         }
         for r, (m, run) in zip(rows, runs)

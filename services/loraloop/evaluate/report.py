@@ -34,6 +34,7 @@ class Row:
     tasks: int = 0
     run_id: str = ""  # the run the episodes are from (the viewer's page of them)
     corrupt: int = 0  # episode objects that cannot be read: left out of every figure, counted here
+    retries: int = 0  # episodes played again after a model server or environment failure (not stored: the job's)
     k: int = 1  # attempts per task (the fewest any task has): pass@k and pass^k are over this many
     pass_at_k: float | None = None  # None when k is 1
     pass_hat_k: float | None = None
@@ -133,7 +134,8 @@ def episodes_url(viewer_url: str, mode: str, run_id: str, outcome: str = "", mod
 def figure_cells(r: Row, link: Callable[[str], str] | None = None) -> str:
     """A row's figures as the Markdown cells under FIGURES: success with its 95% interval, pass@k and pass^k
     (k attempts per task), median steps, mean reward, and errors of the environment or service counted
-    apart; corrupt episodes, left out of these, beside the episode count. With `link` (an outcome, '' for all,
+    apart (with the episodes replayed after one, which then ended on their own); corrupt episodes, left out of
+    these, beside the episode count. With `link` (an outcome, '' for all,
     to a viewer URL) the episode, solved, error and corrupt counts link to the episodes behind them."""
 
     def count(n: int, outcome: str) -> str:
@@ -142,10 +144,11 @@ def figure_cells(r: Row, link: Callable[[str], str] | None = None) -> str:
     low, high = r.interval
     k = f" (k={r.k})" if r.k > 1 else ""
     corrupt = f" (+{count(r.corrupt, 'corrupt')} corrupt)" if r.corrupt else ""
+    replays = f" ({r.retries} replayed)" if r.retries else ""
     return (
         f" {r.tasks} | {count(r.episodes, '')}{corrupt} | {r.success_rate:.1%} ({count(r.solved, 'solved')}/"
         f"{r.played}; {low:.0%}–{high:.0%}) | {_rate(r.pass_at_k)}{k} | {_rate(r.pass_hat_k)}{k} | "
-        f"{r.median_steps:g} | {r.mean_reward:.3f} | {count(r.errors, 'error')} |"
+        f"{r.median_steps:g} | {r.mean_reward:.3f} | {count(r.errors, 'error')}{replays} |"
     )
 
 
@@ -221,6 +224,7 @@ CSV_COLUMNS = (
     "median_steps",
     "mean_reward",
     "errors",
+    "retries",
     "corrupt",
     "manager_calls",
     "cache_hits",
@@ -260,13 +264,21 @@ def viewer_links(viewer_url: str, mode: str, run_id: str) -> str:
 
 
 def write_report(
-    store: Store, runs: list[tuple[str, str]], out_dir: Path, title: str, viewer_url: str = ""
+    store: Store,
+    runs: list[tuple[str, str]],
+    out_dir: Path,
+    title: str,
+    viewer_url: str = "",
+    retries: dict[str, int] | None = None,
 ) -> tuple[Path, list[Row]]:
     """Write report.md, report.csv and the charts (success.png with intervals, success_by_family.png,
     steps.png) under out_dir; return the Markdown path and the rows. With `viewer_url` (the rollout API),
-    the table's counts and each run link to their episodes in the trajectory viewer."""
+    the table's counts and each run link to their episodes in the trajectory viewer; `retries` (per mode: the
+    replays its job made, which the store does not hold) is shown beside the errors."""
     out_dir.mkdir(parents=True, exist_ok=True)
     rows = summarise(store, runs)
+    for row in rows:
+        row.retries = (retries or {}).get(row.experiment, 0)
     md = out_dir / "report.md"
     paired = paired_table(rows)
     orchestrated = orchestrator_table(rows)

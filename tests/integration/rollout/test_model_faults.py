@@ -9,6 +9,10 @@ front of it and forwards every request, failing or delaying the chat completions
 real: nothing listens on the port the episodes are sent to.
 """
 
+import csv
+import json
+import os
+import re
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -24,7 +28,7 @@ from loraloop.service.models import JobRequest
 from loraloop.service.progress import follow
 from loraloop.store.trajectories import parse_episode
 from loraloop.task_registry import load_registry
-from tests.helpers import free_port
+from tests.helpers import free_port, run_cli
 
 pytestmark = pytest.mark.usefixtures("docker_ready")
 
@@ -164,3 +168,25 @@ def test_a_model_server_too_slow_is_a_timeout_counted_apart(proxy, settings_for,
     ends = stored_ends(settings, "slow")
     assert [e.status for e in ends] == ["model_timeout"] * 2
     assert all("timed out: no reply within 1 s (LORALOOP_REQUEST_TIMEOUT_S), 1 request" in e.error for e in ends)
+
+
+def test_an_evaluation_report_counts_its_replays(proxy, settings_for, tmp_path):
+    """`loraloop eval` over a model server that failed one request: the episode is played again, the rate is over
+    the episodes played, and the report, its CSV and the stored figures say one was replayed."""
+    settings = settings_of(settings_for, tmp_path, proxy.url, episode_retries=2)
+    proxy.fail = 1
+    env = {
+        f"LORALOOP_{name.upper()}": str(getattr(settings, name))
+        for name in ("vllm_url", "store_url", "model_retries", "max_tokens", "episode_retry_delay_s")
+    }
+    env.update(LORALOOP_EPISODE_RETRIES="2", LORALOOP_EXPERIMENTS_PATH=str(settings.experiments_path))
+    args = ["eval", "--experiment", "short", "--subset", "test", "--sample_size", "2", "--eval_id", "faulty"]
+    done = run_cli([*args, "--out", str(tmp_path / "report")], env={**os.environ, **env})
+    assert done.returncode == 0 and proxy.failed == 1, done.stderr
+    table = (tmp_path / "report" / "faulty" / "report.md").read_text()
+    row = next(line for line in table.splitlines() if line.startswith("| `short` |"))
+    assert re.search(r"\| \[2\]\([^)]+\) \| [0-9.]+% \([0-9]/2; ", row) and row.endswith("| 0 (1 replayed) |"), row
+    stored = json.loads((tmp_path / "store" / "evals" / "faulty" / "results.json").read_text())
+    assert (stored[0]["episodes"], stored[0]["errors"], stored[0]["retries"]) == (2, 0, 1)
+    with (tmp_path / "report" / "faulty" / "report.csv").open() as handle:
+        assert next(csv.DictReader(handle))["retries"] == "1"
