@@ -9,9 +9,13 @@ import os
 import socket
 import subprocess
 import sys
+import threading
 import time
 from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+
+import httpx
 
 from loraloop.envs.base import StepInfo
 
@@ -329,8 +333,6 @@ def scripted_user(lines: list[str | dict], keys: list[str] | None = None):
     litellm as it would reach vLLM; only the words are fixed, so episodes on other domains are reproducible. `keys`,
     when given, collects the Authorization header of every request (to see which credentials reached it)."""
     import json
-    import threading
-    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
     requests: list[dict] = []
 
@@ -392,3 +394,60 @@ def scripted_user(lines: list[str | dict], keys: list[str] | None = None):
     finally:
         server.shutdown()
         server.server_close()
+
+
+class FaultProxy:
+    """A fault injector in front of a real vLLM: the next `fail` chat completions get HTTP 500, and each one
+    waits `delay_s` before it is forwarded; everything else is passed through as it is."""
+
+    def __init__(self, upstream: str) -> None:
+        self.upstream = upstream.removesuffix("/v1")
+        self.fail, self.delay_s, self.failed = 0, 0.0, 0
+        self.lock = threading.Lock()
+        proxy = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *_args):
+                pass
+
+            def do_GET(self):
+                self.forward(None)
+
+            def do_POST(self):
+                self.forward(self.rfile.read(int(self.headers.get("Content-Length", 0))))
+
+            def forward(self, body):
+                if self.path.endswith("/chat/completions"):
+                    with proxy.lock:
+                        fail = proxy.fail > 0
+                        proxy.fail -= int(fail)
+                        proxy.failed += int(fail)
+                    if fail:
+                        return self.reply(500, b'{"error": {"message": "injected fault"}}')
+                    time.sleep(proxy.delay_s)
+                answer = httpx.request(
+                    self.command,
+                    proxy.upstream + self.path,
+                    content=body,
+                    timeout=120,
+                    headers={"Content-Type": "application/json"},
+                )
+                self.reply(answer.status_code, answer.content)
+
+            def reply(self, code, content):
+                try:
+                    self.send_response(code)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(content)))
+                    self.end_headers()
+                    self.wfile.write(content)
+                except (BrokenPipeError, ConnectionResetError):  # the client timed out and left
+                    pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", free_port()), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_port}/v1"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()

@@ -13,12 +13,8 @@ import csv
 import json
 import os
 import re
-import threading
-import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
-import httpx
 import pytest
 
 from loraloop.rollout.experiments import get_experiment
@@ -28,66 +24,9 @@ from loraloop.service.models import JobRequest
 from loraloop.service.progress import follow
 from loraloop.store.trajectories import parse_episode
 from loraloop.task_registry import load_registry
-from tests.helpers import free_port, run_cli
+from tests.helpers import FaultProxy, free_port, run_cli
 
 pytestmark = pytest.mark.usefixtures("docker_ready")
-
-
-class FaultProxy:
-    """A fault injector in front of a real vLLM: the next `fail` chat completions get HTTP 500, and each one
-    waits `delay_s` before it is forwarded; everything else is passed through as it is."""
-
-    def __init__(self, upstream: str) -> None:
-        self.upstream = upstream.removesuffix("/v1")
-        self.fail, self.delay_s, self.failed = 0, 0.0, 0
-        self.lock = threading.Lock()
-        proxy = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *_args):
-                pass
-
-            def do_GET(self):
-                self.forward(None)
-
-            def do_POST(self):
-                self.forward(self.rfile.read(int(self.headers.get("Content-Length", 0))))
-
-            def forward(self, body):
-                if self.path.endswith("/chat/completions"):
-                    with proxy.lock:
-                        fail = proxy.fail > 0
-                        proxy.fail -= int(fail)
-                        proxy.failed += int(fail)
-                    if fail:
-                        return self.reply(500, b'{"error": {"message": "injected fault"}}')
-                    time.sleep(proxy.delay_s)
-                answer = httpx.request(
-                    self.command,
-                    proxy.upstream + self.path,
-                    content=body,
-                    timeout=120,
-                    headers={"Content-Type": "application/json"},
-                )
-                self.reply(answer.status_code, answer.content)
-
-            def reply(self, code, content):
-                try:
-                    self.send_response(code)
-                    self.send_header("Content-Type", "application/json")
-                    self.send_header("Content-Length", str(len(content)))
-                    self.end_headers()
-                    self.wfile.write(content)
-                except (BrokenPipeError, ConnectionResetError):  # the client timed out and left
-                    pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", free_port()), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_port}/v1"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
 
 
 @pytest.fixture

@@ -200,7 +200,7 @@ def test_rl_held_out_counts_episodes_lost_to_the_model_server_apart(echo_kind, v
     0 % it was when such errors counted as the policy's failures."""
     from loraloop.rl_loop import RLRun
     from loraloop.train.config import RLConfig
-    from tests.integration.rollout.test_model_faults import FaultProxy
+    from tests.helpers import FaultProxy
 
     experiments = tmp_path / "experiments.yaml"
     experiments.write_text("experiments:\n  rl_echo:\n    policy: openai\n    model: SmolLM2-135M-Instruct\n")
