@@ -71,9 +71,12 @@ def rows() -> list[Row]:
     return made
 
 
-def trained_lora(tmp_path, micro: int, fused: bool, correction: Correction | None) -> dict[str, torch.Tensor]:
+def trained_lora(
+    tmp_path, micro: int, fused: bool, correction: Correction | None, checkpointing: bool = False
+) -> dict[str, torch.Tensor]:
     """The LoRA weights after one SGD step over the four turns, in passes of `micro` turns, shared by the processes
-    of `accelerate launch` as `train rl` shares them (`step_layout`; one process when not launched)."""
+    of `accelerate launch` as `train rl` shares them (`step_layout`; one process when not launched); with
+    `checkpointing`, activations recomputed in the backward pass as `train rl --activation_checkpointing` does."""
     from transformers import TrainingArguments
 
     model = tiny_policy(fused)
@@ -82,7 +85,9 @@ def trained_lora(tmp_path, micro: int, fused: bool, correction: Correction | Non
     layout = step_layout(len(batch), micro, world_size())
     assert layout is not None, (len(batch), micro, world_size())
     args = TrainingArguments(
-        output_dir=str(tmp_path / f"out-{micro}-{fused}"),
+        output_dir=str(tmp_path / f"out-{micro}-{fused}-{checkpointing}"),
+        gradient_checkpointing=checkpointing,
+        gradient_checkpointing_kwargs={"use_reentrant": False},
         per_device_train_batch_size=layout[0],
         gradient_accumulation_steps=layout[1],
         num_train_epochs=1,

@@ -344,6 +344,8 @@ class RLRun:
                 # the step's turns shared by the processes of `accelerate launch` (one in a plain process)
                 "per_device_train_batch_size": per_pass,
                 "gradient_accumulation_steps": passes,
+                "gradient_checkpointing": self.cfg.activation_checkpointing,  # the alias common_args sets
+                "gradient_checkpointing_kwargs": {"use_reentrant": False},  # LoRA: the inputs need no grad
             }
         )
         pad = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else 0

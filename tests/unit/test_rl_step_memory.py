@@ -1,7 +1,8 @@
 """The RL trainer's memory savers change nothing but memory: an optimiser step accumulated over one-turn passes
-moves the LoRA weights as the same step taken in one pass does (the loss stays one token mean over the step),
-and TRL's fused LM head gives the logprobs the model's full logits give. On a tiny random Llama with LoRA, trained
-by plain SGD (Adam's first step is nearly sign(gradient) and would hide a wrong scale)."""
+moves the LoRA weights as the same step taken in one pass does (the loss stays one token mean over the step), so
+does one with activation checkpointing (activations recomputed in the backward pass), and TRL's fused LM head
+gives the logprobs the model's full logits give. On a tiny random Llama with LoRA, trained by plain SGD (Adam's
+first step is nearly sign(gradient) and would hide a wrong scale)."""
 
 import pytest
 import torch
@@ -18,8 +19,8 @@ from tests.rl_tiny import rows, tiny_policy, trained_lora
 def test_one_turn_passes_accumulate_to_the_step_of_one_whole_pass(tmp_path, correction):
     whole = trained_lora(tmp_path, micro=4, fused=False, correction=correction)
     start = {n: p.detach() for n, p in tiny_policy(False).named_parameters() if "lora_" in n}
-    for micro, fused in ((1, False), (2, True)):
-        parts = trained_lora(tmp_path, micro=micro, fused=fused, correction=correction)
+    for micro, fused, checkpointing in ((1, False, False), (2, True, False), (1, False, True)):
+        parts = trained_lora(tmp_path, micro=micro, fused=fused, correction=correction, checkpointing=checkpointing)
         assert any(not torch.allclose(parts[n], start[n]) for n in start), "the step moved nothing"
         for name in whole:
             torch.testing.assert_close(parts[name], whole[name], rtol=1e-4, atol=1e-6, msg=f"{name}, micro {micro}")

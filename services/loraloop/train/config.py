@@ -145,6 +145,11 @@ class RLConfig(LoraTrainConfig):
         "rl: logprobs through TRL's fused LM head (no vocabulary-wide logits held; for large vocabularies and long "
         "turns: SmolLM2 on the CPU took 0.3-0.4 GiB and up to 40 per cent more, bench/results/rl_memory.md)",
     )
+    activation_checkpointing: bool = flag(
+        False,
+        "rl: recompute each layer's activations in the backward pass instead of holding them (transformers' "
+        "activation checkpointing, non-reentrant): less memory for long turns, more time (bench/rl_memory.py)",
+    )
     max_length: int = 2048
     concurrency: int | None = flag(None, "rl: episodes in flight when rollouts run in this process")
     from_run: str | None = flag(
