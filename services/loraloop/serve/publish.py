@@ -2,7 +2,8 @@
 
 Several peer projects shipped rollouts that silently kept using the base model after an adapter
 update; here the publish fails loudly unless the served adapter's logprobs on fixed prompts differ from the
-base's, and a rollback unless they match the ones recorded when that version was published.
+base's and agree with the trainer's own (train/verify_logprobs.py), and a rollback unless they match the ones
+recorded when that version was published.
 Each version is served under its own name, `<name>-vK` (store.adapters.served_name), so a request
 never meets other weights under a name it knew; `retire` unloads the old ones once no rollout
 uses them.
@@ -141,8 +142,8 @@ def against_trainer(served: list[dict[str, float]], trainer: list[dict[str, floa
     Only the likely tokens: vLLM serves in bfloat16 and the trainer computes in its own dtype, so the tail of the
     distribution is noisy (up to 0.23 on the 20th token of the same weights, measured on the 2-core VM) while the
     likely tokens agree within 0.12 (0.24 with a bfloat16 trainer) and another adapter moves them by 0.67 or more
-    (docs/training.md). A token
-    the trainer did not keep among its likeliest counts at the trainer's lowest kept logprob (where it is at most)."""
+    (docs/training.md). A token the trainer did not keep among its likeliest counts at the trainer's lowest kept
+    logprob (where it is at most)."""
     gaps = []
     for served_top, trainer_top in zip(served, trainer, strict=True):
         floor = min(trainer_top.values())
