@@ -55,7 +55,7 @@ if __name__ == "__main__":
 
 def cpu_list(text: str) -> set[int]:
     """The CPUs of a list in taskset/cpuset syntax ("0", "0-3", "0,2-3"); empty text is the empty set (any CPU).
-    Raises ConfigError naming the text when it is not such a list or names a CPU this process may not use."""
+    Raises ConfigError naming the text when it is not such a list or names a CPU this machine does not have."""
     import os
 
     from loraloop.errors import ConfigError
@@ -66,10 +66,10 @@ def cpu_list(text: str) -> set[int]:
         if not low.isdigit() or (dash and (not high.isdigit() or int(high) < int(low))):
             raise ConfigError(f"LORALOOP_ROLLOUT_CPUS={text!r}: {part!r} is not a CPU or a range of CPUs like 0-3")
         cpus |= set(range(int(low), int(high or low) + 1))
-    missing = cpus - os.sched_getaffinity(0)
+    machine = set(range(os.cpu_count() or 1))  # not this thread's affinity: a trainer may have pinned itself away
+    missing = cpus - machine
     if missing:
         raise ConfigError(
-            f"LORALOOP_ROLLOUT_CPUS={text!r}: CPU {min(missing)} is not one this process may use "
-            f"({sorted(os.sched_getaffinity(0))})"
+            f"LORALOOP_ROLLOUT_CPUS={text!r}: CPU {min(missing)} is not one of this machine's (0-{max(machine)})"
         )
     return cpus

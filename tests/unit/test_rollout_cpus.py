@@ -31,10 +31,24 @@ def test_a_malformed_list_is_named(bad):
         cpu_list(bad)
 
 
-def test_a_cpu_this_process_may_not_use_is_named_before_any_episode(tmp_path):
-    beyond = max(MINE) + 1
-    with pytest.raises(ConfigError, match=rf"CPU {beyond} is not one this process may use"):
+def test_a_cpu_the_machine_lacks_is_named_before_any_episode(tmp_path):
+    beyond = os.cpu_count()
+    with pytest.raises(ConfigError, match=rf"CPU {beyond} is not one of this machine's \(0-{beyond - 1}\)"):
         LocalJobs(Settings(rollout_cpus=str(beyond), store_url=f"file://{tmp_path}"))
+
+
+def test_a_trainer_pinned_to_other_cpus_may_still_give_rollouts_theirs(tmp_path):
+    """bench/rl_async.py's layout: the process's main thread trains on the last CPU, the episodes run on the first."""
+    found = {}
+
+    def trainer():
+        os.sched_setaffinity(0, {MINE[-1]})
+        found["cpus"] = LocalJobs(Settings(rollout_cpus=str(MINE[0]), store_url=f"file://{tmp_path}")).cpus
+
+    thread = threading.Thread(target=trainer)
+    thread.start()
+    thread.join()
+    assert found["cpus"] == {MINE[0]}
 
 
 def test_an_episode_thread_runs_on_the_listed_cpus_and_the_process_does_not_move():
