@@ -157,7 +157,8 @@ def main() -> int:
     lines = [
         f"# One RL optimiser step: peak memory ({args.rows} turns, SmolLM2-135M + LoRA r 16, decoupled mode)",
         "",
-        f"{machine()}. Command: `.venv/bin/python bench/rl_memory.py --rows {args.rows} --tokens {args.tokens}`.",
+        f"{machine()}. Command: `.venv/bin/python bench/rl_memory.py --rows {args.rows} --tokens {args.tokens} "
+        f"--variants {args.variants}`.",
         "",
         "| tokens a turn | variant | micro batch | fused head | activation checkpointing | peak RSS after load (GiB) | "
         "peak RSS after the step (GiB) | / before | step (s) |",
