@@ -39,6 +39,9 @@ def task_url(task: WebTask, settings: Settings) -> str:
     return task.url
 
 
+NAVIGATED = "Execution context was destroyed"  # Playwright's words for a page read while it navigated
+
+
 @dataclass
 class PageState:
     """What happened in the browser since the last observation: dialogs, crashes, new tabs."""
@@ -295,15 +298,24 @@ class WebEnv:
     async def _observe(self, goal: bool = False) -> str:
         if self.events.crashed:
             raise EnvironmentFailure("the page's renderer crashed")
-        try:
-            tree = await accessibility_text(
-                self.live_page, await self._cdp(), self.settings.web_axtree_chars, text_bids=self.text_bids
-            )
-            title = await self.live_page.title()
-        except Exception as exc:
-            if self.events.crashed or "crash" in str(exc).lower():
-                raise EnvironmentFailure("the page's renderer crashed") from exc
-            raise EnvironmentFailure(f"cannot read the page at {self.live_page.url}: {_first_line(exc)}") from exc
+        for attempt in (1, 2):
+            try:
+                tree = await accessibility_text(
+                    self.live_page, await self._cdp(), self.settings.web_axtree_chars, text_bids=self.text_bids
+                )
+                title = await self.live_page.title()
+                break
+            except Exception as exc:
+                if self.events.crashed or "crash" in str(exc).lower():
+                    raise EnvironmentFailure("the page's renderer crashed") from exc
+                if attempt == 1 and NAVIGATED in str(exc):
+                    # the page navigated while it was read (a tab a link opened, a redirect): once it has loaded,
+                    # read it again; seen in a fresh-clone suite on the loaded 2-core VM (test_web_env's new tab)
+                    await self.live_page.wait_for_load_state(
+                        "domcontentloaded", timeout=self.settings.web_load_timeout_ms
+                    )
+                    continue
+                raise EnvironmentFailure(f"cannot read the page at {self.live_page.url}: {_first_line(exc)}") from exc
         tabs = [(p.url, p is self.page) for p in self.live_context.pages]
         notes = [f"A {d} dialog appeared and was dismissed." for d in self.events.dialogs]
         if self.events.new_tabs:
