@@ -8,6 +8,7 @@ Standard library only: the vllm-cpu image runs this file to pick vLLM's --dtype
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -56,8 +57,6 @@ if __name__ == "__main__":
 def cpu_list(text: str) -> set[int]:
     """The CPUs of a list in taskset/cpuset syntax ("0", "0-3", "0,2-3"); empty text is the empty set (any CPU).
     Raises ConfigError naming the text when it is not such a list or names a CPU this machine does not have."""
-    import os
-
     from loraloop.errors import ConfigError
 
     cpus: set[int] = set()

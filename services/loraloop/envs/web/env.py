@@ -7,6 +7,7 @@ action; `send_msg_to_user`/`report_infeasible` read the site's `/finish` state a
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import re
 import uuid
@@ -311,9 +312,10 @@ class WebEnv:
                 if attempt == 1 and NAVIGATED in str(exc):
                     # the page navigated while it was read (a tab a link opened, a redirect): once it has loaded,
                     # read it again; seen in a fresh-clone suite on the loaded 2-core VM (test_web_env's new tab)
-                    await self.live_page.wait_for_load_state(
-                        "domcontentloaded", timeout=self.settings.web_load_timeout_ms
-                    )
+                    with contextlib.suppress(Exception):  # a page that never loads fails the read below, named
+                        await self.live_page.wait_for_load_state(
+                            "domcontentloaded", timeout=self.settings.web_load_timeout_ms
+                        )
                     continue
                 raise EnvironmentFailure(f"cannot read the page at {self.live_page.url}: {_first_line(exc)}") from exc
         tabs = [(p.url, p is self.page) for p in self.live_context.pages]
