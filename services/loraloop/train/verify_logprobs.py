@@ -107,4 +107,7 @@ def read_trainer_logprobs(folder: Path) -> dict | None:
         or not record["prompts"]
     ):
         raise ConfigError(f"{path}: needs `prompts` and `logprobs`, lists of the same non-zero length")
+    for n, top in enumerate(record["logprobs"]):
+        if not isinstance(top, dict) or not top or not all(isinstance(v, int | float) for v in top.values()):
+            raise ConfigError(f"{path}: logprobs[{n}] must be a non-empty object of token -> logprob")
     return record

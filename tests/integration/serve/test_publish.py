@@ -72,6 +72,9 @@ def test_publish_refuses_a_malformed_trainer_logprobs_file_before_storing(settin
     settings = settings_for(vllm_url="http://127.0.0.1:9/v1")
     with pytest.raises(ConfigError, match=f"{FILE}: needs `prompts` and `logprobs`"):
         publish(settings, adapter, "x")
+    (adapter / FILE).write_text('{"prompts": [[]], "logprobs": [[-0.1]]}')
+    with pytest.raises(ConfigError, match=rf"{FILE}: logprobs\[0\] must be a non-empty object"):
+        publish(settings, adapter, "x")
     (adapter / FILE).write_text("{not json")
     with pytest.raises(ConfigError, match=f"{FILE}: not JSON"):
         publish(settings, adapter, "x")
