@@ -36,7 +36,9 @@ class LearningPlan:
         "smollm_zero",
         "the experiment of every held-out evaluation (its protocol and round limit); the model is set per stage",
     )
-    rl_experiment: str = option("smollm_rl", "the experiment of RL's rollouts")
+    rl_experiment: str = option(
+        "smollm_agentbench_rl", "the experiment of RL's rollouts (AgentBench's 8 rounds, as the evaluations)"
+    )
     teacher_tasks: int = option(
         300,
         "train tasks the teacher plays, a seeded sample: BC's data (0: all; "
@@ -51,9 +53,11 @@ class LearningPlan:
     bc_lr: float = option(5e-4, "BC learning rate")
     batch_size: int = option(4, "BC batch size")
     whole_episodes: bool = option(True, "BC on one sequence per episode (every turn in the loss)")
-    rl_iterations: int = option(2, "RL iterations (rollout, train, publish)")
-    rl_tasks: int = option(8, "train tasks per RL iteration (with --rl_rollouts 4: 32 episodes an iteration)")
-    rl_rollouts: int = option(4, "episodes per task: the group advantages compare within")
+    rl_iterations: int = option(4, "RL iterations (rollout, train, publish)")
+    rl_tasks: int = option(8, "train tasks per RL iteration (with --rl_rollouts 8: 64 episodes an iteration)")
+    rl_rollouts: int = option(
+        8, "episodes per task: the group advantages compare within (8: fewer groups of equal reward at low success)"
+    )
     rl_lr: float = option(1e-4, "RL learning rate")
     rl_temperature: float = option(0.7, "RL rollouts' sampling temperature")
     rl_bypass_mode: bool = option(
@@ -121,3 +125,5 @@ class MiniWobPlan(LearningPlan):
     teacher_rollouts: int = option(10, "train seeds the teacher plays per type (BC's data)")
     eval_rollouts: int = option(1, "held-out seeds per type in each evaluation (1: 60 episodes, and 65 for transfer)")
     max_tokens: int = option(48, "longest reply in evaluations and RL rollouts (a MiniWoB action is one short line)")
+    rl_iterations: int = option(2, "RL iterations (rollout, train, publish)")
+    rl_rollouts: int = option(4, "episodes per task (type, one seed each): the group advantages compare within")
