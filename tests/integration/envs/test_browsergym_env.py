@@ -73,6 +73,20 @@ def test_clickable_text_without_a_role_gets_its_elements_bid(registry, settings_
         env.close()
 
 
+def test_a_submenu_is_reached_by_hovering_as_the_solver_plays_it(registry, settings_for):
+    """click-menu (teacher_navigation.menu_path): the submenu reaches the tree only after a hover and a wait, and
+    the path's last item, clicked, is MiniWoB's reward 1 (seed 2's path is three menus deep)."""
+    env = BrowserGymEnv(registry.get("train-miniwob.click-menu"), settings_for())
+    try:
+        observation, _ = env.reset(options={"seed": 2})
+        assert goal_of(observation).count(">") == 2
+        step = play(env, "click-menu", observation)
+        assert step.terminated and step.reward == 1.0
+        assert step.info.action_kind == "click"  # the last item; the menus above it were hovered, never clicked
+    finally:
+        env.close()
+
+
 def test_an_unknown_task_type_is_named_with_the_closest_ones(tmp_path):
     (tmp_path / "registry.yaml").write_text("env: browsergym\nsets:\n  - split: train\n    files: t.jsonl\n")
     (tmp_path / "t.jsonl").write_text('{"task": "miniwob.click-buton", "seeds": [0, 9]}\n')

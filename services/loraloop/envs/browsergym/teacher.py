@@ -9,97 +9,33 @@ stateless (they read what the page shows: a box's value, a checkbox's state), so
 
 from __future__ import annotations
 
-import ast
 import re
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 
+from loraloop.envs.browsergym.teacher_navigation import navigation_strategies
+from loraloop.envs.browsergym.teacher_page import (
+    BUTTONS,
+    CLICKABLE,
+    Node,
+    Strategy,
+    boxes,
+    click,
+    fill_all,
+    fill_then,
+    find,
+    goal_of,
+    nodes,
+    quoted,
+    submit,
+)
 from loraloop.envs.web.prompts import ERROR_HEADING
 from loraloop.errors import TaskSkipped
 from loraloop.replies import Reply
 
-_NODE = re.compile(
-    r"^(?P<depth>\t*)(?:\[(?P<bid>[^\]]+)\] )?(?P<role>\S+) "
-    r"(?P<name>'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\")(?P<props>.*)$"
-)
-
-
-@dataclass(frozen=True)
-class Node:
-    """One line of the observation's AX tree."""
-
-    bid: str | None
-    role: str
-    name: str
-    depth: int
-    props: str
-
-    def prop(self, key: str) -> str | None:
-        """A property's value (`value='abc'` gives 'abc'; a bare flag such as `checked` gives 'true')."""
-        found = re.search(rf"(?:^|, ){key}(?:=('(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"|[^,]+))?(?:,|$)", self.props)
-        if not found:
-            return None
-        raw = found.group(1)
-        return "true" if raw is None else ast.literal_eval(raw) if raw[0] in "'\"" else raw
-
-
-def nodes(observation: str) -> list[Node]:
-    """The AX tree's lines in an observation (envs/web/prompts.format_observation's layout)."""
-    tree = observation.split("# Accessibility tree\n", 1)[-1]
-    out = []
-    for line in tree.splitlines():
-        m = _NODE.match(line)
-        if m:
-            out.append(Node(m["bid"], m["role"], ast.literal_eval(m["name"]), len(m["depth"]), m["props"]))
-    return out
-
-
-def goal_of(observation: str) -> str:
-    """The `# Goal` section of a first observation ('' when there is none)."""
-    found = re.search(r"^# Goal\n(.*?)(?:\n\n# |\Z)", observation, re.S | re.M)
-    return found.group(1).strip() if found else ""
-
-
-def quoted(goal: str) -> list[str]:
-    """The goal's quoted strings, in order."""
-    return re.findall(r'"([^"]*)"', goal)
-
-
-def find(page: list[Node], name: str | None = None, roles: tuple[str, ...] = (), nth: int = 0) -> Node | None:
-    """The nth node with a bid, one of `roles` (any when empty) and exactly `name` (any when None)."""
-    hits = [n for n in page if n.bid and (not roles or n.role in roles) and (name is None or n.name == name)]
-    return hits[nth] if len(hits) > nth else None
-
-
-BUTTONS = ("button",)
-TEXTBOXES = ("textbox", "searchbox", "spinbutton")
-CLICKABLE = ("link", "StaticText", "button", "tab", "treeitem", "listitem", "menuitem", "option", "cell")
-
-
-def click(node: Node | None) -> str | None:
-    """`click('bid')`, or None when there is no node."""
-    return f"click({node.bid!r})" if node else None
-
-
-def fill_then(box: Node | None, value: str, then: Callable[[], str | None], history: list[str]) -> str | None:
-    """Fill the box with `value` unless it holds it already (or was filled with it: a password box shows no
-    value), then do `then`."""
-    if box is None:
-        return None
-    action = f"fill({box.bid!r}, {value!r})"
-    if (box.prop("value") or "") != value and action not in history:
-        return action
-    return then()
-
-
-def submit(page: list[Node], label: str = "Submit") -> str | None:
-    """Click the button labelled `label` (case-insensitive)."""
-    return click(next((n for n in page if n.bid and n.role == "button" and n.name.lower() == label.lower()), None))
-
+__all__ = ["SOLVED", "STRATEGIES", "Node", "ScriptedBrowserGymTeacher", "goal_of", "nodes", "solve"]
 
 # ---- strategies: (goal, page, turn, history) -> action or None ------------------------------------------------
-Strategy = Callable[[str, list[Node], int, list[str]], str | None]
 
 
 def named_button(goal, page, turn, history):
@@ -218,11 +154,6 @@ def choose_list(goal, page, turn, history):
     return submit(page)
 
 
-def boxes(page: list[Node]) -> list[Node]:
-    """The page's text boxes, in order."""
-    return [n for n in page if n.role in TEXTBOXES and n.bid]
-
-
 def enter_text(goal, page, turn, history):
     """enter-text, enter-text-dynamic, enter-text-2 (upper case): the quoted text into the box, then Submit."""
     text = quoted(goal)[0]
@@ -232,18 +163,6 @@ def enter_text(goal, page, turn, history):
         text = text.lower()
     found = boxes(page)
     return fill_then(found[0] if found else None, text, lambda: submit(page), history)
-
-
-def fill_all(values: list[str], page: list[Node], then: Callable[[], str | None], history: list[str]) -> str | None:
-    """Fill the page's boxes with `values` in order, then do `then`."""
-    found = boxes(page)
-    if len(found) < len(values):
-        return None
-    for box, value in zip(found, values):
-        action = f"fill({box.bid!r}, {value!r})"
-        if (box.prop("value") or "") != value and action not in history:
-            return action
-    return then()
 
 
 def enter_password(goal, page, turn, history):
@@ -490,6 +409,7 @@ STRATEGIES: dict[str, Strategy] = {
     "click-scroll-list": scroll_list,
     "odd-or-even": odd_or_even,
     "click-widget": click_widget,
+    **navigation_strategies(email),
 }
 SOLVED = tuple(sorted(STRATEGIES))
 
