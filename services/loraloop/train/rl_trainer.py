@@ -42,6 +42,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from transformers import Trainer, TrainerCallback
 from trl.trainer.utils import selective_log_softmax
 
+from loraloop.train.inference import scoring
 from loraloop.train.rl_batch import Row
 
 
@@ -253,17 +254,12 @@ class RLTrainer(Trainer):
 def proximal_logprobs(model, rows: list[Row], fused: bool = False) -> list[list[float]]:
     """The trainer's own logprobs of each row's tokens before the iteration's first update (aligned with
     `input_ids`, 0 at the first position): one forward pass a row, no gradient."""
-    was_training = model.training
-    model.eval()
     found = []
-    try:
-        with torch.no_grad():
-            for row in rows:
-                ids = torch.tensor([row.input_ids], device=model.device)
-                logprobs = token_logprobs(model, ids, torch.ones_like(ids), fused, upcast=True)
-                found.append([0.0] + logprobs[0].tolist())
-    finally:
-        model.train(was_training)
+    with scoring(model):
+        for row in rows:
+            ids = torch.tensor([row.input_ids], device=model.device)
+            logprobs = token_logprobs(model, ids, torch.ones_like(ids), fused, upcast=True)
+            found.append([0.0] + logprobs[0].tolist())
     return found
 
 

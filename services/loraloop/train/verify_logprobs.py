@@ -16,6 +16,7 @@ from pathlib import Path
 
 from loraloop.envs.shell.protocol import INSTRUCTIONS, ONE_SHOT
 from loraloop.errors import ConfigError
+from loraloop.train.inference import scoring
 
 VERIFY_PROMPTS = [
     [
@@ -60,19 +61,14 @@ def first_token_logprobs(model, tokenizer, prompts: list[list[dict]], top: int =
     the prompt rendered by the tokenizer's chat template with the generation prompt, as vLLM renders it."""
     import torch
 
-    was_training = model.training
-    model.eval()
     found = []
-    try:
-        with torch.no_grad():
-            for messages in prompts:
-                ids = tokenizer.apply_chat_template(messages, add_generation_prompt=True, return_tensors="pt")
-                ids = ids if isinstance(ids, torch.Tensor) else ids["input_ids"]
-                logits = model(input_ids=ids.to(model.device)).logits[0, -1].float()
-                values, indices = torch.log_softmax(logits, dim=-1).topk(top)
-                found.append({f"token_id:{i}": round(v, 6) for i, v in zip(indices.tolist(), values.tolist())})
-    finally:
-        model.train(was_training)
+    with scoring(model):
+        for messages in prompts:
+            ids = tokenizer.apply_chat_template(messages, add_generation_prompt=True, return_tensors="pt")
+            ids = ids if isinstance(ids, torch.Tensor) else ids["input_ids"]
+            logits = model(input_ids=ids.to(model.device)).logits[0, -1].float()
+            values, indices = torch.log_softmax(logits, dim=-1).topk(top)
+            found.append({f"token_id:{i}": round(v, 6) for i, v in zip(indices.tolist(), values.tolist())})
     return found
 
 
