@@ -6,7 +6,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Literal
 
-from pydantic import AliasChoices, Field
+from pydantic import AliasChoices, Field, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from loraloop.defaults import EXPERIMENTS
@@ -59,7 +59,9 @@ class Settings(BaseSettings):
         default_factory=lambda: in_project(".venv-vllm/bin/python"),
         description="the Python of vLLM's own virtualenv (`loraloop serve vllm`)",
     )
-    vllm_port: int = Field(8000, description="the port `loraloop serve vllm` starts vLLM on")
+    vllm_port: int = Field(
+        8000, description="the port `loraloop serve vllm` starts vLLM on (vllm_url follows it unless set too)"
+    )
     max_lora_rank: int = Field(16, description="vLLM's --max-lora-rank; publish and `train rl` refuse a higher rank")
     max_loras: int = Field(
         4,
@@ -193,6 +195,15 @@ class Settings(BaseSettings):
     gateway_max_body_bytes: int = Field(4 << 20, ge=1024, description="largest request body the gateway takes (413)")
     # Relative: the current folder's when it has it, else the checkout's (see loraloop.paths.locate).
     experiments_path: Path = Path(EXPERIMENTS)
+
+    @model_validator(mode="after")
+    def _url_follows_port(self) -> Settings:
+        """LORALOOP_VLLM_PORT alone moves vllm_url with it: a run that starts vLLM on its port (`loraloop
+        agentbench`, `serve vllm`) must roll out against that server, not the default port's (a second run
+        beside a first took the first's vLLM and found its model missing). An explicit LORALOOP_VLLM_URL wins."""
+        if "vllm_port" in self.model_fields_set and "vllm_url" not in self.model_fields_set:
+            self.vllm_url = f"http://127.0.0.1:{self.vllm_port}/v1"
+        return self
 
 
 @lru_cache
