@@ -134,7 +134,9 @@ def start(
     if is_ready(url):
         return url
     if not (model_dir / "config.json").is_file():
-        raise ConfigError(f"no model at {model_dir}: run 'loraloop models prepare smollm2-135m --out {model_dir}'")
+        raise ConfigError(
+            f"no model at {model_dir}: run 'loraloop models prepare smollm2-135m --out {model_dir}' (or gemma3-270m)"
+        )
     python = Path(settings.vllm_python)
     if not python.exists():
         raise ConfigError(f"vLLM interpreter {python} not found: run 'make setup' (creates .venv-vllm)")
