@@ -1,13 +1,15 @@
 """Asynchronous RL against synchronous RL: iterations per hour with vLLM and the trainer on a core each.
 
     .venv/bin/python bench/rl_async.py [--iterations 3] [--tasks 4] [--rollouts 4] [--bc_epochs 0.6]
-                                       [--seed 1] [--episodes_on vllm|trainer] [--out [PATH]]
+                                       [--seed 1] [--episodes_on vllm|trainer|worker] [--out [PATH]]
 
 The 2-core machine stands for two devices: a rollout device, core 0, with vLLM CPU (SmolLM2-135M-Instruct,
 VLLM_CPU_OMP_THREADS_BIND=0), the episodes' threads and their shell containers (LORALOOP_ROLLOUT_CPUS=0: thread
 affinity and `docker run --cpuset-cpus`), and a training device, core 1, where this process trains (one torch
 thread). `--episodes_on trainer` drives the episodes from core 1 instead, as runs before 2026-11-28 did: there
-the trainer's core also did the rollout's environment work, which two devices do not share.
+the trainer's core also did the rollout's environment work, which two devices do not share. `--episodes_on worker`
+plays them in a `loraloop worker` process on core 0 instead (a throwaway redis-server as the broker, the stack's
+path: LORALOOP_BROKER_URL), so that the episodes' threads no longer share the trainer's interpreter lock.
 In one vLLM and one store under a temporary folder:
 1. BC warm start, as `loraloop demo` makes it (orchestrator.run_turn on demo_plan, not timed);
 2. `loraloop train rl` from it in sync mode (`--max_staleness 0`), --iterations of --tasks train variants x
@@ -25,6 +27,7 @@ is missed. Timings are only comparable on an otherwise idle machine.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 import tempfile
@@ -33,7 +36,9 @@ from contextlib import ExitStack
 from dataclasses import replace
 from pathlib import Path
 
+from pydantic import SecretStr
 from results import add_out, free_port, local_settings, machine, report
+from service import private_service, start_workers, stop
 
 from loraloop.evaluate.stats import wilson
 from loraloop.orchestrator import demo_plan, run_rl, run_turn
@@ -67,9 +72,10 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument(
         "--episodes_on",
-        choices=("vllm", "trainer"),
+        choices=("vllm", "trainer", "worker"),
         default="vllm",
-        help="the core the episodes' threads and shell containers run on: vLLM's (0) or the trainer's (1)",
+        help="where the episodes run: this process's threads on vLLM's core (0) or the trainer's (1), or a "
+        "`loraloop worker` process on core 0 (over a throwaway broker)",
     )
     add_out(parser, "rl_async")
     args = parser.parse_args()
@@ -77,53 +83,96 @@ def main() -> int:
     work = Path(tempfile.mkdtemp(prefix="bench-rl-async-"))
     port = free_port()
     settings = local_settings(work, port, MODEL).model_copy(
-        update={"rollout_cpus": "0" if args.episodes_on == "vllm" else "1"}
+        update={"rollout_cpus": "1" if args.episodes_on == "trainer" else "0"}
     )
     os.environ["VLLM_CPU_OMP_THREADS_BIND"] = "0"  # vLLM on core 0
     vllm_server.start(settings, port=port, timeout=900)
-    os.sched_setaffinity(0, {1})  # training on core 1 (the episodes: LORALOOP_ROLLOUT_CPUS)
-    import torch
-
-    torch.set_num_threads(1)
     runs: dict[str, dict] = {}
+    workers: list = []
     try:
-        plan = replace(demo_plan(epochs=args.bc_epochs), seeds=(args.seed,))
-        with ExitStack() as server:
-            run_turn(settings, work / "bc", plan, args.seed, server)
-        eval_settings = plan.eval_settings(settings)
-        for mode, staleness in (("sync", 0), ("async", 1)):
-            cfg = replace(
-                plan.rl_config(
-                    settings,
-                    work / "bc",
-                    adapter_name=f"bench-{mode}",
-                    iterations=args.iterations,
-                    tasks_per_iteration=args.tasks,
-                    rollouts_per_task=args.rollouts,
-                    temperature=0.7,
-                    lr=1e-4,
-                    eval_every=0,
-                    seed=args.seed,
-                    max_staleness=staleness,
-                ),
-                output_dir=str(work / mode),
-            )
-            started = time.perf_counter()
-            result = run_rl(cfg, eval_settings)
-            seconds = time.perf_counter() - started
-            version = int(result["adapter"].rsplit("-v", 1)[1])
-            runs[mode] = {
-                "seconds": seconds,
-                "history": result["history"],
-                "held": held_out(eval_settings, cfg, version),
-            }
+        with ExitStack() as broker:
+            if args.episodes_on == "worker":
+                settings = episodes_in_a_worker(settings, warm_start(args), broker, work, workers)
+            os.sched_setaffinity(0, {1})  # training on core 1 (the episodes: LORALOOP_ROLLOUT_CPUS or the worker)
+            import torch
+
+            torch.set_num_threads(1)
+            runs = both_runs(args, settings, work)
     finally:
+        stop(workers)
         vllm_server.stop(port)
+    return print_runs(args, settings, runs)
+
+
+def as_env(value) -> str:
+    """A setting's value as pydantic-settings reads it back from a variable: lists and mappings as JSON, secrets as
+    themselves."""
+    if isinstance(value, SecretStr):
+        return value.get_secret_value()
+    return json.dumps(value) if isinstance(value, list | dict) else str(value)
+
+
+def warm_start(args: argparse.Namespace):
+    """The demo's plan for the BC warm start, on the bench's seed."""
+    return replace(demo_plan(epochs=args.bc_epochs), seeds=(args.seed,))
+
+
+def episodes_in_a_worker(settings: Settings, plan, broker: ExitStack, work: Path, workers: list) -> Settings:
+    """A throwaway redis-server and one `loraloop worker` (settings.concurrency episodes at once) pinned to core 0,
+    with the plan's episode settings (reply length, client timeout) as this process's episodes would have them;
+    returns the settings with its broker, so that every job of the runs plays there, not in this process."""
+    played_with = plan.eval_settings(settings).model_dump(exclude_defaults=True)
+    overrides = {name: as_env(value) for name, value in played_with.items() if value is not None}
+    env, _ = broker.enter_context(private_service(**overrides))
+    os.sched_setaffinity(0, {0})  # the worker inherits core 0
+    start_workers(1, settings.concurrency, env, work, workers)
+    return settings.model_copy(update={"broker_url": env["LORALOOP_BROKER_URL"]})
+
+
+def both_runs(args: argparse.Namespace, settings: Settings, work: Path) -> dict[str, dict]:
+    """The BC warm start, then the sync run and the async run from it, timed, each with its held-out score."""
+    runs: dict[str, dict] = {}
+    plan = warm_start(args)
+    with ExitStack() as server:
+        run_turn(settings, work / "bc", plan, args.seed, server)
+    eval_settings = plan.eval_settings(settings)
+    for mode, staleness in (("sync", 0), ("async", 1)):
+        cfg = replace(
+            plan.rl_config(
+                settings,
+                work / "bc",
+                adapter_name=f"bench-{mode}",
+                iterations=args.iterations,
+                tasks_per_iteration=args.tasks,
+                rollouts_per_task=args.rollouts,
+                temperature=0.7,
+                lr=1e-4,
+                eval_every=0,
+                seed=args.seed,
+                max_staleness=staleness,
+            ),
+            output_dir=str(work / mode),
+        )
+        started = time.perf_counter()
+        result = run_rl(cfg, eval_settings)
+        seconds = time.perf_counter() - started
+        version = int(result["adapter"].rsplit("-v", 1)[1])
+        runs[mode] = {
+            "seconds": seconds,
+            "history": result["history"],
+            "held": held_out(eval_settings, cfg, version),
+        }
+    return runs
+
+
+def print_runs(args: argparse.Namespace, settings: Settings, runs: dict[str, dict]) -> int:
+    """Print the tables and the ratio against the target; 1 when it is missed."""
     per_hour = {mode: args.iterations * 3600 / r["seconds"] for mode, r in runs.items()}
     ratio = per_hour["async"] / per_hour["sync"]
     lines = [
-        f"{machine()}; vLLM pinned to core 0, training to core 1 (one torch thread), the episodes' threads and "
-        f"shell containers to core {settings.rollout_cpus} (--episodes_on {args.episodes_on}); "
+        f"{machine()}; vLLM pinned to core 0, training to core 1 (one torch thread), the episodes "
+        + ("in a `loraloop worker` process" if args.episodes_on == "worker" else "' threads")
+        + f" and shell containers on core {settings.rollout_cpus} (--episodes_on {args.episodes_on}); "
         f"{args.tasks} tasks x {args.rollouts} rollouts per iteration on the demo families' train variants from a "
         f"BC warm start (seed {args.seed}), SmolLM2-135M-Instruct",
         "",
