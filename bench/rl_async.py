@@ -1,15 +1,15 @@
 """Asynchronous RL against synchronous RL: iterations per hour with vLLM and the trainer on a core each.
 
     .venv/bin/python bench/rl_async.py [--iterations 3] [--tasks 4] [--rollouts 4] [--bc_epochs 0.6]
-                                       [--seed 1] [--episodes_on vllm|trainer|worker] [--out [PATH]]
+                                       [--seed 1] [--episodes_on worker|vllm|trainer] [--out [PATH]]
 
 The 2-core machine stands for two devices: a rollout device, core 0, with vLLM CPU (SmolLM2-135M-Instruct,
-VLLM_CPU_OMP_THREADS_BIND=0), the episodes' threads and their shell containers (LORALOOP_ROLLOUT_CPUS=0: thread
-affinity and `docker run --cpuset-cpus`), and a training device, core 1, where this process trains (one torch
-thread). `--episodes_on trainer` drives the episodes from core 1 instead, as runs before 2026-11-28 did: there
-the trainer's core also did the rollout's environment work, which two devices do not share. `--episodes_on worker`
-plays them in a `loraloop worker` process on core 0 instead (a throwaway redis-server as the broker, the stack's
-path: LORALOOP_BROKER_URL), so that the episodes' threads no longer share the trainer's interpreter lock.
+VLLM_CPU_OMP_THREADS_BIND=0), a `loraloop worker` process playing the episodes (a throwaway redis-server as the
+broker: the stack's path, LORALOOP_BROKER_URL) and their shell containers (LORALOOP_ROLLOUT_CPUS=0: `docker run
+--cpuset-cpus`), and a training device, core 1, where this process trains (one torch thread). Earlier layouts,
+kept for comparison: `--episodes_on vllm` plays the episodes in this process's threads pinned to core 0 (they share
+the trainer's interpreter lock), `--episodes_on trainer` on core 1 (the trainer's core also does the rollout's
+environment work, which two devices do not share).
 In one vLLM and one store under a temporary folder:
 1. BC warm start, as `loraloop demo` makes it (orchestrator.run_turn on demo_plan, not timed);
 2. `loraloop train rl` from it in sync mode (`--max_staleness 0`), --iterations of --tasks train variants x
@@ -72,10 +72,10 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument(
         "--episodes_on",
-        choices=("vllm", "trainer", "worker"),
-        default="vllm",
-        help="where the episodes run: this process's threads on vLLM's core (0) or the trainer's (1), or a "
-        "`loraloop worker` process on core 0 (over a throwaway broker)",
+        choices=("worker", "vllm", "trainer"),
+        default="worker",
+        help="where the episodes run: a `loraloop worker` process on core 0 (over a throwaway broker), or this "
+        "process's threads on vLLM's core (0) or the trainer's (1)",
     )
     add_out(parser, "rl_async")
     args = parser.parse_args()

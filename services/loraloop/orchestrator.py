@@ -366,6 +366,11 @@ def run_rl(cfg: RLConfig, settings: Settings | None = None) -> dict:
     settings = settings or get_settings()
     check_config(cfg, settings)
     run = RLRun(cfg, settings)
+    if run.overlaps_in_process():
+        console.print(
+            "[yellow]asynchronous mode with the episodes in this process: they share its interpreter lock with "
+            "training; rollout workers (LORALOOP_BROKER_URL and `loraloop worker`) keep them apart[/]"
+        )
     version, done = run.start()
     run.load_policy(version)
     ahead = None

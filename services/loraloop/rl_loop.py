@@ -35,7 +35,7 @@ from loraloop.charts import rl_curve
 from loraloop.errors import ConfigError
 from loraloop.rollout.experiments import get_experiment
 from loraloop.serve.publish import publish, retire, serve_version, vllm_urls
-from loraloop.service.client import jobs_client, once_ended
+from loraloop.service.client import LocalJobs, jobs_client, once_ended
 from loraloop.service.models import JobRequest
 from loraloop.service.progress import follow
 from loraloop.settings import Settings
@@ -229,6 +229,11 @@ class RLRun:
         self._writer: Any = None
         self.trained_steps = 0
         self.rates: dict[str, float] = {}  # each task's success rate in its last group (difficulty-pool sampler)
+
+    def overlaps_in_process(self) -> bool:
+        """Whether asynchronous mode plays the next iteration's episodes in this process's threads (no rollout API,
+        no broker), where they share the interpreter lock with training and slow it (bench/results/rl_async.md)."""
+        return bool(self.cfg.max_staleness) and isinstance(self.jobs, LocalJobs)
 
     # -- where the run stands -------------------------------------------------------------------
     def published(self) -> tuple[int, int]:

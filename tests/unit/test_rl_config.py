@@ -5,7 +5,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from loraloop.errors import LoraloopError
-from loraloop.rl_loop import check_config, staleness
+from loraloop.rl_loop import RLRun, check_config, staleness
 from loraloop.settings import Settings
 from loraloop.train.config import RLConfig
 from loraloop.train.rl_trainer import step_layout
@@ -77,3 +77,15 @@ def test_staleness_needs_a_served_slot_per_version_a_rollout_may_sample(slots, k
     else:
         with pytest.raises(LoraloopError, match=rf"--max_staleness {staleness(config)}: .* at most {slots} adapters"):
             check_config(config, settings)
+
+
+@pytest.mark.parametrize(
+    "staleness, broker, in_process",
+    [(0, "", False), (1, "", True), (2, "", True), (1, "redis://127.0.0.1:9/0", False)],
+)
+def test_async_mode_says_when_its_episodes_share_the_trainers_process(tmp_path, staleness, broker, in_process):
+    """Asynchronous rollouts in this process's threads slow training (the interpreter lock), so `train rl` says so;
+    with a broker the episodes play in worker processes (the broker is not reached: a job book connects lazily)."""
+    settings = Settings(store_url=f"file://{tmp_path}", broker_url=broker)
+    run = RLRun(cfg(max_staleness=staleness, output_dir=str(tmp_path / "out")), settings)
+    assert run.overlaps_in_process() is in_process
