@@ -207,7 +207,7 @@ def gpu_services(services: dict) -> list[str]:
 def test_one_gpu_runs_one_vllm_for_the_base_model_and_the_adapters(tmp_path):
     """`--profile lora up` on one GPU starts one vLLM, LoRA on, with runtime loading, that serves the base model
     and every adapter, its share of the GPU set by VLLM_GPU_MEMORY_UTILIZATION; the trainer's share beside it
-    comes from LORALOOP_TRAIN_GPU_FRACTION."""
+    comes from LORALOOP_TRAIN_GPU_FRACTION; the trainer's `train rl` plays its rollouts on the stack's workers."""
     env_file = tmp_path / "shared.env"
     env_file.write_text(ENV_FILE.read_text() + "VLLM_GPU_MEMORY_UTILIZATION=0.35\nLORALOOP_TRAIN_GPU_FRACTION=0.6\n")
     proc = compose(["compose.yaml"], "--profile", "*", "config", "--format", "json", env_file=str(env_file))
@@ -223,6 +223,7 @@ def test_one_gpu_runs_one_vllm_for_the_base_model_and_the_adapters(tmp_path):
     ]["trainer"]
     assert trainer["environment"]["LORALOOP_TRAIN_GPU_FRACTION"] == "0.6"
     assert trainer["environment"]["LORALOOP_VLLM_URL"] == "http://vllm:8000/v1"
+    assert trainer["environment"]["LORALOOP_BROKER_URL"] == "redis://redis:6379/0"  # RL's rollouts on the workers
 
 
 @pytest.mark.parametrize("missing", ["MINIO_ROOT_USER", "MINIO_ROOT_PASSWORD", "TASK_SERVER_TOKEN"])
