@@ -147,9 +147,12 @@ def play(task, settings, wrong=False):
             messages.append({"role": "user", "content": result.observation})
 
 
-def smollm_adapter(path: Path, random_b: bool, seed: int = 0, trainer_logprobs: bool = False) -> Path:
-    """A real PEFT LoRA on SmolLM2: random B (changes outputs) or PEFT's default zero B (changes nothing); with
-    `trainer_logprobs`, saved as loraloop's trainers save one (its own logprobs on the verification prompts)."""
+def smollm_adapter(
+    path: Path, random_b: bool, seed: int = 0, trainer_logprobs: bool = False, b_std: float = 0.05
+) -> Path:
+    """A real PEFT LoRA on SmolLM2: random B of standard deviation `b_std` (changes outputs) or PEFT's default zero B
+    (changes nothing); with `trainer_logprobs`, saved as loraloop's trainers save one (its own logprobs on the
+    verification prompts)."""
     import torch
     from peft import LoraConfig, get_peft_model
     from transformers import AutoModelForCausalLM
@@ -170,7 +173,7 @@ def smollm_adapter(path: Path, random_b: bool, seed: int = 0, trainer_logprobs: 
         with torch.no_grad():
             for name, param in peft.named_parameters():
                 if "lora_B" in name:
-                    param.normal_(0, 0.05)
+                    param.normal_(0, b_std)
     peft.save_pretrained(path)
     if trainer_logprobs:
         from transformers import AutoTokenizer

@@ -51,7 +51,10 @@ def test_publish_checks_the_served_logprobs_against_the_trainers_own(vllm_url, s
             publish(settings, adapter, name)
         assert served not in listed(settings)  # refused: unloaded, so no request meets it
 
-    wrong = smollm_adapter(tmp_path / "wrong", random_b=True, seed=2)  # another adapter in the trainer's folder
+    # another adapter in the trainer's folder, further from the good one than the threshold: two small random adapters
+    # (B's std 0.05) served in float32 (a CPU without AVX-512) stayed within 0.5 of each other, so the check could not
+    # tell them apart
+    wrong = smollm_adapter(tmp_path / "wrong", random_b=True, seed=2, b_std=0.3)
     shutil.copy(good / FILE, wrong / FILE)
     refused(wrong, "checked", "differ from the trainer's own", "checked-v2")
     zero = smollm_adapter(tmp_path / "zero", random_b=False)
