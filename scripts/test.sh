@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs the test suite; pytest's exit 5 (no tests collected) counts as a failure with a clear message.
 # Two phases: first the tests marked `serial` (sensitive to load: they count answers against wall time) alone,
-# then every other test with the test files on LORALOOP_TEST_WORKERS pytest-xdist workers (default 3; 0: in
+# then every other test with the test files on LORALOOP_TEST_WORKERS pytest-xdist workers (default 3, 2 without native bfloat16: below; 0: in
 # this one process), each file's tests on one worker (--dist loadfile: a module's fixtures, such as the bundled
 # tasks played once, are set up once). Most tests wait on servers, containers and browsers, so three workers on
 # two cores cut the wall time; each worker starts its own session servers (vLLM, Redis, S3, sites) on free ports.
@@ -19,7 +19,13 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 export OMP_WAIT_POLICY="${OMP_WAIT_POLICY:-PASSIVE}"
 export VLLM_CPU_KVCACHE_SPACE="${VLLM_CPU_KVCACHE_SPACE:-1}"
-workers=${LORALOOP_TEST_WORKERS:-3}
+# Three workers need the CPU's native bfloat16 (avx512_bf16 or amx_bf16: hardware.py's choice). Without it every
+# vLLM and trainer runs in float32, twice the memory: on a 2-core, 24 GiB VM without AVX-512 (2026-11-28) three
+# workers took MemAvailable to 105 MiB 14 minutes in, with four vLLM engines at 2.4 GiB each, and the kernel
+# killed Chromium; two there.
+default_workers=3
+grep -qwE 'avx512_bf16|amx_bf16' /proc/cpuinfo || default_workers=2
+workers=${LORALOOP_TEST_WORKERS:-$default_workers}
 if [ "$workers" = 0 ]; then
   .venv/bin/python -m pytest "$@"
   rc=$?
