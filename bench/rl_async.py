@@ -1,7 +1,8 @@
 """Asynchronous RL against synchronous RL: iterations per hour with vLLM and the trainer on a core each.
 
     .venv/bin/python bench/rl_async.py [--iterations 3] [--tasks 4] [--rollouts 4] [--bc_epochs 0.6]
-                                       [--seed 1] [--episodes_on worker|vllm|trainer] [--out [PATH]]
+                                       [--seed 1] [--max_staleness 1] [--episodes_on worker|vllm|trainer]
+                                       [--out [PATH]]
 
 The 2-core machine stands for two devices: a rollout device, core 0, with vLLM CPU (SmolLM2-135M-Instruct,
 VLLM_CPU_OMP_THREADS_BIND=0), a `loraloop worker` process playing the episodes (a throwaway redis-server as the
@@ -14,8 +15,8 @@ In one vLLM and one store under a temporary folder:
 1. BC warm start, as `loraloop demo` makes it (orchestrator.run_turn on demo_plan, not timed);
 2. `loraloop train rl` from it in sync mode (`--max_staleness 0`), --iterations of --tasks train variants x
    --rollouts episodes at temperature 0.7, no held-out evaluation inside the run, timed (the baseline);
-3. the same run in asynchronous mode (`--async`: iteration k+1's rollouts play while iteration k trains and
-   publishes), same tasks, seeds and warm start, timed;
+3. the same run in asynchronous mode (`--max_staleness K`, 1 by default as `--async`: the rollouts of
+   iterations k+1..k+K play while iteration k trains and publishes), same tasks, seeds and warm start, timed;
 4. each run's last version evaluated greedily on the families' held-out test variants (4 rounds, 80-token
    replies, as the demo).
 Prints iterations per hour of each, the ratio async/sync against the target (>= 1.5x, issue #30), each
@@ -70,6 +71,9 @@ def main() -> int:
     parser.add_argument("--rollouts", type=int, default=4)
     parser.add_argument("--bc_epochs", type=float, default=0.6, help="epochs of the BC warm start RL starts from")
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument(
+        "--max_staleness", type=int, default=1, help="K of the async run: its rollout jobs out K iterations ahead"
+    )
     parser.add_argument(
         "--episodes_on",
         choices=("worker", "vllm", "trainer"),
@@ -136,7 +140,7 @@ def both_runs(args: argparse.Namespace, settings: Settings, work: Path) -> dict[
     with ExitStack() as server:
         run_turn(settings, work / "bc", plan, args.seed, server)
     eval_settings = plan.eval_settings(settings)
-    for mode, staleness in (("sync", 0), ("async", 1)):
+    for mode, staleness in (("sync", 0), ("async", args.max_staleness)):
         cfg = replace(
             plan.rl_config(
                 settings,
@@ -174,7 +178,7 @@ def print_runs(args: argparse.Namespace, settings: Settings, runs: dict[str, dic
         + ("in a `loraloop worker` process" if args.episodes_on == "worker" else "' threads")
         + f" and shell containers on core {settings.rollout_cpus} (--episodes_on {args.episodes_on}); "
         f"{args.tasks} tasks x {args.rollouts} rollouts per iteration on the demo families' train variants from a "
-        f"BC warm start (seed {args.seed}), SmolLM2-135M-Instruct",
+        f"BC warm start (seed {args.seed}), SmolLM2-135M-Instruct; async: --max_staleness {args.max_staleness}",
         "",
         "| mode | iterations | wall s | iterations per hour | held-out success of the last version (95% CI) |",
         "|---|---:|---:|---:|---|",

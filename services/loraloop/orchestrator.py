@@ -362,7 +362,8 @@ def closing_summary(plan: LoopPlan, summary: dict) -> Group:
 def run_rl(cfg: RLConfig, settings: Settings | None = None) -> dict:
     """`loraloop train rl`: run (or go on with) the RL plan until `cfg.iterations`; return the history and where
     the report is. Its start goes on after the last published version (or publishes the warm start); then each
-    iteration is `rl_iteration` (asynchronous mode: `ahead` is the next iteration's job, submitted during this one)."""
+    iteration is `rl_iteration` (asynchronous mode: `pending` holds the next K iterations' jobs, submitted during
+    the ones before)."""
     settings = settings or get_settings()
     check_config(cfg, settings)
     run = RLRun(cfg, settings)
@@ -373,25 +374,28 @@ def run_rl(cfg: RLConfig, settings: Settings | None = None) -> dict:
         )
     version, done = run.start()
     run.load_policy(version)
-    ahead = None
+    pending: dict[int, Ahead] = {}
     for iteration in range(done + 1, cfg.iterations):
-        version, ahead = rl_iteration(run, iteration, version, ahead)
+        version, pending = rl_iteration(run, iteration, version, pending)
     return run.result(version)
 
 
-def rl_iteration(run: RLRun, iteration: int, version: int, ahead: Ahead | None = None) -> tuple[int, Ahead | None]:
+def rl_iteration(
+    run: RLRun, iteration: int, version: int, pending: dict[int, Ahead] | None = None
+) -> tuple[int, dict[int, Ahead]]:
     """One iteration's stages in order, each timed into its row (`rollout_s`, `train_s`, `publish_s`, `eval_s`):
     roll out (or read the stored run), build the batch and train, publish, evaluate when due; the row is recorded.
-    In asynchronous mode (K >= 1) the next iteration's rollouts are submitted before this one trains, sampled by
-    the newest version (the one this iteration trains from, so one version behind the one their own iteration
-    trains), and play while this one trains and publishes; `ahead` is this iteration's job when the iteration before
-    submitted it. Returns the version the next iteration samples with (the same one when there was nothing to train
-    on) and the next iteration's job, if submitted."""
+    In asynchronous mode (K >= 1) the rollouts of the next K iterations are out before this one trains (those not
+    yet submitted are submitted now, sampled by the newest version: the one this iteration trains from, at most K
+    versions behind the one their own iteration trains), and play while this one trains and publishes; `pending`
+    holds the jobs earlier iterations submitted, this one's among them. Returns the version the next iteration
+    samples with (the same one when there was nothing to train on) and the jobs out for the iterations after."""
     seconds: dict[str, float] = {}
+    pending = pending or {}
     run.announce(iteration, version)
     with timed(seconds, "rollout_s"):
-        episodes, job = run.collect(iteration, version, ahead)
-    following = run.ahead(iteration, version)
+        episodes, job = run.collect(iteration, version, pending.get(iteration))
+    following = run.ahead(iteration, version, pending)
     began = time.time()
     with timed(seconds, "train_s"):
         row, trained = run.learn(episodes, iteration, version, job)

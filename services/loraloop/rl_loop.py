@@ -503,13 +503,14 @@ class RLRun:
         self.learn_rates(episodes)
         return episodes, ahead
 
-    def ahead(self, iteration: int, version: int) -> Ahead | None:
-        """Asynchronous mode: the next iteration's rollouts, submitted now (sampled by `version`, the newest) so that
-        they play while this iteration trains; None in sync mode, after the last iteration and with `--from_run`
-        (nothing is rolled out)."""
-        if not staleness(self.cfg) or self.cfg.from_run or iteration + 1 >= self.cfg.iterations:
-            return None
-        return self.submit(iteration + 1, version)
+    def ahead(self, iteration: int, version: int, pending: dict[int, Ahead]) -> dict[int, Ahead]:
+        """Asynchronous mode: the rollout jobs of the next K iterations (`iterations_ahead`), by iteration; those not
+        in `pending` (submitted by an earlier iteration) are submitted now, sampled by `version`, the newest, so that
+        they play while this iteration trains. Empty in sync mode and with `--from_run` (nothing is rolled out)."""
+        if self.cfg.from_run:
+            return {}
+        due = iterations_ahead(iteration, staleness(self.cfg), self.cfg.iterations)
+        return {later: pending.get(later) or self.submit(later, version) for later in due}
 
     def learn(self, episodes: list, iteration: int, version: int, job: Ahead | None) -> tuple[dict, bool]:
         """The train stage: the episodes (of `job`, sampled by its version) become the batch for `version`, the one
@@ -694,6 +695,16 @@ class Ahead:
     run_id: str
     version: int
     pools: Draw | None
+
+
+def iterations_ahead(iteration: int, k: int, iterations: int) -> range:
+    """The iterations whose rollout jobs are out while `iteration` trains: the next K of the run's (none in sync mode,
+    K = 0). A job submitted now is sampled by the version this iteration trains from, and the version its own
+    iteration trains is at most K newer (one per iteration in between), so no episode of it is dropped as stale.
+    Why K deep rather than one: the rollout device keeps playing through an iteration that has nothing to train (all
+    its groups constant), where a pipeline one deep leaves the next iteration waiting for its whole rollout
+    (bench/results/rl_async.md, 2026-11-28); AReaL bounds its rollouts' lead the same way (`max_head_offpolicyness`)."""
+    return range(iteration + 1, min(iteration + k, iterations - 1) + 1)
 
 
 def staleness(cfg: RLConfig) -> int:

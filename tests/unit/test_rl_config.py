@@ -5,7 +5,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from loraloop.errors import LoraloopError
-from loraloop.rl_loop import RLRun, check_config, staleness
+from loraloop.rl_loop import RLRun, check_config, iterations_ahead, staleness
 from loraloop.settings import Settings
 from loraloop.train.config import RLConfig
 from loraloop.train.rl_trainer import step_layout
@@ -89,3 +89,20 @@ def test_async_mode_says_when_its_episodes_share_the_trainers_process(tmp_path, 
     settings = Settings(store_url=f"file://{tmp_path}", broker_url=broker)
     run = RLRun(cfg(max_staleness=staleness, output_dir=str(tmp_path / "out")), settings)
     assert run.overlaps_in_process() is in_process
+
+
+@given(st.integers(1, 12), st.integers(0, 5), st.data())
+def test_async_mode_keeps_the_next_k_iterations_rollouts_out_and_none_more_than_k_ahead(iterations, k, data):
+    """The pipeline K deep (issue #30): while iteration i trains, the jobs of i+1..i+K are out, clipped to the run
+    (none after the last iteration, none in sync mode, one deep with `--async`); every iteration after the first is
+    first submitted by the iteration at most K before it, so its episodes lag the version it trains by K at most,
+    and the first is never submitted ahead (it waits: nothing runs before it)."""
+    iteration = data.draw(st.integers(0, iterations - 1))
+    due = list(iterations_ahead(iteration, k, iterations))
+    assert due == list(range(iteration + 1, iteration + 1 + min(k, iterations - 1 - iteration)))
+    first_submitted = {}
+    for i in range(iterations):
+        for later in iterations_ahead(i, k, iterations):
+            first_submitted.setdefault(later, i)
+    assert 0 not in first_submitted
+    assert first_submitted == ({j: max(0, j - k) for j in range(1, iterations)} if k else {})

@@ -110,7 +110,7 @@ class RLConfig(LoraTrainConfig):
     max_staleness: int = flag(
         0,
         "rl: drop episodes sampled more than K versions before the one being trained; K >= 1 makes the run "
-        "asynchronous (iteration k+1's rollouts sampled while iteration k trains)",
+        "asynchronous (the rollouts of iterations k+1..k+K sampled while iteration k trains)",
     )
     async_rollouts: bool = flag(False, "rl: asynchronous rollouts, as --max_staleness 1 when it is 0", "--async")
     sampler: str = flag(
