@@ -80,3 +80,20 @@ def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
+
+
+def rl_from_warm_start(plan, settings, warm_start: Path, args: argparse.Namespace, **overrides):
+    """The RL config the RL benches time (bench/rl.py, bench/rl_async.py): `args.iterations` of `args.tasks` train
+    tasks x `args.rollouts` episodes at temperature 0.7, lr 1e-4, from the BC adapter in `warm_start`, with no
+    held-out evaluation inside the run (each bench scores the result itself, outside the timing)."""
+    return plan.rl_config(
+        settings,
+        warm_start,
+        iterations=args.iterations,
+        tasks_per_iteration=args.tasks,
+        rollouts_per_task=args.rollouts,
+        temperature=0.7,
+        lr=1e-4,
+        eval_every=0,
+        **overrides,
+    )

@@ -32,7 +32,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import httpx
-from results import add_out, free_port, local_settings, percentile, report
+from results import add_out, free_port, local_settings, percentile, report, rl_from_warm_start
 
 from loraloop.orchestrator import demo_plan, run_rl, run_turn
 from loraloop.serve import vllm_server
@@ -96,17 +96,7 @@ def main() -> int:
         with ExitStack() as server:  # the warm start (the base model never solves a task: nothing to learn from)
             run_turn(settings, work / "bc", plan, 1, server)
         result = run_rl(
-            plan.rl_config(
-                settings,
-                work / "bc",
-                adapter_name="bench",
-                iterations=args.iterations,
-                tasks_per_iteration=args.tasks,
-                rollouts_per_task=args.rollouts,
-                temperature=0.7,
-                lr=1e-4,
-                eval_every=0,
-            ),
+            rl_from_warm_start(plan, settings, work / "bc", args, adapter_name="bench"),
             plan.eval_settings(settings),
         )
         rows = [r for r in result["history"] if r["iteration"] > 0]

@@ -38,7 +38,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from pydantic import SecretStr
-from results import add_out, free_port, local_settings, machine, report
+from results import add_out, free_port, local_settings, machine, report, rl_from_warm_start
 from service import private_service, start_workers, stop
 
 from loraloop.evaluate.stats import wilson
@@ -142,18 +142,8 @@ def both_runs(args: argparse.Namespace, settings: Settings, work: Path) -> dict[
     eval_settings = plan.eval_settings(settings)
     for mode, staleness in (("sync", 0), ("async", args.max_staleness)):
         cfg = replace(
-            plan.rl_config(
-                settings,
-                work / "bc",
-                adapter_name=f"bench-{mode}",
-                iterations=args.iterations,
-                tasks_per_iteration=args.tasks,
-                rollouts_per_task=args.rollouts,
-                temperature=0.7,
-                lr=1e-4,
-                eval_every=0,
-                seed=args.seed,
-                max_staleness=staleness,
+            rl_from_warm_start(
+                plan, settings, work / "bc", args, adapter_name=f"bench-{mode}", seed=args.seed, max_staleness=staleness
             ),
             output_dir=str(work / mode),
         )
