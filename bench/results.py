@@ -9,6 +9,7 @@ import argparse
 import os
 import platform
 import socket
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -32,11 +33,19 @@ def add_out(parser: argparse.ArgumentParser, name: str) -> None:
 
 
 def report(markdown: str, out: Path | None) -> None:
-    """Print the bench's Markdown and, with `--out`, write it to that file."""
+    """Print the bench's Markdown and, with `--out`, add it to that file as the newest entry: a heading with the
+    time and the command, placed before the file's first `## ` entry (after its title and method), so that the
+    results measured before stay (a results file is a history, newest first; it was once overwritten whole)."""
     print(markdown)
-    if out is not None:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(markdown.rstrip("\n") + "\n")
+    if out is None:
+        return
+    out.parent.mkdir(parents=True, exist_ok=True)
+    entry = f"## {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, `{' '.join(sys.argv)}`\n\n{markdown.strip()}\n\n"
+    text = out.read_text() if out.exists() else ""
+    first = text.find("\n## ")
+    out.write_text(
+        text[: first + 1] + entry + text[first + 1 :] if first >= 0 else text.rstrip("\n") + "\n\n" * bool(text) + entry
+    )
 
 
 def machine() -> str:
