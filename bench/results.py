@@ -40,12 +40,14 @@ def report(markdown: str, out: Path | None) -> None:
     if out is None:
         return
     out.parent.mkdir(parents=True, exist_ok=True)
-    entry = f"## {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, `{' '.join(sys.argv)}`\n\n{markdown.strip()}\n\n"
+    entry = f"## {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, `{' '.join(sys.argv)}`\n\n{markdown.strip()}\n"
     text = out.read_text() if out.exists() else ""
-    first = text.find("\n## ")
-    out.write_text(
-        text[: first + 1] + entry + text[first + 1 :] if first >= 0 else text.rstrip("\n") + "\n\n" * bool(text) + entry
-    )
+    first = text.find("\n## ")  # the newest entry so far: the new one goes before it
+    if first >= 0:
+        text = text[: first + 1] + entry + "\n" + text[first + 1 :]
+    else:
+        text = (text.rstrip("\n") + "\n\n" if text else "") + entry
+    out.write_text(text)
 
 
 def machine() -> str:

@@ -83,6 +83,8 @@ def main() -> int:
     )
     add_out(parser, "rl_async")
     args = parser.parse_args()
+    if args.max_staleness < 1:  # 0 would make the async run a second sync run
+        parser.error(f"--max_staleness {args.max_staleness}: the async run's K must be at least 1")
     os.chdir(ROOT)
     work = Path(tempfile.mkdtemp(prefix="bench-rl-async-"))
     port = free_port()

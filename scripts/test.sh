@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Runs the test suite; pytest's exit 5 (no tests collected) counts as a failure with a clear message.
 # Two phases: first the tests marked `serial` (sensitive to load: they count answers against wall time) alone,
-# then every other test with the test files on LORALOOP_TEST_WORKERS pytest-xdist workers (default 3, 2 without native bfloat16: below; 0: in
-# this one process), each file's tests on one worker (--dist loadfile: a module's fixtures, such as the bundled
-# tasks played once, are set up once). Most tests wait on servers, containers and browsers, so three workers on
-# two cores cut the wall time; each worker starts its own session servers (vLLM, Redis, S3, sites) on free ports.
+# then every other test with the test files on LORALOOP_TEST_WORKERS pytest-xdist workers (default 3, or 2 without
+# native bfloat16: below; 0: in this one process), each file's tests on one worker (--dist loadfile: a module's
+# fixtures, such as the bundled tasks played once, are set up once). Most tests wait on servers, containers and
+# browsers, so three workers on two cores cut the wall time; each worker starts its own session servers (vLLM,
+# Redis, S3, sites) on free ports.
 # --no-loadscope-reorder: pytest-xdist otherwise hands out the files by their number of tests, most first, which
 # undoes tests/conftest.py's LONGEST_FIRST order and starts the long files of few tests (the loop, RL) last.
 # OMP_WAIT_POLICY=PASSIVE: torch's OpenMP threads (libgomp) otherwise spin after each parallel region, waiting

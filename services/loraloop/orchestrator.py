@@ -380,9 +380,7 @@ def run_rl(cfg: RLConfig, settings: Settings | None = None) -> dict:
     return run.result(version)
 
 
-def rl_iteration(
-    run: RLRun, iteration: int, version: int, pending: dict[int, Ahead] | None = None
-) -> tuple[int, dict[int, Ahead]]:
+def rl_iteration(run: RLRun, iteration: int, version: int, pending: dict[int, Ahead]) -> tuple[int, dict[int, Ahead]]:
     """One iteration's stages in order, each timed into its row (`rollout_s`, `train_s`, `publish_s`, `eval_s`):
     roll out (or read the stored run), build the batch and train, publish, evaluate when due; the row is recorded.
     In asynchronous mode (K >= 1) the rollouts of the next K iterations are out before this one trains (those not
@@ -391,7 +389,6 @@ def rl_iteration(
     holds the jobs earlier iterations submitted, this one's among them. Returns the version the next iteration
     samples with (the same one when there was nothing to train on) and the jobs out for the iterations after."""
     seconds: dict[str, float] = {}
-    pending = pending or {}
     run.announce(iteration, version)
     with timed(seconds, "rollout_s"):
         episodes, job = run.collect(iteration, version, pending.get(iteration))

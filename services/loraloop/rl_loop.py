@@ -493,11 +493,11 @@ class RLRun:
 
     def collect(self, iteration: int, version: int, ahead: Ahead | None = None) -> tuple[list, Ahead | None]:
         """The rollout stage: the iteration's episodes (the stored run of `--from_run`; the job submitted `ahead`
-        while the iteration before trained; else played now by `version`) and the job they came from (None for
+        while an earlier iteration trained; else played now by `version`) and the job they came from (None for
         `--from_run`)."""
         if self.cfg.from_run:
             return self.stored(), None
-        if ahead is None or ahead.iteration != iteration:
+        if ahead is None:
             ahead = self.submit(iteration, version)
         episodes = self.wait(ahead.run_id)
         self.learn_rates(episodes)
