@@ -68,6 +68,14 @@ class Settings(BaseSettings):
         description="vLLM's --max-loras (adapters served at once); `train rl` refuses a --max_staleness K needing more "
         "than K+1",
     )
+    vllm_block_size: int = Field(
+        32,
+        gt=0,
+        multiple_of=32,
+        description="vLLM CPU's --block-size, the tokens of a KV cache block and of a prefix-cache hit; a multiple of "
+        "32, the CPU attention kernel's unit (vLLM's own default there, 128, recomputes up to 127 tokens of every "
+        "turn's cached conversation: bench/vllm_block_size.py)",
+    )
     # auto: bfloat16 where the hardware computes it natively (CUDA with bf16, CPUs with AVX512-BF16 or
     # AMX), else float32 (loraloop.hardware); vLLM and training both load models in it.
     dtype: Literal["auto", "float32", "bfloat16"] = "auto"

@@ -55,7 +55,8 @@ def command(
     settings: Settings, model_dir: Path, served_name: str | None, port: int, dtype: str, extra_args: Sequence[str]
 ) -> tuple[list[str], dict[str, str]]:
     """vLLM's OpenAI server command line and environment: LoRA on with runtime loading, offline, the CPU's KV cache
-    and thread binding (each overridable from the environment)."""
+    and thread binding (each overridable from the environment), and KV blocks of settings.vllm_block_size tokens so
+    that a multi-turn episode's next call finds its conversation in the prefix cache."""
     python = Path(settings.vllm_python)
     env = {
         **os.environ,
@@ -85,6 +86,8 @@ def command(
         str(settings.max_lora_rank),
         "--max-loras",
         str(settings.max_loras),
+        "--block-size",
+        str(settings.vllm_block_size),
         # No "--distributed-executor-backend uni": vLLM's CPU platform turns it into "mp" (its own process for the
         # model, pinned to VLLM_CPU_OMP_THREADS_BIND's cores) unless VLLM_ENABLE_V1_MULTIPROCESSING=0; see
         # pinned_cores for when we set that.
