@@ -84,10 +84,10 @@ async def replay(url: str, episodes: list[list[dict]], in_flight: int) -> float:
         return time.perf_counter() - started
 
 
-def measure(block: int, episodes: list[list[dict]], in_flight: int) -> dict:
-    """Start vLLM with `block`-token KV blocks, warm it with one call, replay the episodes; its figures."""
+def measure(settings: Settings, episodes: list[list[dict]], in_flight: int) -> dict:
+    """Start vLLM with the settings' KV block size on a free port, warm it with one call, replay the episodes; its
+    figures."""
     port = free_port()
-    settings = Settings(vllm_port=port, base_model_name=MODEL, vllm_block_size=block)
     started = time.perf_counter()
     url = vllm_server.start(settings, port=port, timeout=900)
     ready = time.perf_counter() - started
@@ -99,7 +99,7 @@ def measure(block: int, episodes: list[list[dict]], in_flight: int) -> dict:
     finally:
         vllm_server.stop(port)
     return {
-        "block": block,
+        "block": settings.vllm_block_size,
         "ready": ready,
         "seconds": seconds,
         "hit": (hits_after - hits) / max(1.0, queries_after - queries),
@@ -115,15 +115,15 @@ def main() -> int:
     parser.add_argument("--calls", type=Path, default=CALLS, help="the recorded calls (JSON: episodes of calls)")
     add_out(parser, "vllm_block_size")
     args = parser.parse_args()
-    try:
-        blocks = [int(b) for b in args.blocks.split(",")]
-    except ValueError:
-        parser.error(f"--blocks {args.blocks!r}: comma-separated integers, e.g. 128,32")
-    if len(blocks) < 2 or any(b <= 0 or b % 32 for b in blocks):
-        parser.error(f"--blocks {args.blocks!r}: two or more multiples of 32 (vLLM CPU's attention kernel unit)")
+    try:  # int() and the setting's own check (a positive multiple of 32), before any server starts
+        arms = [Settings(base_model_name=MODEL, vllm_block_size=int(b)) for b in args.blocks.split(",")]
+    except ValueError as exc:
+        parser.error(f"--blocks {args.blocks!r}: {exc}")
+    if len(arms) < 2:
+        parser.error(f"--blocks {args.blocks!r}: two or more block sizes, the first the baseline")
     episodes = json.loads(args.calls.read_text())["episodes"]
     os.environ.setdefault("VLLM_CPU_OMP_THREADS_BIND", "0")
-    runs = [measure(block, episodes, args.in_flight) for block in blocks]
+    runs = [measure(settings, episodes, args.in_flight) for settings in arms]
     calls = sum(len(e) for e in episodes)
     replies = sum(c["completion_tokens"] for e in episodes for c in e)
     lines = [
