@@ -6,7 +6,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Literal
 
-from pydantic import AliasChoices, Field, model_validator
+from pydantic import AliasChoices, Field, ValidationInfo, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from loraloop.defaults import EXPERIMENTS
@@ -79,9 +79,40 @@ class Settings(BaseSettings):
     # auto: bfloat16 where the hardware computes it natively (CUDA with bf16, CPUs with AVX512-BF16 or
     # AMX), else float32 (loraloop.hardware); vLLM and training both load models in it.
     dtype: Literal["auto", "float32", "bfloat16"] = "auto"
+    vllm_gpu_memory_utilization: float = Field(
+        0.9,
+        gt=0,
+        le=1,
+        description="the share of its GPU the stack's vLLM takes (its --gpu-memory-utilization; compose's "
+        "VLLM_GPU_MEMORY_UTILIZATION is read too), so that a trainer sharing that GPU is refused a split that "
+        "cannot fit",
+        validation_alias=AliasChoices("LORALOOP_VLLM_GPU_MEMORY_UTILIZATION", "VLLM_GPU_MEMORY_UTILIZATION"),
+    )
     # The share of the GPU's memory training may take (None: all), so that the trainer and a vLLM started
     # with --gpu-memory-utilization fit on one GPU together (docs/gpu.md, "One GPU").
     train_gpu_fraction: float | None = Field(default=None, gt=0, le=1)
+
+    @field_validator("train_gpu_fraction", mode="before")
+    @classmethod
+    def _empty_is_whole_gpu(cls, fraction: object) -> object:
+        """An empty LORALOOP_TRAIN_GPU_FRACTION (.env.example's, and compose.train.yaml's when .env leaves it out)
+        means no cap; without this every command read such an .env and failed parsing '' as a number."""
+        return None if isinstance(fraction, str) and not fraction.strip() else fraction
+
+    @field_validator("train_gpu_fraction")
+    @classmethod
+    def _split_fits(cls, fraction: float | None, info: ValidationInfo) -> float | None:
+        """A trainer share set means the trainer shares vLLM's GPU (docs/gpu.md, "One GPU"): the two shares must
+        add up to at most the whole card, or one of them runs out of memory only after minutes of loading."""
+        served = info.data.get("vllm_gpu_memory_utilization")
+        if fraction is not None and served is not None and round(fraction + served, 9) > 1:
+            raise ValueError(
+                f"LORALOOP_TRAIN_GPU_FRACTION {fraction} + VLLM_GPU_MEMORY_UTILIZATION {served} = "
+                f"{fraction + served:.2f} of one GPU: lower either (the sum at most 1), or leave "
+                "LORALOOP_TRAIN_GPU_FRACTION empty when the trainer has GPUs of its own"
+            )
+        return fraction
+
     # Where published adapters are unpacked for vLLM, and that folder as the vLLM process sees it
     # (the same path on one machine; e.g. /adapters inside the stack's vllm container).
     adapters_dir: Path = Field(default_factory=lambda: in_project("volumes/adapters"))

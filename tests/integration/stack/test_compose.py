@@ -226,6 +226,47 @@ def test_one_gpu_runs_one_vllm_for_the_base_model_and_the_adapters(tmp_path):
     assert trainer["environment"]["LORALOOP_BROKER_URL"] == "redis://redis:6379/0"  # RL's rollouts on the workers
 
 
+ONE_GPU = {  # docs/gpu.md's "One GPU" table: VLLM_GPU_MEMORY_UTILIZATION, LORALOOP_TRAIN_GPU_FRACTION
+    "80GB": ("0.35", "0.6"),
+    "24GB": ("0.45", "0.5"),
+    "one-at-a-time": ("0.9", ""),
+}
+STACKS = {"base": "", "lora": "lora", "gateway": "gateway", "all": "*"}  # the stack's profiles beside the trainer
+
+
+@pytest.mark.parametrize("split", ONE_GPU)
+def test_every_gpu_combination_with_the_docs_split_fits_one_card(tmp_path, split):
+    """Base alone, lora, gateway, train, and each with train beside it: one vLLM and one trainer reserve the GPU, vLLM
+    takes the docs' share, the trainer gets its own and vLLM's, and the two fit on the card: `make up`'s check and the
+    trainer's Settings (which every `loraloop` command in its container reads first) both take them."""
+    served, train = ONE_GPU[split]
+    env_file = tmp_path / "gpu.env"
+    env_file.write_text(
+        ENV_FILE.read_text() + f"VLLM_GPU_MEMORY_UTILIZATION={served}\nLORALOOP_TRAIN_GPU_FRACTION={train}\n"
+    )
+    check = subprocess.run(["bash", "scripts/env.sh", "check", str(env_file)], capture_output=True, text=True)
+    assert check.returncode == 0, check.stderr
+    proc = compose(["compose.train.yaml"], "config", "--format", "json", env_file=str(env_file))
+    assert proc.returncode == 0, proc.stderr
+    trainer = json.loads(proc.stdout)["services"]
+    assert gpu_services(trainer) == ["trainer"]
+    environment = trainer["trainer"]["environment"]
+    shares = Settings(
+        vllm_gpu_memory_utilization=environment["LORALOOP_VLLM_GPU_MEMORY_UTILIZATION"],
+        train_gpu_fraction=environment["LORALOOP_TRAIN_GPU_FRACTION"],
+    )
+    assert shares.train_gpu_fraction == (float(train) if train else None)
+    for profile in STACKS.values():
+        args = (["--profile", profile] if profile else []) + ["config", "--format", "json"]
+        proc = compose(["compose.yaml"], *args, env_file=str(env_file))
+        assert proc.returncode == 0, proc.stderr
+        services = json.loads(proc.stdout)["services"]
+        assert gpu_services(services) == ["vllm"]  # one server for the base model and the adapters
+        command = services["vllm"]["command"]
+        assert float(command[command.index("--gpu-memory-utilization") + 1]) == shares.vllm_gpu_memory_utilization
+        assert shares.vllm_gpu_memory_utilization + (shares.train_gpu_fraction or 0) <= 1 or not train
+
+
 @pytest.mark.parametrize("missing", ["MINIO_ROOT_USER", "MINIO_ROOT_PASSWORD", "TASK_SERVER_TOKEN"])
 def test_a_missing_secret_is_named(tmp_path, missing):
     env_file = tmp_path / "partial.env"
