@@ -79,6 +79,7 @@ class Settings(BaseSettings):
     # auto: bfloat16 where the hardware computes it natively (CUDA with bf16, CPUs with AVX512-BF16 or
     # AMX), else float32 (loraloop.hardware); vLLM and training both load models in it.
     dtype: Literal["auto", "float32", "bfloat16"] = "auto"
+    # Declared before train_gpu_fraction, whose validator reads it.
     vllm_gpu_memory_utilization: float = Field(
         0.9,
         gt=0,
