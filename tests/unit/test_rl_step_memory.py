@@ -61,3 +61,49 @@ def test_the_step_divides_by_the_tokens_masked_is_keeps(tmp_path):
     assert 0 < kept < sampled and int(trainer._get_num_items_in_batch(passes, torch.device("cpu"))) == kept
     trainer.correction = Correction("token", 2.0)  # weights, no mask: every sampled token counts
     assert int(trainer._get_num_items_in_batch(passes, torch.device("cpu"))) == sampled
+
+
+def padded_batch(masks: list[list[int]]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Right-padded ids, attention mask and completion mask of rows with these sampled spans, as `collate` pads."""
+    generator = torch.Generator().manual_seed(2)
+    width = max(len(m) for m in masks)
+    ids = torch.randint(0, 97, (len(masks), width), generator=generator)
+    attention = torch.tensor([[1] * len(m) + [0] * (width - len(m)) for m in masks])
+    sampled = torch.tensor([m + [0] * (width - len(m)) for m in masks], dtype=torch.float32)
+    return ids, attention, sampled
+
+
+@pytest.mark.parametrize(
+    "masks",
+    [
+        [[0] * 9 + [1] * 3],  # one turn: prompt, then its reply
+        [[0] * 4 + [1] * 2 + [0] * 5 + [1] * 4],  # two turns packed, the observation between them masked
+        [[0] * 3 + [1] * 2, [0] * 11 + [1] * 6, [0] * 7 + [1] * 1 + [0] * 2],  # a padded batch, each its own start
+        [[0, 1, 1, 1]],  # sampled from the second token on: nothing to skip
+        [[0] * 6],  # nothing sampled: nothing to score
+    ],
+    ids=["one-turn", "packed", "padded-batch", "from-the-start", "none-sampled"],
+)
+def test_logits_from_the_first_sampled_token_give_the_full_logits_logprobs_and_gradient(masks):
+    """The LM head run only from the batch's first sampled position (`logits_to_keep`) changes no logprob the loss
+    reads and no gradient: the same values on every sampled position, 0 before the first, and the same LoRA
+    gradient of a masked sum."""
+    ids, attention, sampled = padded_batch(masks)
+    grads = []
+    for completion_mask in (None, sampled):
+        model = tiny_policy(False)
+        logprobs = token_logprobs(model, ids, attention, fused=False, completion_mask=completion_mask)
+        assert logprobs.shape == (len(masks), ids.shape[1] - 1)
+        if completion_mask is None:
+            full = logprobs.detach()
+        else:
+            on = sampled[:, 1:].bool()
+            torch.testing.assert_close(logprobs.detach()[on], full[on], rtol=1e-5, atol=1e-6)
+            before = min((m.index(1) - 1 for m in masks if 1 in m), default=ids.shape[1] - 1)
+            assert logprobs.detach()[:, :before].abs().sum() == 0
+        if sampled.any():
+            (logprobs * sampled[:, 1:]).sum().backward()
+        grads.append({n: p.grad for n, p in model.named_parameters() if "lora_" in n and p.grad is not None})
+    assert grads[0].keys() == grads[1].keys()
+    for name in grads[0]:
+        torch.testing.assert_close(grads[1][name], grads[0][name], rtol=1e-5, atol=1e-7)

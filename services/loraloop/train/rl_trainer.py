@@ -173,18 +173,36 @@ def add_fused_head(model) -> None:
     add_fused_lm_head(base)
 
 
+def first_sampled(completion_mask: torch.Tensor) -> int:
+    """How many leading positions of the shifted [batch, length - 1] logprobs no row of the batch samples in: a turn's
+    prompt, most of its tokens (every position when nothing is sampled)."""
+    sampled = completion_mask[:, 1:].any(dim=0).nonzero()
+    return int(sampled[0]) if len(sampled) else completion_mask.shape[1] - 1
+
+
 def token_logprobs(
-    model, ids: torch.Tensor, attention_mask: torch.Tensor, fused: bool, upcast: bool = False
+    model,
+    ids: torch.Tensor,
+    attention_mask: torch.Tensor,
+    fused: bool,
+    upcast: bool = False,
+    completion_mask: torch.Tensor | None = None,
 ) -> torch.Tensor:
     """Log-probabilities of each sequence's own next tokens, [batch, length - 1]. Fused (a model given
     `add_fused_head`): float32, the LM head in tiles, so the [batch, length, vocabulary] logits (3.2 GB in float32
     for 8 x 2048 tokens of SmolLM2's 49,152-token vocabulary) and their gradient are never held; else the model's
-    logits (cast to float32 first with `upcast`) through TRL's `selective_log_softmax`."""
+    logits (cast to float32 first with `upcast`) through TRL's `selective_log_softmax`.
+
+    Given the rows' `completion_mask`, the model's LM head runs only from the first sampled position on
+    (transformers' `logits_to_keep`, as TRL's GRPO trainer asks it for its completions): the prompt before it, most
+    of a turn, gets no logits, no log-softmax and no gradient through the head, and its logprobs are 0 (masked)."""
     if fused:
         labels = ids.masked_fill(attention_mask == 0, -100)
         return model(input_ids=ids, attention_mask=attention_mask, labels=labels, fused_lm_head=True).log_probs
-    logits = model(input_ids=ids, attention_mask=attention_mask).logits[:, :-1]
-    return selective_log_softmax(logits.float() if upcast else logits, ids[:, 1:])
+    skip = 0 if completion_mask is None else first_sampled(completion_mask)
+    logits = model(input_ids=ids, attention_mask=attention_mask, logits_to_keep=ids.shape[1] - skip).logits[:, :-1]
+    kept = selective_log_softmax(logits.float() if upcast else logits, ids[:, 1 + skip :])
+    return torch.nn.functional.pad(kept, (skip, 0)) if skip else kept
 
 
 class RLTrainer(Trainer):
@@ -222,7 +240,9 @@ class RLTrainer(Trainer):
         """Log-probabilities of the sequence's own next tokens, then the clipped surrogate on the sampled ones:
         against the proximal logprobs, weighted by the rollout correction (decoupled), or against the sampler's
         (bypass); summed over this pass and divided by the tokens the whole step trains on."""
-        logprobs = token_logprobs(model, inputs["input_ids"], inputs["attention_mask"], self.fused)
+        logprobs = token_logprobs(
+            model, inputs["input_ids"], inputs["attention_mask"], self.fused, completion_mask=inputs["completion_mask"]
+        )
         sampler, mask = inputs["old_logprobs"][:, 1:], inputs["completion_mask"][:, 1:]
         step = None if num_items_in_batch is None else num_items_in_batch.clamp(min=1)
         if self.correction is not None:
@@ -253,12 +273,14 @@ class RLTrainer(Trainer):
 
 def proximal_logprobs(model, rows: list[Row], fused: bool = False) -> list[list[float]]:
     """The trainer's own logprobs of each row's tokens before the iteration's first update (aligned with
-    `input_ids`, 0 at the first position): one forward pass a row, no gradient."""
+    `input_ids`; 0 at the first position and before the row's first sampled token, where nothing reads them): one
+    forward pass a row, no gradient."""
     found = []
     with scoring(model):
         for row in rows:
             ids = torch.tensor([row.input_ids], device=model.device)
-            logprobs = token_logprobs(model, ids, torch.ones_like(ids), fused, upcast=True)
+            sampled = torch.tensor([row.completion_mask], device=model.device)
+            logprobs = token_logprobs(model, ids, torch.ones_like(ids), fused, upcast=True, completion_mask=sampled)
             found.append([0.0] + logprobs[0].tolist())
     return found
 
