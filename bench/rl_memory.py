@@ -12,9 +12,13 @@ tokens (random ids, the last half sampled) and takes one optimiser step through 
 - before: the whole step in one forward pass, the model's full logits (the trainer before `micro_batch_size` and
   the fused head: `--micro_batch_size 8 --no-fused_logprobs`);
 - fused: one pass, TRL's fused LM head;
-- micro: passes of one turn accumulated, full logits (the default now: DEFAULT);
+- micro: passes of one turn accumulated, the model's logits (the default now: DEFAULT);
 - both: passes of one turn and the fused head;
 - ckpt: passes of one turn, full logits, activation checkpointing (`--activation_checkpointing`).
+
+Without the fused head, every variant's LM head runs from the first sampled position on (`logits_to_keep`, since
+2026-11-28: here half of each turn; a real turn's prompt is most of it), so `before` is no longer quite the trainer
+before the savers: its figure here is that, the one to compare with, in the entries before 2026-11-28 17:00.
 
 Prints peak RSS after loading and after the step, the step's seconds and each variant's peak over the baseline's,
 measured in the same run, per length. A variant the OOM killer stops is reported as such, with the memory that was
