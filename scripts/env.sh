@@ -40,7 +40,8 @@ case "$action" in
            "runs environment containers; for the host's engine add -f compose.host-engine.yaml to COMPOSE_FILES)" >&2
       exit 1
     fi
-    # a trainer share set means a trainer on vllm's GPU (docs/gpu.md): refuse a split that cannot fit before starting
+    # a trainer share set means a trainer on vllm's GPU (docs/gpu.md): refuse a split that cannot fit before starting.
+    # The rule of loraloop.settings.Settings._split_fits, again here: `make up` runs before any virtualenv exists.
     python3 - "$file" "$(value VLLM_GPU_MEMORY_UTILIZATION "$file")" "$(value LORALOOP_TRAIN_GPU_FRACTION "$file")" <<'PY'
 import sys
 file, served, train = (value.split(" #")[0].strip().strip("'\"") for value in sys.argv[1:])  # as compose reads them

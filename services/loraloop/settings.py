@@ -104,7 +104,8 @@ class Settings(BaseSettings):
     @classmethod
     def _split_fits(cls, fraction: float | None, info: ValidationInfo) -> float | None:
         """A trainer share set means the trainer shares vLLM's GPU (docs/gpu.md, "One GPU"): the two shares must
-        add up to at most the whole card, or one of them runs out of memory only after minutes of loading."""
+        add up to at most the whole card, or one of them runs out of memory only after minutes of loading. `make up`
+        checks the same rule in scripts/env.sh, which runs before any virtualenv exists."""
         served = info.data.get("vllm_gpu_memory_utilization")
         if fraction is not None and served is not None and round(fraction + served, 9) > 1:
             raise ValueError(
