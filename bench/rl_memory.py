@@ -7,14 +7,16 @@ savers (issue #30 item 4: at batch 8 x 2048 tokens, at most a third of the basel
 Each variant runs in a process of its own (peak RSS is a process's high-water mark): it loads the base model
 (volumes/models/SmolLM2-135M-Instruct) with LoRA through `RLRun.load_policy`, makes --rows turns of --tokens
 tokens (random ids, the last half sampled) and takes one optimiser step through `RLRun.train` in decoupled mode
-(the proximal pass, then the step). Variants:
+(the turns' proximal logprobs from the step's own forward pass: one step, no proximal pass). Variants:
 
 - before: the whole step in one forward pass, the model's full logits (the trainer before `micro_batch_size` and
   the fused head: `--micro_batch_size 8 --no-fused_logprobs`);
 - fused: one pass, TRL's fused LM head;
 - micro: passes of one turn accumulated, the model's logits (the default now: DEFAULT);
 - both: passes of one turn and the fused head;
-- ckpt: passes of one turn, full logits, activation checkpointing (`--activation_checkpointing`).
+- ckpt: passes of one turn, full logits, activation checkpointing (`--activation_checkpointing`);
+- pass: as micro, with a proximal pass over every turn before the step (`first_step_rows` made 0), as every step
+  took before 2026-11-29: what its seconds cost (no gradient, so no peak of its own).
 
 Without the fused head, every variant's LM head runs from the first sampled position on (`logits_to_keep`, since
 2026-11-28: here half of each turn; a real turn's prompt is most of it), so `before` is no longer quite the trainer
@@ -41,13 +43,14 @@ from results import add_out, machine, report
 
 ROOT = Path(__file__).resolve().parents[1]
 MODEL = ROOT / "volumes/models/SmolLM2-135M-Instruct"
-# micro batch, fused head, activation checkpointing
+# micro batch, fused head, activation checkpointing, a proximal pass over every turn
 VARIANTS = {
-    "before": (8, False, False),
-    "fused": (8, True, False),
-    "micro": (1, False, False),
-    "both": (1, True, False),
-    "ckpt": (1, False, True),
+    "before": (8, False, False, False),
+    "fused": (8, True, False, False),
+    "micro": (1, False, False, False),
+    "both": (1, True, False, False),
+    "ckpt": (1, False, True, False),
+    "pass": (1, False, False, True),
 }
 DEFAULT = "micro"  # what `train rl` does unless told otherwise
 TARGET = 1 / 3
@@ -60,17 +63,20 @@ def peak_gib() -> float:
 
 def child(variant: str, rows: int, tokens: int) -> dict:
     """One variant's optimiser step in this process (`RLRun.load_policy` and `RLRun.train`, the run's own code):
-    peak RSS after loading and after the step, and the step's seconds (the proximal pass included)."""
+    peak RSS after loading and after the step, and the step's seconds (a proximal pass included where there is one)."""
     import tempfile
 
     import torch
 
+    from loraloop import rl_loop
     from loraloop.rl_loop import RLRun
     from loraloop.settings import Settings
     from loraloop.train.config import RLConfig
     from loraloop.train.rl_batch import Row
 
-    micro, fused, checkpointing = VARIANTS[variant]
+    micro, fused, checkpointing, proximal_pass = VARIANTS[variant]
+    if proximal_pass:  # the step before 2026-11-29: no row's proximal logprobs from the step's own forward pass
+        rl_loop.first_step_rows = lambda *args, **kwargs: 0
     folder = Path(tempfile.mkdtemp(prefix="rl-memory-"))
     cfg = RLConfig(
         base_model=str(MODEL),
@@ -128,9 +134,9 @@ def measure(variant: str, rows: int, tokens: int) -> dict:
 
 def row(variant: str, rows: int, tokens: int, r: dict, base: dict) -> str:
     """The table row of one variant at one length, its peak over the baseline's (a bound where that was killed)."""
-    micro, fused, checkpointing = VARIANTS[variant]
+    micro, fused, checkpointing, proximal_pass = VARIANTS[variant]
     yes = {True: "yes", False: "no"}
-    head = f"| {tokens} | {variant} | {min(micro, rows)} | {yes[fused]} | {yes[checkpointing]} |"
+    head = f"| {tokens} | {variant} | {min(micro, rows)} | {yes[fused]} | {yes[checkpointing]} | {yes[proximal_pass]} |"
     if r.get("killed"):
         return f"{head} - | killed by the OOM killer: above {r['above_gib']:.1f} | | |"
     if "error" in r:
@@ -164,9 +170,10 @@ def main() -> int:
         f"{machine()}. Command: `.venv/bin/python bench/rl_memory.py --rows {args.rows} --tokens {args.tokens} "
         f"--variants {args.variants}`.",
         "",
-        "| tokens a turn | variant | micro batch | fused head | activation checkpointing | peak RSS after load (GiB) | "
+        "| tokens a turn | variant | micro batch | fused head | activation checkpointing | proximal pass | "
+        "peak RSS after load (GiB) | "
         "peak RSS after the step (GiB) | / before | step (s) |",
-        "|---:|---|---:|---|---|---:|---:|---:|---:|",
+        "|---:|---|---:|---|---|---|---:|---:|---:|---:|",
     ]
     verdicts = []
     for tokens in lengths:

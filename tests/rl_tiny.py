@@ -1,7 +1,8 @@
 """A tiny random Llama with LoRA, four turns of hand-made RL rows and one SGD step of the RL trainer on them: what
 the RL step tests share (tests/unit/test_rl_step_memory.py) and what `accelerate launch` runs in two processes
 (tests/integration/train/test_multiprocess.py): `python -m tests.rl_tiny OUT MICRO` saves the LoRA weights after
-the step (rank 0) to OUT. Plain SGD: Adam's first step is nearly sign(gradient) and would hide a wrong scale."""
+the step (rank 0) to OUT, the step's proximal logprobs taken from its own forward pass as `train rl` takes them.
+Plain SGD: Adam's first step is nearly sign(gradient) and would hide a wrong scale."""
 
 import os
 import sys
@@ -16,6 +17,7 @@ from loraloop.train.rl_trainer import (
     add_fused_head,
     as_dataset,
     collate,
+    first_step_rows,
     proximal_logprobs,
     step_layout,
     world_size,
@@ -72,17 +74,27 @@ def rows() -> list[Row]:
 
 
 def trained_lora(
-    tmp_path, micro: int, fused: bool, correction: Correction | None, checkpointing: bool = False
+    tmp_path,
+    micro: int,
+    fused: bool,
+    correction: Correction | None,
+    checkpointing: bool = False,
+    steps: int = 1,
+    from_forward: int = 0,
 ) -> dict[str, torch.Tensor]:
-    """The LoRA weights after one SGD step over the four turns, in passes of `micro` turns, shared by the processes
-    of `accelerate launch` as `train rl` shares them (`step_layout`; one process when not launched); with
-    `checkpointing`, activations recomputed in the backward pass as `train rl --activation_checkpointing` does."""
+    """The LoRA weights after one SGD step over the four turns (or `steps` steps, in order), in passes of `micro`
+    turns, shared by the processes of `accelerate launch` as `train rl` shares them (`step_layout`; one process when
+    not launched); with `checkpointing`, activations recomputed in the backward pass as `train rl
+    --activation_checkpointing` does; the first `from_forward` turns with no proximal pass (their first step's
+    forward pass gives them, as `first_step_rows` allows)."""
     from transformers import TrainingArguments
 
     model = tiny_policy(fused)
     batch = rows()
-    prox = proximal_logprobs(model, batch, fused) if correction else None
-    layout = step_layout(len(batch), micro, world_size())
+    prox: list | None = None
+    if correction:
+        prox = [None] * from_forward + proximal_logprobs(model, batch[from_forward:], fused)
+    layout = step_layout(len(batch) // steps, micro, world_size())
     assert layout is not None, (len(batch), micro, world_size())
     args = TrainingArguments(
         output_dir=str(tmp_path / f"out-{micro}-{fused}-{checkpointing}"),
@@ -91,6 +103,7 @@ def trained_lora(
         per_device_train_batch_size=layout[0],
         gradient_accumulation_steps=layout[1],
         num_train_epochs=1,
+        train_sampling_strategy="sequential",  # the turns in order, as `train rl` gives them (shuffled before)
         learning_rate=0.5,
         lr_scheduler_type="constant",
         report_to=[],
@@ -110,12 +123,16 @@ def trained_lora(
         fused=fused,
     )
     trainer.train()
-    assert trainer.state.global_step == 1
+    assert trainer.state.global_step == steps
     return {name: p.detach().clone() for name, p in model.named_parameters() if "lora_" in name}
 
 
 if __name__ == "__main__":
     out, micro = Path(sys.argv[1]), int(sys.argv[2])
-    weights = trained_lora(out.parent, micro=micro, fused=False, correction=Correction("token", 2.0))
+    # the proximal logprobs as `train rl` takes them: the rows of the first (here the only) step from its forward pass
+    first = first_step_rows(4, 4, epochs=1.0, processes=world_size(), masked_is=False)
+    weights = trained_lora(
+        out.parent, micro=micro, fused=False, correction=Correction("token", 2.0), from_forward=first
+    )
     if int(os.environ.get("RANK", "0")) == 0:
         torch.save(weights, out)

@@ -383,16 +383,17 @@ def run_rl(cfg: RLConfig, settings: Settings | None = None) -> dict:
 def rl_iteration(run: RLRun, iteration: int, version: int, pending: dict[int, Ahead]) -> tuple[int, dict[int, Ahead]]:
     """One iteration's stages in order, each timed into its row (`rollout_s`, `train_s`, `publish_s`, `eval_s`):
     roll out (or read the stored run), build the batch and train, publish, evaluate when due; the row is recorded.
-    In asynchronous mode (K >= 1) the rollouts of the next K iterations are out before this one trains (those not
-    yet submitted are submitted now, sampled by the newest version: the one this iteration trains from, at most K
-    versions behind the one their own iteration trains), and play while this one trains and publishes; `pending`
-    holds the jobs earlier iterations submitted, this one's among them. Returns the version the next iteration
-    samples with (the same one when there was nothing to train on) and the jobs out for the iterations after."""
+    In asynchronous mode (K >= 1) the rollouts of the next K iterations are out before this one's are collected
+    (those not yet submitted are submitted now, after this iteration's own, sampled by the newest version: the one
+    this iteration trains from, at most K versions behind the one their own iteration trains), and play while this
+    one trains and publishes; `pending` holds the jobs earlier iterations submitted, this one's among them. Returns
+    the version the next iteration samples with (the same one when there was nothing to train on) and the jobs out
+    for the iterations after."""
     seconds: dict[str, float] = {}
     run.announce(iteration, version)
+    following = run.ahead(iteration, version, pending)  # this iteration's job first, then the next K's
     with timed(seconds, "rollout_s"):
-        episodes, job = run.collect(iteration, version, pending.get(iteration))
-    following = run.ahead(iteration, version, pending)
+        episodes, job = run.collect(following.pop(iteration, None))
     began = time.time()
     with timed(seconds, "train_s"):
         row, trained = run.learn(episodes, iteration, version, job)

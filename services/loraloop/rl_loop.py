@@ -21,6 +21,7 @@ rl_curve.png and TensorBoard logs are written under `--output_dir` after every i
 from __future__ import annotations
 
 import json
+import random
 import time
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
@@ -53,6 +54,7 @@ from loraloop.train.rl_trainer import (
     add_fused_head,
     as_dataset,
     collate,
+    first_step_rows,
     proximal_logprobs,
     step_layout,
     world_size,
@@ -346,6 +348,8 @@ class RLRun:
                 "remove_unused_columns": False,
                 "disable_tqdm": True,
                 "seed": self.cfg.seed + iteration,
+                # one pass: the shuffled order above; more: the Trainer shuffles each epoch (every row has a pass)
+                "train_sampling_strategy": "sequential" if self.cfg.epochs <= 1 else "random",
                 # the step's turns shared by the processes of `accelerate launch` (one in a plain process)
                 "per_device_train_batch_size": per_pass,
                 "gradient_accumulation_steps": passes,
@@ -355,8 +359,14 @@ class RLRun:
         )
         pad = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else 0
         started = time.perf_counter()
-        # the proximal policy, before the iteration's first update (decoupled mode)
-        prox = proximal_logprobs(self.model, rows, self.fused) if self.correction else None
+        # the training order, seeded: the sampler is sequential, so the rows the first step trains on are known
+        rows = random.Random(self.cfg.seed + iteration).sample(rows, len(rows))
+        prox: list[list[float] | None] | None = None  # the proximal policy, before the first update (decoupled)
+        if self.correction:
+            masked_is = self.correction.rollout_rs is not None
+            first = first_step_rows(len(rows), self.cfg.batch_size, self.cfg.epochs, world_size(), masked_is)
+            prox = [None] * first
+            prox += proximal_logprobs(self.model, rows[first:], self.fused)
         trainer = RLTrainer(
             model=self.model,
             args=args,
@@ -491,25 +501,25 @@ class RLRun:
         )
         return Ahead(iteration, run_id, version, pools)
 
-    def collect(self, iteration: int, version: int, ahead: Ahead | None = None) -> tuple[list, Ahead | None]:
-        """The rollout stage: the iteration's episodes (the stored run of `--from_run`; the job submitted `ahead`
-        while an earlier iteration trained; else played now by `version`) and the job they came from (None for
-        `--from_run`)."""
-        if self.cfg.from_run:
+    def collect(self, job: Ahead | None) -> tuple[list, Ahead | None]:
+        """The rollout stage: the episodes of the iteration's job (submitted by `ahead`, this iteration's or an
+        earlier one's) and the job, or the stored run of `--from_run` and None (nothing is rolled out)."""
+        if self.cfg.from_run or job is None:
             return self.stored(), None
-        if ahead is None:
-            ahead = self.submit(iteration, version)
-        episodes = self.wait(ahead.run_id)
+        episodes = self.wait(job.run_id)
         self.learn_rates(episodes)
-        return episodes, ahead
+        return episodes, job
 
     def ahead(self, iteration: int, version: int, pending: dict[int, Ahead]) -> dict[int, Ahead]:
-        """Asynchronous mode: the rollout jobs of the next K iterations (`iterations_ahead`), by iteration; those not
-        in `pending` (submitted by an earlier iteration) are submitted now, sampled by `version`, the newest, so that
-        they play while this iteration trains. Empty in sync mode and with `--from_run` (nothing is rolled out)."""
+        """The rollout jobs out from now on, by iteration: this iteration's and, in asynchronous mode, the next K
+        iterations' (`iterations_ahead`); those not in `pending` (submitted by an earlier iteration) are submitted
+        now, in iteration order, sampled by `version`, the newest, so that the rollout device goes from this
+        iteration's episodes straight on to the next ones' (the first iteration's included: nothing waits for its
+        episodes to be collected) and they play while this iteration trains. Empty with `--from_run` (nothing is
+        rolled out)."""
         if self.cfg.from_run:
             return {}
-        due = iterations_ahead(iteration, staleness(self.cfg), self.cfg.iterations)
+        due = [iteration, *iterations_ahead(iteration, staleness(self.cfg), self.cfg.iterations)]
         return {later: pending.get(later) or self.submit(later, version) for later in due}
 
     def learn(self, episodes: list, iteration: int, version: int, job: Ahead | None) -> tuple[dict, bool]:

@@ -1,9 +1,12 @@
 """The embedded default: jobs run in this process, no broker and no API.
 
 `LocalJobs` has the interface of the API and broker clients (submit, status, list, cancel), so the
-CLI follows a job the same way wherever it runs. Its episodes run in a thread pool
-(`LORALOOP_CONCURRENCY` or `--concurrency` in flight, so vLLM can batch) through the code a
-Celery worker runs (`loraloop.rollout.runner.play`), counted in a book kept in memory.
+CLI follows a job the same way wherever it runs. Its episodes run in one thread pool for the process
+(`LORALOOP_CONCURRENCY` or `--concurrency` in flight, so vLLM can batch), first submitted first played as
+on a Celery worker, through the code such a worker runs (`loraloop.rollout.runner.play`), counted in a book
+kept in memory. One pool, not one a job: a job submitted ahead (`train rl --async`) waits for the slots of
+the jobs before it instead of slowing the one being waited for, and the process never has more than
+`concurrency` episodes in flight.
 """
 
 from __future__ import annotations
@@ -31,22 +34,28 @@ class LocalJobs:
         self.cpus = cpu_list(settings.rollout_cpus)  # a bad list fails here, before any episode
         self.book = MemoryBook()
         self._runs: dict[str, list[Future]] = {}
+        self._pool: ThreadPoolExecutor | None = None  # started with the first job
+
+    def pool(self) -> ThreadPoolExecutor:
+        """The process's episode threads, `concurrency` of them, each pinned to LORALOOP_ROLLOUT_CPUS."""
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(
+                max_workers=self.concurrency,
+                thread_name_prefix="episode",
+                initializer=pin_thread,
+                initargs=(self.cpus,),
+            )
+        return self._pool
 
     def submit(self, request: JobRequest) -> JobStatus:
         """Plan the job, check its servers and start its episodes not yet stored; return its status."""
         return self.start(plan_job(request, self.settings), request)
 
     def start(self, specs: list[EpisodeSpec], request: JobRequest | None = None) -> JobStatus:
-        """Book planned episodes and start those not yet stored, `concurrency` at a time; return at once."""
+        """Book planned episodes and queue those not yet stored behind the episodes already queued (`concurrency`
+        play at a time); return at once."""
         run_id, todo = book_job(specs, self.settings, self.book, request)
-        pool = ThreadPoolExecutor(
-            max_workers=self.concurrency,
-            thread_name_prefix=f"episode-{run_id}",
-            initializer=pin_thread,
-            initargs=(self.cpus,),
-        )
-        self._runs[run_id] = [pool.submit(self._play, spec) for spec in todo]
-        pool.shutdown(wait=False)  # the queued episodes still run; the threads end with the last one
+        self._runs[run_id] = [self.pool().submit(self._play, spec) for spec in todo]
         return self.book.status(run_id)
 
     def _play(self, spec: EpisodeSpec) -> EpisodeSummary:

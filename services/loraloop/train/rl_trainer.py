@@ -22,7 +22,10 @@ mean); observation and prompt tokens are masked. Two modes, named as verl's roll
 - decoupled (the default; AReaL's decoupled PPO): the ratio is clipped against the proximal policy, the
   trainer's own logprobs recomputed before the iteration's first update, and every token is weighted by a
   truncated importance weight between the proximal policy and the sampler (vLLM's logprobs): the clip
-  handles the trainer's drift, the weight the sampler/trainer mismatch and staleness. `rollout_is`: the
+  handles the trainer's drift, the weight the sampler/trainer mismatch and staleness. The rows the first optimiser
+  step trains on take their proximal logprobs from that step's own forward pass, detached (`first_step_rows`): no
+  parameter has moved yet, so they are the same numbers, and an iteration of one step needs no proximal pass at all
+  (TRL's GRPOTrainer skips its `old_per_token_logps` for the same reason). `rollout_is`: the
   weight per token or per sequence (their product), capped at `rollout_is_threshold`; `rollout_rs`: tokens
   or sequences whose ratio is outside [1/threshold, threshold] are masked out instead (masked IS).
 - bypass (`bypass_mode`): the ratio is taken against the sampler's logprobs directly and the clip absorbs
@@ -34,6 +37,7 @@ step, not as a function another trainer can call; `rollout_correction` below fol
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 from dataclasses import dataclass
 
@@ -89,6 +93,19 @@ def step_layout(batch_size: int, micro_batch_size: int, processes: int) -> tuple
     if batch_size < 1 or micro_batch_size < 1 or processes < 1 or batch_size % (micro_batch_size * processes):
         return None
     return micro_batch_size, batch_size // (micro_batch_size * processes)
+
+
+def first_step_rows(rows: int, batch_size: int, epochs: float, processes: int, masked_is: bool) -> int:
+    """How many of an iteration's rows, in training order (the Trainer's sampler sequential), the first optimiser step
+    trains on before any parameter moves, so that its own forward pass gives their proximal logprobs (detached) and the
+    pass before the update can leave them out. 0 when another epoch shows them again after an update, or with masked
+    IS, whose token count (`_get_num_items_in_batch`) needs the proximal logprobs before the step; with several
+    processes only when every row fits in the first step (accelerate repeats early rows to even out the last one)."""
+    if epochs > 1 or masked_is or rows < 1:
+        return 0
+    if rows <= batch_size:
+        return rows
+    return batch_size if processes == 1 else 0
 
 
 def _masked_mean(values: torch.Tensor, mask: torch.Tensor) -> float:
@@ -247,6 +264,14 @@ class RLTrainer(Trainer):
         step = None if num_items_in_batch is None else num_items_in_batch.clamp(min=1)
         if self.correction is not None:
             prox = inputs["prox_logprobs"][:, 1:]
+            from_forward = prox.isnan()  # the first step's rows (`first_step_rows`): no parameter has moved yet
+            if from_forward.any():
+                if self.state.global_step > 0:
+                    raise RuntimeError(
+                        f"a row without proximal logprobs reached optimiser step {self.state.global_step + 1}, after "
+                        "an update: only the first step's rows may take them from its own forward pass"
+                    )
+                prox = torch.where(from_forward, logprobs.detach(), prox)
             weights, mask, stats = rollout_correction(prox, sampler, mask, self.correction)
             loss, ppo = clipped_loss(logprobs, prox, inputs["advantages"], mask, self.clip_eps, weights, step)
             stats.update(ppo)
@@ -285,10 +310,14 @@ def proximal_logprobs(model, rows: list[Row], fused: bool = False) -> list[list[
     return found
 
 
-def as_dataset(rows: list[Row], prox: list[list[float]] | None = None):
+def as_dataset(rows: list[Row], prox: list[list[float] | None] | None = None):
     """The rows (and their proximal logprobs, in decoupled mode) as a `datasets.Dataset` the Trainer can shuffle
-    and batch."""
+    and batch; a row whose proximal logprobs are None gets NaN ones, which the first step's forward pass fills
+    (`first_step_rows`)."""
     from datasets import Dataset
+
+    if prox is not None:
+        prox = [p if p is not None else [math.nan] * len(rows[i].input_ids) for i, p in enumerate(prox)]
 
     return Dataset.from_list(
         [

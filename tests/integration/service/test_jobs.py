@@ -75,6 +75,28 @@ def test_local_jobs_run_follow_and_cancel_in_this_process(tmp_path, settings_for
         jobs.status("nope")
 
 
+def test_local_jobs_share_the_process_slots_first_submitted_first_played(tmp_path, settings_for):
+    """`concurrency` is the process's, not each job's: a job submitted while another fills the slots (as `train rl
+    --async` submits the next iteration's) starts its episodes as the earlier job's end, as on a Celery worker, so it
+    does not slow the job being waited for. Both jobs' episodes sleep 3 s; with concurrency 2, the second job's start
+    once the first job's have ended."""
+    from loraloop.service.local import LocalJobs
+
+    jobs = LocalJobs(settings_for(), concurrency=2)
+    for run in ("first", "second"):
+        registry = slow_registry(tmp_path / run, n=2, seconds=3)
+        jobs.submit(JobRequest(experiment="teacher", task_registry=registry, run_id=run))
+    for run in ("first", "second"):
+        assert follow(lambda run=run: jobs.status(run), quiet=True).done == 2
+    played = {
+        run: [parse_episode(p.name, p.read_bytes()) for p in episodes(tmp_path / "store", "teacher", run)]
+        for run in ("first", "second")
+    }
+    assert [len(played[run]) for run in played] == [2, 2]
+    first_ended = min(e.end.timestamp for e in played["first"])
+    assert min(e.start.timestamp for e in played["second"]) >= first_ended - 0.05, played
+
+
 def test_execute_plays_episodes_of_several_runs_each_as_its_job(tmp_path, settings_for):
     """verify-exploration's pair: two runs executed together, each booked as its own job; one job of two
     runs is refused (its episodes would count into a job that does not exist and it would never end)."""

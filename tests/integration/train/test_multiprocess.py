@@ -2,7 +2,9 @@
 optimiser step of the same four turns in one process and shared by two gives the same LoRA weights. Plain SGD, so a
 wrong scale shows (Adam's first step is nearly sign(gradient)). Before the RL trainer counted the step's tokens across
 processes and scaled each process's loss by their number, each process divided by its own tokens and DDP's mean of
-the gradients halved the step: the two-process step moved the weights by another amount."""
+the gradients halved the step: the two-process step moved the weights by another amount. The two processes take
+their turns' proximal logprobs from the step's own forward pass (`first_step_rows`, as `train rl` does), the one
+process from a pass before it."""
 
 import json
 import os

@@ -132,8 +132,9 @@ def echo_rl(tmp_path, vllm_url: str, name: str) -> tuple[dict, list[str]]:
 def test_train_rl_runs_a_kind_registered_by_one_line_asynchronously(vllm_url, tmp_path):
     """Two iterations of online RL from the base model in asynchronous mode (`--async`: K = 1): every episode
     sampled by vLLM, scored by the kind, trained on and published as versions 1 and 2. The second iteration's
-    rollouts were submitted before the first trained: they play while it trains (their records' timestamps cross
-    its training window), sampled by the base model, one version behind the v1 they train, so none is dropped."""
+    rollouts were submitted with the first's, before those were collected: they started before it trained, and
+    they play while it trains (their records' timestamps cross its training window), sampled by the base model, one
+    version behind the v1 they train, so none is dropped."""
     from loraloop.store import adapters, open_store
     from loraloop.store.trajectories import iter_episodes, run_prefix
 
@@ -148,6 +149,7 @@ def test_train_rl_runs_a_kind_registered_by_one_line_asynchronously(vllm_url, tm
     assert adapters.versions(store, name) == [1, 2]
     second = list(iter_episodes(store, run_prefix("rl_echo", f"{name}-it0001")))
     began, ended = history[0]["train_window"]
+    assert min(e.start.timestamp for e in second) < began  # out before the first iteration's were collected
     assert len(second) == 8 and any(e.start.timestamp < ended and e.end.timestamp > began for e in second), (
         [(e.start.timestamp, e.end.timestamp) for e in second],
         (began, ended),
