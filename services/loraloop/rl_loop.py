@@ -348,7 +348,7 @@ class RLRun:
                 "remove_unused_columns": False,
                 "disable_tqdm": True,
                 "seed": self.cfg.seed + iteration,
-                # one pass: the shuffled order above; more: the Trainer shuffles each epoch (every row has a pass)
+                # one pass: the seeded order below; more: the Trainer shuffles each epoch (every row has a pass)
                 "train_sampling_strategy": "sequential" if self.cfg.epochs <= 1 else "random",
                 # the step's turns shared by the processes of `accelerate launch` (one in a plain process)
                 "per_device_train_batch_size": per_pass,
