@@ -16,7 +16,7 @@ tokens (random ids, the last half sampled) and takes one optimiser step through 
 - both: passes of one turn and the fused head;
 - ckpt: passes of one turn, full logits, activation checkpointing (`--activation_checkpointing`);
 - pass: as micro, with a proximal pass over every turn before the step (`first_step_rows` made 0), as every step
-  took before 2026-11-29: what its seconds cost (no gradient, so no peak of its own).
+  took before 05f9667 (2026-11-28): what the pass costs in seconds and at the peak (its logits are upcast).
 
 Without the fused head, every variant's LM head runs from the first sampled position on (`logits_to_keep`, since
 2026-11-28: here half of each turn; a real turn's prompt is most of it), so `before` is no longer quite the trainer
@@ -75,7 +75,7 @@ def child(variant: str, rows: int, tokens: int) -> dict:
     from loraloop.train.rl_batch import Row
 
     micro, fused, checkpointing, proximal_pass = VARIANTS[variant]
-    if proximal_pass:  # the step before 2026-11-29: no row's proximal logprobs from the step's own forward pass
+    if proximal_pass:  # the step before 05f9667: no row's proximal logprobs from the step's own forward pass
         rl_loop.first_step_rows = lambda *args, **kwargs: 0
     folder = Path(tempfile.mkdtemp(prefix="rl-memory-"))
     cfg = RLConfig(
