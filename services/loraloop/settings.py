@@ -175,7 +175,10 @@ class Settings(BaseSettings):
         "MINIWOB_URL is read too); empty: each process serves them on loopback",
         validation_alias=AliasChoices("LORALOOP_MINIWOB_URL", "MINIWOB_URL"),
     )
-    web_action_timeout_ms: int = Field(5000, description="longest wait for an element to act on")
+    web_action_timeout_ms: int = Field(
+        5000,
+        description="longest wait for an element to act on; a navigation the action starts then has the load timeout",
+    )
     web_load_timeout_ms: int = Field(15000, description="longest wait for a page to load")
     web_step_timeout_s: float = Field(60.0, description="a step that takes longer fails the episode")
     web_axtree_chars: int = Field(6000, description="the accessibility tree is cut past this size")

@@ -32,6 +32,9 @@ PAGE = """<html><head><title>Fixture</title></head><body><h1>Fixture site</h1>
 </body></html>"""
 
 
+SLOW_S = 3.0  # how long /s/save_slowly takes to answer
+
+
 def fixture_app(away_port: int) -> FastAPI:
     """A tiny site speaking REAL's /config and /finish, with pages that misbehave on purpose."""
     app = FastAPI()
@@ -62,6 +65,19 @@ def fixture_app(away_port: int) -> FastAPI:
             "<html><body><script>addEventListener('beforeunload', e => { e.preventDefault(); e.returnValue = ''; });"
             "</script><button>Touch</button></body></html>"
         )
+
+    @app.get("/s/slow")
+    def slow_form():
+        return HTMLResponse(
+            '<html><body><form method="post" action="/s/save_slowly"><label for="m">Slow name</label>'
+            '<input id="m" name="name"><button>Save slowly</button></form></body></html>'
+        )
+
+    @app.post("/s/save_slowly")
+    async def save_slowly(name: str = Form("")):  # answers after the action timeout, within the load timeout
+        await asyncio.sleep(SLOW_S)
+        state["name"] = name
+        return RedirectResponse("/s", status_code=303)
 
     @app.get("/s/hang")
     async def hang():
@@ -204,12 +220,30 @@ def test_host_files_and_browser_pages_stay_out_of_reach(env, site):
     assert "root:x:0" not in step.observation and "outside the task's site" in step.info.error
 
 
+def test_a_form_whose_server_answers_after_the_action_timeout_still_submits(site, settings_for):
+    """The action timeout bounds the wait for an element; the navigation a click starts has the load timeout to
+    commit (a slow server under load failed CI's web teacher as 'Timeout 5000ms exceeded' and lost the submit)."""
+    env = WebEnv(make_task(site), settings_for(web_load_timeout_ms=6000, web_action_timeout_ms=1500), max_rounds=20)
+    try:
+        env.reset()
+        obs = env.step(f"goto('{site}/slow')").observation
+        obs = env.step(f"fill('{bid(obs, 'textbox', 'Slow name')}', 'Ann')").observation
+        started = time.monotonic()
+        step = env.step(f"click('{bid(obs, 'button', 'Save slowly')}')")
+        assert step.info.error is None, step.info
+        assert time.monotonic() - started >= SLOW_S and "StaticText 'Saved: Ann'" in step.observation
+        done = env.step("send_msg_to_user('saved')")
+        assert done.info.success is True, done.info
+    finally:
+        env.close()
+
+
 def test_page_that_never_loads(env, site):
     obs, _ = env.reset()
     started = time.monotonic()
     step = env.step(f"click('{bid(obs, 'link', 'Hanging page')}')")
     assert time.monotonic() - started < 15
-    assert "did not load" in step.info.error or "Timeout" in step.info.error, step.info
+    assert "did not load" in step.info.error, step.info
     step = env.step(f"goto('{site}')")
     assert step.info.error is None and "Fixture site" in step.observation
 

@@ -243,16 +243,17 @@ class WebEnv:
     async def _perform(self, page, action: Action) -> None:
         a = action.args
         name = action.name
-        if name in ("click", "dblclick"):
-            await getattr(await self._element(page, a["bid"]), name)(button=a["button"], modifiers=a["modifiers"])
-        elif name in ("hover", "clear", "check", "uncheck", "focus"):
+        if name in ("click", "dblclick", "hover", "check", "uncheck"):
+            await self._pointer_action(page, action)
+        elif name in ("clear", "focus"):
             await getattr(await self._element(page, a["bid"]), name)()
         elif name == "fill":
             await (await self._element(page, a["bid"])).fill(str(a["value"]))
         elif name == "select_option":
             await (await self._element(page, a["bid"])).select_option(a["options"])
-        elif name == "press":
-            await (await self._element(page, a["bid"])).press(str(a["key_comb"]))
+        elif name == "press":  # no actionability wait (the element exists): the timeout is the navigation's
+            element = await self._element(page, a["bid"])
+            await self._navigating(element.press(str(a["key_comb"]), timeout=self._navigation_ms()))
         elif name == "drag_and_drop":
             await (await self._element(page, a["from_bid"])).drag_to(await self._element(page, a["to_bid"]))
         elif name == "upload_file":
@@ -281,6 +282,38 @@ class WebEnv:
             await page.keyboard.type(str(a["text"]))
         elif name == "keyboard_press":
             await page.keyboard.press(str(a["key"]))
+
+    async def _pointer_action(self, page, action: Action) -> None:
+        """Click, hover or (un)check an element: the element gets the action timeout to become actionable,
+        a navigation the action starts gets the load timeout to commit.
+
+        Playwright's own wait for the navigation an input starts (its signal barrier) runs inside the action's
+        timeout, so with one call a form whose server answers after 5 s failed as "Timeout 5000ms exceeded" though
+        the click had happened, and the pending load was then stopped (seen once in CI: the compose stack's web
+        teacher on mail-12, a loaded machine). So a `trial` call checks actionability alone first, then the action
+        runs with the longer timeout, its navigation wait still Playwright's."""
+        a = action.args
+        kwargs = {"button": a["button"], "modifiers": a["modifiers"]} if action.name in ("click", "dblclick") else {}
+        element = await self._element(page, a["bid"])
+        await getattr(element, action.name)(**kwargs, trial=True)
+        await self._navigating(getattr(element, action.name)(**kwargs, timeout=self._navigation_ms()))
+
+    async def _navigating(self, act) -> None:
+        """Await an action whose element is ready: a timeout now is the navigation it started not committing,
+        which is stopped (the old page stays) and named as the page not loading."""
+        from playwright.async_api import TimeoutError as PlaywrightTimeout
+
+        try:
+            await act
+        except PlaywrightTimeout as exc:
+            await (await self._cdp()).send("Page.stopLoading")
+            raise ActionError(
+                f"the page did not load within {self._navigation_ms() / 1000:g} s ({_first_line(exc)})"
+            ) from exc
+
+    def _navigation_ms(self) -> int:
+        """How long an action that may start a navigation waits in all: acting, then the new page committing."""
+        return self.settings.web_action_timeout_ms + self.settings.web_load_timeout_ms
 
     async def _close_tab(self, page) -> None:
         if len(self.live_context.pages) == 1:
