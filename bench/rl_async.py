@@ -49,6 +49,7 @@ from loraloop.orchestrator import demo_plan, run_rl, run_turn
 from loraloop.rl_loop import RLRun
 from loraloop.serve import vllm_server
 from loraloop.settings import Settings
+from loraloop.store import adapters
 
 ROOT = Path(__file__).resolve().parents[1]
 MODEL = "SmolLM2-135M-Instruct"
@@ -167,20 +168,24 @@ def both_runs(args: argparse.Namespace, settings: Settings, work: Path) -> dict[
         started = time.perf_counter()
         result = run_rl(cfg, eval_settings)
         seconds = time.perf_counter() - started
-        version = int(result["adapter"].rsplit("-v", 1)[1])
+        version = version_of(result["adapter"])
         runs[mode] = {"iterations": iterations, "seconds": seconds, "history": result["history"]}
         runs[mode]["held"] = held_out(eval_settings, cfg, version)
         budget = runs["sync"]["seconds"]
-        live = live_by(result["history"], began + budget, first=version_of(result["history"][0]))
+        live = live_by(result["history"], began + budget, first=version_of(result["history"][0]["version"]))
         runs[mode]["budget"] = (
             (live, runs[mode]["held"]) if live == version else (live, held_out(eval_settings, cfg, live))
         )
     return runs
 
 
-def version_of(row: dict) -> int:
-    """The version number in a history row's served name (`<adapter>-v<N>`)."""
-    return int(str(row["version"]).rsplit("-v", 1)[1])
+def version_of(served: str) -> int:
+    """The version number of a run's served name (`<adapter>-v<N>`, as the store names it)."""
+    name_version = adapters.parse_served(served)
+    number = adapters.version_number(name_version[1]) if name_version else None
+    if number is None:
+        raise ValueError(f"{served!r} is not a served adapter version (<adapter>-v<N>)")
+    return number
 
 
 def live_by(history: list[dict], deadline: float, first: int) -> int:
@@ -190,7 +195,7 @@ def live_by(history: list[dict], deadline: float, first: int) -> int:
     for row in history:
         window = row.get("train_window")
         if window and row.get("publish_s") is not None and window[1] + row["publish_s"] <= deadline:
-            live = max(live, version_of(row))
+            live = max(live, version_of(row["version"]))
     return live
 
 
