@@ -93,7 +93,8 @@ def main() -> int:
     )
     add_out(parser, "rl_async")
     args = parser.parse_args()
-    args.async_iterations = args.async_iterations or args.iterations
+    if args.async_iterations is None:
+        args.async_iterations = args.iterations
     if args.async_iterations < args.iterations:
         parser.error(f"--async_iterations {args.async_iterations}: at least --iterations ({args.iterations})")
     if args.max_staleness < 1:  # 0 would make the async run a second sync run
