@@ -2,7 +2,7 @@
 savers (issue #30 item 4: at batch 8 x 2048 tokens, at most a third of the baseline).
 
     .venv/bin/python bench/rl_memory.py [--rows 8] [--tokens 1024,2048]
-                                        [--variants before,fused,micro,both,ckpt] [--out]
+                                        [--variants before,fused,micro,both,ckpt,auto] [--out]
 
 Each variant runs in a process of its own (peak RSS is a process's high-water mark): it loads the base model
 (volumes/models/SmolLM2-135M-Instruct) with LoRA through `RLRun.load_policy`, makes --rows turns of --tokens
@@ -12,9 +12,13 @@ tokens (random ids, the last half sampled) and takes one optimiser step through 
 - before: the whole step in one forward pass, the model's full logits (the trainer before `micro_batch_size` and
   the fused head: `--micro_batch_size 8 --no-fused_logprobs`);
 - fused: one pass, TRL's fused LM head;
-- micro: passes of one turn accumulated, the model's logits (the default now: DEFAULT);
+- micro: passes of one turn accumulated, the model's logits, no activation checkpointing (the default until
+  2026-11-29);
 - both: passes of one turn and the fused head;
 - ckpt: passes of one turn, full logits, activation checkpointing (`--activation_checkpointing`);
+- auto: what `train rl` does unless told otherwise (DEFAULT): passes of one turn, full logits, activation
+  checkpointing when a pass reaches `--activation_checkpointing_from` tokens (1,024 by default), so at 2,048
+  tokens a turn `ckpt`, at 512 `micro`;
 - pass: as micro, with a proximal pass over every turn before the step (`first_step_rows` made 0), as every step
   took before 05f9667 (2026-11-28): what the pass costs in seconds and at the peak (its logits are upcast).
 
@@ -43,16 +47,18 @@ from results import add_out, machine, report
 
 ROOT = Path(__file__).resolve().parents[1]
 MODEL = ROOT / "volumes/models/SmolLM2-135M-Instruct"
-# micro batch, fused head, activation checkpointing, a proximal pass over every turn
+# micro batch, fused head, activation checkpointing (no, yes or auto: by the pass's tokens), a proximal pass over
+# every turn
 VARIANTS = {
-    "before": (8, False, False, False),
-    "fused": (8, True, False, False),
-    "micro": (1, False, False, False),
-    "both": (1, True, False, False),
-    "ckpt": (1, False, True, False),
-    "pass": (1, False, False, True),
+    "before": (8, False, "no", False),
+    "fused": (8, True, "no", False),
+    "micro": (1, False, "no", False),
+    "both": (1, True, "no", False),
+    "ckpt": (1, False, "yes", False),
+    "pass": (1, False, "no", True),
+    "auto": (1, False, "auto", False),
 }
-DEFAULT = "micro"  # what `train rl` does unless told otherwise
+DEFAULT = "auto"  # what `train rl` does unless told otherwise
 TARGET = 1 / 3
 
 
@@ -63,13 +69,14 @@ def peak_gib() -> float:
 
 def child(variant: str, rows: int, tokens: int) -> dict:
     """One variant's optimiser step in this process (`RLRun.load_policy` and `RLRun.train`, the run's own code):
-    peak RSS after loading and after the step, and the step's seconds (a proximal pass included where there is one)."""
+    peak RSS after loading and after the step, the step's seconds (a proximal pass included where there is one) and
+    whether the step checkpointed."""
     import tempfile
 
     import torch
 
     from loraloop import rl_loop
-    from loraloop.rl_loop import RLRun
+    from loraloop.rl_loop import RLRun, checkpointing_for
     from loraloop.settings import Settings
     from loraloop.train.config import RLConfig
     from loraloop.train.rl_batch import Row
@@ -85,7 +92,8 @@ def child(variant: str, rows: int, tokens: int) -> dict:
         batch_size=rows,
         micro_batch_size=min(micro, rows),
         fused_logprobs=fused,
-        activation_checkpointing=checkpointing,
+        activation_checkpointing=checkpointing == "yes",
+        **({} if checkpointing == "auto" else {"activation_checkpointing_from": None}),
     )
     run = RLRun(cfg, Settings(store_url=f"file://{folder / 'store'}"))  # the store is not written to
     run.load_policy(0)
@@ -105,7 +113,12 @@ def child(variant: str, rows: int, tokens: int) -> dict:
     started = time.perf_counter()
     result = run.train(batch, rows * tokens, iteration=0)
     assert result["steps"] == 1, result
-    return {"loaded_gib": loaded, "peak_gib": peak_gib(), "step_s": time.perf_counter() - started}
+    return {
+        "loaded_gib": loaded,
+        "peak_gib": peak_gib(),
+        "step_s": time.perf_counter() - started,
+        "checkpointed": checkpointing_for(cfg, batch),
+    }
 
 
 def available_gib() -> float:
@@ -136,7 +149,9 @@ def row(variant: str, rows: int, tokens: int, r: dict, base: dict) -> str:
     """The table row of one variant at one length, its peak over the baseline's (a bound where that was killed)."""
     micro, fused, checkpointing, proximal_pass = VARIANTS[variant]
     yes = {True: "yes", False: "no"}
-    head = f"| {tokens} | {variant} | {min(micro, rows)} | {yes[fused]} | {yes[checkpointing]} | {yes[proximal_pass]} |"
+    if checkpointing == "auto":
+        checkpointing = f"auto: {yes[r['checkpointed']]}" if "checkpointed" in r else "auto"
+    head = f"| {tokens} | {variant} | {min(micro, rows)} | {yes[fused]} | {checkpointing} | {yes[proximal_pass]} |"
     if r.get("killed"):
         return f"{head} - | killed by the OOM killer: above {r['above_gib']:.1f} | | |"
     if "error" in r:
@@ -153,7 +168,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=8, help="turns in the optimiser step")
     parser.add_argument("--tokens", default="1024,2048", help="tokens of each turn, one table part per length")
-    parser.add_argument("--variants", default="before,fused,micro,both,ckpt")
+    parser.add_argument("--variants", default="before,fused,micro,both,ckpt,auto")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     add_out(parser, "rl_memory")
     args = parser.parse_args()

@@ -81,6 +81,7 @@ def trained_lora(
     checkpointing: bool = False,
     steps: int = 1,
     from_forward: int = 0,
+    model=None,
 ) -> dict[str, torch.Tensor]:
     """The LoRA weights after one SGD step over the four turns (or `steps` steps, in order), in passes of `micro`
     turns, shared by the processes of `accelerate launch` as `train rl` shares them (`step_layout`; one process when
@@ -89,7 +90,7 @@ def trained_lora(
     forward pass gives them, as `first_step_rows` allows)."""
     from transformers import TrainingArguments
 
-    model = tiny_policy(fused)
+    model = tiny_policy(fused) if model is None else model
     batch = rows()
     prox: list | None = None
     if correction:

@@ -46,13 +46,14 @@ from loraloop.task_registry import load_registry, shared_registry
 from loraloop.train.backend import load_model
 from loraloop.train.config import RLConfig
 from loraloop.train.harness import common_args
-from loraloop.train.rl_batch import NOT_THE_POLICY, build_batch
+from loraloop.train.rl_batch import NOT_THE_POLICY, Row, build_batch
 from loraloop.train.rl_trainer import (
     Correction,
     RLTrainer,
     StepBar,
     add_fused_head,
     as_dataset,
+    checkpointing_off,
     collate,
     first_step_rows,
     proximal_logprobs,
@@ -135,6 +136,20 @@ def layout_of(cfg: RLConfig) -> tuple[int, int]:
     return layout
 
 
+def checkpointing_for(cfg: RLConfig, rows: list[Row]) -> bool:
+    """Whether an iteration's forward passes recompute each layer's activations in the backward pass instead of
+    holding them: always with --activation_checkpointing, else when a pass reaches --activation_checkpointing_from
+    tokens (turns a pass times the longest turn, the padded width). A pass holds activations in proportion to its
+    tokens and the weights do not grow with them, so only long passes gain; TRL's GRPOConfig and unsloth
+    checkpoint every pass, which on the CPU costs short turns a third more time for little memory."""
+    if cfg.activation_checkpointing:
+        return True
+    if cfg.activation_checkpointing_from is None or not rows:
+        return False
+    longest = max(len(row.input_ids) for row in rows)
+    return layout_of(cfg)[0] * longest >= cfg.activation_checkpointing_from
+
+
 def check_config(cfg: RLConfig, settings: Settings) -> None:
     """Refuse, before any model is loaded or episode played, what cannot give a useful run; name the flag."""
     if cfg.rollouts_per_task < 2:
@@ -172,6 +187,11 @@ def check_config(cfg: RLConfig, settings: Settings) -> None:
             "(turns per optimiser step) into whole forward passes"
         )
     layout_of(cfg)
+    if cfg.activation_checkpointing_from is not None and cfg.activation_checkpointing_from < 1:
+        raise ConfigError(
+            f"--activation_checkpointing_from {cfg.activation_checkpointing_from}: a number of tokens of at least 1, "
+            "or none (checkpointing only with --activation_checkpointing)"
+        )
     if cfg.from_run is not None:
         mode, _, run_id = cfg.from_run.partition("/")
         if not mode or not run_id or "/" in run_id:
@@ -278,7 +298,8 @@ class RLRun:
             model = PeftModel.from_pretrained(model, start, is_trainable=True)
         else:
             model = get_peft_model(model, peft_config)
-        self.fused = peft_config is not None and self.cfg.fused_logprobs  # unsloth patches the forward its own way
+        self.unsloth = peft_config is None
+        self.fused = not self.unsloth and self.cfg.fused_logprobs  # unsloth patches the forward its own way
         if self.fused:
             add_fused_head(model)
         self.model = model
@@ -339,6 +360,11 @@ class RLRun:
         from transformers import TrainingArguments
 
         per_pass, passes = layout_of(self.cfg)
+        # unsloth's get_peft_model checkpoints its own way (use_gradient_checkpointing="unsloth"); the Trainer turns
+        # checkpointing on but never off, so an iteration of short turns after a long one turns it off here
+        checkpointing = self.unsloth is False and checkpointing_for(self.cfg, rows)
+        if not checkpointing and not self.unsloth:
+            checkpointing_off(self.model)
         args = TrainingArguments(
             **{
                 **common_args(self.cfg),
@@ -353,7 +379,7 @@ class RLRun:
                 # the step's turns shared by the processes of `accelerate launch` (one in a plain process)
                 "per_device_train_batch_size": per_pass,
                 "gradient_accumulation_steps": passes,
-                "gradient_checkpointing": self.cfg.activation_checkpointing,  # the alias common_args sets
+                "gradient_checkpointing": checkpointing,  # the alias common_args sets
                 "gradient_checkpointing_kwargs": {"use_reentrant": False},  # LoRA: the inputs need no grad
             }
         )

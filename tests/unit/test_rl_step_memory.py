@@ -7,7 +7,15 @@ first step is nearly sign(gradient) and would hide a wrong scale)."""
 import pytest
 import torch
 
-from loraloop.train.rl_trainer import Correction, RLTrainer, as_dataset, collate, proximal_logprobs, token_logprobs
+from loraloop.train.rl_trainer import (
+    Correction,
+    RLTrainer,
+    as_dataset,
+    checkpointing_off,
+    collate,
+    proximal_logprobs,
+    token_logprobs,
+)
 from tests.rl_tiny import rows, tiny_policy, trained_lora
 
 
@@ -24,6 +32,27 @@ def test_one_turn_passes_accumulate_to_the_step_of_one_whole_pass(tmp_path, corr
         assert any(not torch.allclose(parts[n], start[n]) for n in start), "the step moved nothing"
         for name in whole:
             torch.testing.assert_close(parts[name], whole[name], rtol=1e-4, atol=1e-6, msg=f"{name}, micro {micro}")
+
+
+def test_checkpointing_an_iteration_turned_on_is_turned_off_for_the_next(tmp_path):
+    """The Trainer turns activation checkpointing on from its arguments and never off, and `train rl` keeps one model
+    across iterations: after a long iteration's step checkpointed, `checkpointing_off` leaves no layer checkpointing
+    (a second call is a no-op), and the next step still moves the LoRA weights."""
+    model = tiny_policy(False)
+
+    def checkpointing_layers() -> int:
+        return sum(bool(getattr(m, "gradient_checkpointing", False)) for m in model.modules())
+
+    trained_lora(tmp_path, micro=4, fused=False, correction=None, checkpointing=True, model=model)
+    assert checkpointing_layers() > 0, "the Trainer did not turn checkpointing on"
+    checkpointing_off(model)
+    assert checkpointing_layers() == 0
+    checkpointing_off(model)
+    assert checkpointing_layers() == 0
+    before = {n: p.detach().clone() for n, p in model.named_parameters() if "lora_" in n}
+    after = trained_lora(tmp_path, micro=4, fused=False, correction=None, model=model)
+    assert checkpointing_layers() == 0
+    assert any(not torch.equal(after[n], before[n]) for n in before), "the step after moved nothing"
 
 
 def test_the_fused_head_gives_the_logprobs_of_the_full_logits():

@@ -148,7 +148,14 @@ class RLConfig(LoraTrainConfig):
     activation_checkpointing: bool = flag(
         False,
         "rl: recompute each layer's activations in the backward pass instead of holding them (transformers' "
-        "activation checkpointing, non-reentrant): less memory for long turns, more time (bench/rl_memory.py)",
+        "activation checkpointing, non-reentrant) in every iteration: less memory for long turns, more time "
+        "(bench/rl_memory.py)",
+    )
+    activation_checkpointing_from: int | None = flag(
+        1024,
+        "rl: activation checkpointing in an iteration whose forward passes reach N tokens (turns a pass x the longest "
+        "turn; none: only with --activation_checkpointing). TRL and unsloth checkpoint always; here short turns keep "
+        "their speed, long ones their memory (SmolLM2 at 2,048 tokens: 0.68x the peak, 1.35x the step)",
     )
     max_length: int = 2048
     concurrency: int | None = flag(None, "rl: episodes in flight when rollouts run in this process")

@@ -190,6 +190,19 @@ def add_fused_head(model) -> None:
     add_fused_lm_head(base)
 
 
+def checkpointing_off(model) -> None:
+    """Turn activation checkpointing off where an earlier iteration's Trainer turned it on (the Trainer enables it
+    from its arguments but never disables it). transformers 5.23 names it `activation_checkpointing_disable`, the
+    GPU images' 5.17 `gradient_checkpointing_disable`."""
+    from peft import PeftModel
+
+    if not any(getattr(module, "gradient_checkpointing", False) for module in model.modules()):
+        return
+    base = model.get_base_model() if isinstance(model, PeftModel) else model
+    renamed = hasattr(base, "activation_checkpointing_disable")
+    getattr(base, "activation_checkpointing_disable" if renamed else "gradient_checkpointing_disable")()
+
+
 def first_sampled(completion_mask: torch.Tensor) -> int:
     """How many leading positions of the shifted [batch, length - 1] logprobs no row of the batch samples in: a turn's
     prompt, most of its tokens (every position when nothing is sampled)."""
