@@ -93,7 +93,7 @@ def child(variant: str, rows: int, tokens: int) -> dict:
         micro_batch_size=min(micro, rows),
         fused_logprobs=fused,
         activation_checkpointing=checkpointing == "yes",
-        **({} if checkpointing == "auto" else {"activation_checkpointing_from": None}),
+        **({} if checkpointing == "auto" else {"activation_checkpointing_from": 0}),
     )
     run = RLRun(cfg, Settings(store_url=f"file://{folder / 'store'}"))  # the store is not written to
     run.load_policy(0)

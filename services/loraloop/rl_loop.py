@@ -141,10 +141,10 @@ def checkpointing_for(cfg: RLConfig, rows: list[Row]) -> bool:
     holding them: always with --activation_checkpointing, else when a pass reaches --activation_checkpointing_from
     tokens (turns a pass times the longest turn, the padded width). A pass holds activations in proportion to its
     tokens and the weights do not grow with them, so only long passes gain; TRL's GRPOConfig and unsloth
-    checkpoint every pass, which on the CPU costs short turns a third more time for little memory."""
+    checkpoint every pass, which on the CPU costs short turns about 1.4x the step's time for little memory."""
     if cfg.activation_checkpointing:
         return True
-    if cfg.activation_checkpointing_from is None or not rows:
+    if not cfg.activation_checkpointing_from or not rows:  # 0: never by length
         return False
     longest = max(len(row.input_ids) for row in rows)
     return layout_of(cfg)[0] * longest >= cfg.activation_checkpointing_from
@@ -187,10 +187,10 @@ def check_config(cfg: RLConfig, settings: Settings) -> None:
             "(turns per optimiser step) into whole forward passes"
         )
     layout_of(cfg)
-    if cfg.activation_checkpointing_from is not None and cfg.activation_checkpointing_from < 1:
+    if cfg.activation_checkpointing_from < 0:
         raise ConfigError(
-            f"--activation_checkpointing_from {cfg.activation_checkpointing_from}: a number of tokens of at least 1, "
-            "or none (checkpointing only with --activation_checkpointing)"
+            f"--activation_checkpointing_from {cfg.activation_checkpointing_from}: a number of tokens, or 0 "
+            "(checkpointing only with --activation_checkpointing)"
         )
     if cfg.from_run is not None:
         mode, _, run_id = cfg.from_run.partition("/")
@@ -362,7 +362,7 @@ class RLRun:
         per_pass, passes = layout_of(self.cfg)
         # unsloth's get_peft_model checkpoints its own way (use_gradient_checkpointing="unsloth"); the Trainer turns
         # checkpointing on but never off, so an iteration of short turns after a long one turns it off here
-        checkpointing = self.unsloth is False and checkpointing_for(self.cfg, rows)
+        checkpointing = not self.unsloth and checkpointing_for(self.cfg, rows)
         if not checkpointing and not self.unsloth:
             checkpointing_off(self.model)
         args = TrainingArguments(

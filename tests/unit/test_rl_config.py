@@ -33,7 +33,7 @@ def cfg(**overrides):
         ({"micro_batch_size": 16}, r"--micro_batch_size 16 must divide the batch size 8"),
         ({"max_staleness": 4}, r"--max_staleness 4: .* newest 5 versions, but vLLM serves at most 4 adapters"),
         ({"max_staleness": -1}, r"--max_staleness and --eval_every must be 0 or more"),
-        ({"activation_checkpointing_from": 0}, r"--activation_checkpointing_from 0: a number of tokens of at least 1"),
+        ({"activation_checkpointing_from": -1}, r"--activation_checkpointing_from -1: a number of tokens, or 0"),
     ],
 )
 def test_bad_rl_config_is_refused_naming_the_flag(overrides, message):
@@ -113,17 +113,17 @@ def test_async_mode_keeps_the_next_k_iterations_rollouts_out_and_none_more_than_
 @given(
     lengths=st.lists(st.integers(1, 4096), max_size=8),
     micro=st.sampled_from([1, 2, 4, 8]),
-    border=st.one_of(st.none(), st.integers(1, 8192)),
+    border=st.integers(0, 8192),
     always=st.booleans(),
 )
 def test_activation_checkpointing_turns_on_exactly_for_passes_of_the_border_or_more(lengths, micro, border, always):
     """An iteration checkpoints when its widest forward pass (turns a pass x the longest turn, padded) reaches
-    --activation_checkpointing_from tokens, the border itself included; never by length with none or with no rows;
+    --activation_checkpointing_from tokens, the border itself included; never by length with 0 or with no rows;
     always with --activation_checkpointing."""
     config = cfg(micro_batch_size=micro, activation_checkpointing_from=border, activation_checkpointing=always)
     rows = [Row([0] * n, [1] * n, [0.0] * n, advantage=1.0, task_id=f"t{i}") for i, n in enumerate(lengths)]
     widest = micro * max(lengths, default=0)
-    assert checkpointing_for(config, rows) is (always or (border is not None and bool(rows) and widest >= border))
-    if border is not None and rows and not always:  # the boundary, one token either side
+    assert checkpointing_for(config, rows) is (always or (border > 0 and bool(rows) and widest >= border))
+    if border and rows and not always:  # the boundary, one token either side
         assert checkpointing_for(cfg(micro_batch_size=micro, activation_checkpointing_from=widest), rows)
         assert not checkpointing_for(cfg(micro_batch_size=micro, activation_checkpointing_from=widest + 1), rows)

@@ -151,10 +151,10 @@ class RLConfig(LoraTrainConfig):
         "activation checkpointing, non-reentrant) in every iteration: less memory for long turns, more time "
         "(bench/rl_memory.py)",
     )
-    activation_checkpointing_from: int | None = flag(
+    activation_checkpointing_from: int = flag(
         1024,
         "rl: activation checkpointing in an iteration whose forward passes reach N tokens (turns a pass x the longest "
-        "turn; none: only with --activation_checkpointing). TRL and unsloth checkpoint always; here short turns keep "
+        "turn; 0: only with --activation_checkpointing). TRL and unsloth checkpoint always; here short turns keep "
         "their speed, long ones their memory (SmolLM2 at 2,048 tokens a turn: 0.65-0.70x the peak, 1.16-1.20x the "
         "step)",
     )
