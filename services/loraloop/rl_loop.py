@@ -46,7 +46,7 @@ from loraloop.task_registry import load_registry, shared_registry
 from loraloop.train.backend import load_model
 from loraloop.train.config import RLConfig
 from loraloop.train.harness import common_args
-from loraloop.train.rl_batch import NOT_THE_POLICY, Row, build_batch
+from loraloop.train.rl_batch import NOT_THE_POLICY, Row, build_batch, turns
 from loraloop.train.rl_trainer import (
     Correction,
     RLTrainer,
@@ -150,6 +150,27 @@ def checkpointing_for(cfg: RLConfig, rows: list[Row]) -> bool:
     return layout_of(cfg)[0] * longest >= cfg.activation_checkpointing_from
 
 
+def check_from_run(from_run: str, settings: Settings) -> None:
+    """Refuse a `--from_run` that names no stored run, or one with nothing RL can train on: episodes without their
+    model replies' token ids and sampling logprobs."""
+    mode, _, run_id = from_run.partition("/")
+    if not mode or not run_id or "/" in run_id:
+        raise ConfigError(f"--from_run {from_run!r}: name a stored run as MODE/RUN_ID (trajectories/MODE/RUN_ID/)")
+    store = open_store(settings=settings)
+    if next(iter(store.list(run_prefix(mode, run_id))), None) is None:
+        raise ConfigError(
+            f"--from_run {from_run}: no episodes under {run_prefix(mode, run_id)} in {settings.store_url}"
+        )
+    stored = list(iter_episodes(store, run_prefix(mode, run_id)))
+    if stored and all(turns(episode) is None for episode in stored):
+        raise ConfigError(
+            f"--from_run {from_run}: none of its {len(stored)} episodes holds the token ids and sampling "
+            f"logprobs of its model replies (the first: {stored[0].key}), and RL's ratio and importance weights "
+            "are taken against them: episodes of a scripted policy, or of a client that called the model "
+            "without the gateway"
+        )
+
+
 def check_config(cfg: RLConfig, settings: Settings) -> None:
     """Refuse, before any model is loaded or episode played, what cannot give a useful run; name the flag."""
     if cfg.rollouts_per_task < 2:
@@ -193,15 +214,7 @@ def check_config(cfg: RLConfig, settings: Settings) -> None:
             "(checkpointing only with --activation_checkpointing)"
         )
     if cfg.from_run is not None:
-        mode, _, run_id = cfg.from_run.partition("/")
-        if not mode or not run_id or "/" in run_id:
-            raise ConfigError(
-                f"--from_run {cfg.from_run!r}: name a stored run as MODE/RUN_ID (trajectories/MODE/RUN_ID/)"
-            )
-        if next(iter(open_store(settings=settings).list(run_prefix(mode, run_id))), None) is None:
-            raise ConfigError(
-                f"--from_run {cfg.from_run}: no episodes under {run_prefix(mode, run_id)} in {settings.store_url}"
-            )
+        check_from_run(cfg.from_run, settings)
     if cfg.lora_r > settings.max_lora_rank:
         raise ConfigError(
             f"--lora_r {cfg.lora_r} exceeds vLLM's --max-lora-rank {settings.max_lora_rank}: "

@@ -164,3 +164,41 @@ def test_rl_from_run_names_what_is_wrong(settings_for):
         check_config(RLConfig(base_model="m", dataset_path="", output_dir="o", from_run="gateway"), settings)
     with pytest.raises(ConfigError, match="no episodes under trajectories/gateway/none/"):
         check_config(RLConfig(base_model="m", dataset_path="", output_dir="o", from_run="gateway/none"), settings)
+
+
+@pytest.mark.parametrize("with_logprobs", [0, 1, 2], ids=["none", "one of two", "both"])
+def test_rl_from_run_refuses_a_run_without_sampling_logprobs(settings_for, with_logprobs):
+    """Episodes whose model replies carry no token ids and sampling logprobs (a scripted policy's; a client's that
+    bypassed the gateway) give RL nothing to take its ratio and importance weights against: a run of only such
+    episodes is refused before a model is loaded, naming the run and an episode; one with some trainable episodes
+    goes on (the others are counted as `no ids` in its iteration's row)."""
+    from loraloop.rl_loop import check_config
+    from loraloop.store import open_store
+    from loraloop.store.records import EpisodeEnd, EpisodeStart, Step
+    from loraloop.store.trajectories import EpisodeRecorder
+    from loraloop.train.config import RLConfig
+
+    settings = settings_for()
+    store = open_store(settings=settings)
+    for attempt in range(2):
+        record = EpisodeRecorder(store, "gateway", "s1", "t", attempt)
+        record.add(EpisodeStart(task_id="t", mode="gateway", run_id="s1"))
+        sampled = attempt < with_logprobs
+        record.add(
+            Step(
+                step_idx=0,
+                raw_output="ls",
+                action_source="worker",  # the model's reply, as the gateway records it
+                prompt_token_ids=[1, 2] if sampled else None,
+                completion_token_ids=[3] if sampled else None,
+                logprobs=[-0.5] if sampled else None,
+            )
+        )
+        record.add(EpisodeEnd(success=True, reward=1.0, total_steps=1))
+        record.flush()
+    config = RLConfig(base_model="m", dataset_path="", output_dir="o", from_run="gateway/s1")
+    if with_logprobs:
+        check_config(config, settings)
+    else:
+        with pytest.raises(ConfigError, match=r"--from_run gateway/s1: none of its 2 episodes holds the token ids"):
+            check_config(config, settings)
