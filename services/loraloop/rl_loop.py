@@ -156,19 +156,19 @@ def check_from_run(from_run: str, settings: Settings) -> None:
     mode, _, run_id = from_run.partition("/")
     if not mode or not run_id or "/" in run_id:
         raise ConfigError(f"--from_run {from_run!r}: name a stored run as MODE/RUN_ID (trajectories/MODE/RUN_ID/)")
-    store = open_store(settings=settings)
-    if next(iter(store.list(run_prefix(mode, run_id))), None) is None:
-        raise ConfigError(
-            f"--from_run {from_run}: no episodes under {run_prefix(mode, run_id)} in {settings.store_url}"
-        )
-    stored = list(iter_episodes(store, run_prefix(mode, run_id)))
-    if stored and all(turns(episode) is None for episode in stored):
-        raise ConfigError(
-            f"--from_run {from_run}: none of its {len(stored)} episodes holds the token ids and sampling "
-            f"logprobs of its model replies (the first: {stored[0].key}), and RL's ratio and importance weights "
-            "are taken against them: episodes of a scripted policy, or of a client that called the model "
-            "without the gateway"
-        )
+    prefix = run_prefix(mode, run_id)
+    seen, first = 0, None
+    for episode in iter_episodes(open_store(settings=settings), prefix):  # read on only while none is trainable
+        if turns(episode) is not None:
+            return
+        seen, first = seen + 1, first or episode.key
+    if not seen:
+        raise ConfigError(f"--from_run {from_run}: no episodes under {prefix} in {settings.store_url}")
+    raise ConfigError(
+        f"--from_run {from_run}: none of its {seen} episodes holds the token ids and sampling logprobs of its model "
+        f"replies (the first: {first}), and RL's ratio and importance weights are taken against them: episodes of "
+        "a scripted policy, or of a client that called the model without the gateway"
+    )
 
 
 def check_config(cfg: RLConfig, settings: Settings) -> None:
