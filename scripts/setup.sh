@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs everything loraloop needs on a Debian 12 host (root) into the repository:
-#   system packages (Docker engine, Redis, Chromium, debootstrap, OpenSSH) when missing,
+#   system packages (Docker engine, Redis, Chromium's headless shell, debootstrap, OpenSSH) when missing,
 #   .venv       the loraloop package with TRL/PEFT, tau2-bench and the test tools, and the task sites
 #               (services/loraloop_sites, a package of its own: `loraloop serve sites` and the tests use it),
 #   .venv-vllm  the vLLM CPU build in its own virtualenv (its pins clash with TRL's).
@@ -18,7 +18,7 @@ log() { printf '\033[1;34m[setup]\033[0m %s\n' "$*"; }
 need_apt=()
 command -v dockerd >/dev/null || need_apt+=(docker.io)
 command -v redis-server >/dev/null || need_apt+=(redis-server)
-command -v chromium >/dev/null || need_apt+=(chromium)
+command -v chromium-headless-shell >/dev/null || need_apt+=(chromium-headless-shell)  # Playwright's browser (Settings.chromium_path)
 command -v debootstrap >/dev/null || need_apt+=(debootstrap)
 [ -x /usr/sbin/sshd ] || need_apt+=(openssh-server)  # ssh for make tunnel; sshd for its test
 command -v ss >/dev/null || need_apt+=(iproute2)

@@ -408,7 +408,11 @@ def chromium() -> str:
 
     path = Settings().chromium_path
     if not os.access(path, os.X_OK):
-        needs("Chromium", f"no browser at {path}", "run `make setup` (Debian's chromium) or set LORALOOP_CHROMIUM_PATH")
+        needs(
+            "Chromium",
+            f"no browser at {path}",
+            "run `make setup` (Debian's chromium-headless-shell) or set LORALOOP_CHROMIUM_PATH",
+        )
     return path
 
 

@@ -19,6 +19,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse
 from loraloop.envs.web.browser import BrowserHost, close_browsers
 from loraloop.envs.web.env import WebEnv
 from loraloop.errors import EnvironmentFailure
+from loraloop.settings import Settings
 from loraloop.tasks.web.format import parse_web_task
 from tests.helpers import free_port, wait_port
 
@@ -220,6 +221,17 @@ def test_host_files_and_browser_pages_stay_out_of_reach(env, site):
     assert "root:x:0" not in step.observation and "outside the task's site" in step.info.error
 
 
+def test_a_navigation_that_fails_takes_the_agent_back_to_the_page_it_was_on(env, site):
+    """A goto to a loopback port nothing listens on fails (ERR_CONNECTION_REFUSED) and Chromium then shows its error
+    page (chrome-error://); the agent is told and is back on the site's page, not left on the error page."""
+    env.reset()
+    step = env.step(f"goto('{site}/slow')")
+    assert f"URL: {site}/slow" in step.observation
+    step = env.step(f"goto('http://127.0.0.1:{free_port()}/')")
+    assert "ERR_CONNECTION_REFUSED" in step.info.error and f"went back to {site}/slow" in step.info.error, step.info
+    assert f"URL: {site}/slow" in step.observation and "chrome-error" not in step.observation
+
+
 def test_a_form_whose_server_answers_after_the_action_timeout_still_submits(site, settings_for):
     """The action timeout bounds the wait for an element; the navigation a click starts has the load timeout to
     commit (a slow server under load failed CI's web teacher as 'Timeout 5000ms exceeded' and lost the submit)."""
@@ -313,7 +325,7 @@ def _browser_pids() -> list[int]:
             continue
         if (
             cmd
-            and cmd[0].endswith(b"chromium")
+            and os.path.basename(cmd[0]) in (b"chromium", b"chromium-headless-shell")
             and not any(a.startswith(b"--type=") for a in cmd)
             and any(b"playwright" in a for a in cmd)
             and _ours(int(pid))
@@ -342,13 +354,28 @@ def test_killed_browser_is_restarted(site, settings_for):
         again.close()
 
 
+def test_a_browser_path_with_no_file_names_the_path_and_the_package(tmp_path):
+    """LORALOOP_CHROMIUM_PATH naming no file (the headless shell not installed): the error names the path, the
+    Debian package and the setting, where Playwright alone says only that the executable does not exist."""
+    missing = tmp_path / "chromium-headless-shell"
+    host = BrowserHost(str(missing))
+    try:
+        with pytest.raises(
+            EnvironmentFailure, match=rf"at {missing}; no such file: .*chromium-headless-shell.*CHROMIUM_PATH"
+        ):
+            host.run(host.new_context(), timeout=60)
+    finally:
+        host.run(host._close(), timeout=30)
+        host.loop.call_soon_threadsafe(host.loop.stop)
+
+
 def test_driver_that_cannot_start_names_the_cause(monkeypatch, tmp_path):
     """A Node driver that cannot run (here: a real file that is not executable) fails with its path
     and the reason, where Playwright alone only says that the driver's pipe closed."""
     node = tmp_path / "node"
     node.write_text("not a program\n")
     monkeypatch.setenv("PLAYWRIGHT_NODEJS_PATH", str(node))
-    host = BrowserHost("/usr/bin/chromium")
+    host = BrowserHost(Settings().chromium_path)
     try:
         with pytest.raises(EnvironmentFailure, match=r"driver did not start.*node: \[Errno 13\] Permission denied"):
             host.run(host.new_context(), timeout=60)

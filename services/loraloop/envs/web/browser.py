@@ -31,6 +31,10 @@ LAUNCH_ARGS = [
     "--disable-features=Translate,MediaRouter",
 ]
 log = get_logger("loraloop.web")
+MISSING_BROWSER = (
+    "no such file: install Debian's headless shell (apt-get install chromium-headless-shell; make setup does) "
+    "or point LORALOOP_CHROMIUM_PATH at another Chromium"
+)
 
 
 class BrowserHost:
@@ -74,7 +78,8 @@ class BrowserHost:
                     executable_path=self.executable, headless=self.headless, args=LAUNCH_ARGS
                 )
             except Exception as exc:
-                raise EnvironmentFailure(f"cannot start Chromium at {self.executable}: {exc}") from exc
+                missing = "" if os.path.exists(self.executable) else f"; {MISSING_BROWSER}"
+                raise EnvironmentFailure(f"cannot start Chromium at {self.executable}{missing}: {exc}") from exc
             self.launches += 1
             return self.browser
 

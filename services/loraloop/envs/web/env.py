@@ -22,6 +22,7 @@ from loraloop.envs.web.evaluate import Judge, grade
 from loraloop.envs.web.observe import accessibility_text
 from loraloop.envs.web.prompts import INSTRUCTIONS, format_observation
 from loraloop.errors import EnvironmentFailure
+from loraloop.logs import get_logger
 from loraloop.settings import Settings, get_settings
 from loraloop.tasks.base import Task
 from loraloop.tasks.web.format import WebTask
@@ -29,6 +30,7 @@ from loraloop.tasks.web.format import WebTask
 if TYPE_CHECKING:
     from playwright.async_api import BrowserContext, Page
 
+log = get_logger("loraloop.web")
 BUNDLED_ORIGIN = "http://localhost:8090"  # bundled tasks' URL origin; LORALOOP_SITES_URL replaces it
 _BID = re.compile(r"^[a-z]*[0-9]+$")
 
@@ -210,9 +212,13 @@ class WebEnv:
         except Exception as exc:
             if self.events.crashed:
                 raise EnvironmentFailure(f"the page crashed during {action.text()}") from exc
+            back = ""
             if not self.live_page.is_closed():
-                await (await self._cdp()).send("Page.stopLoading")  # a timed-out goto leaves a pending load
-            return f"{action.text()} failed: {_first_line(exc)}"
+                await self._stop_loading()  # a timed-out goto leaves a pending load
+                if "net::ERR_" in str(exc):  # a navigation that failed: its error page is yet to come
+                    await self._await_error_page()
+                back = await self._keep_on_site(before) and f"; went back to {self.live_page.url}"
+            return f"{action.text()} failed: {_first_line(exc)}{back}"
         if self.events.crashed:
             raise EnvironmentFailure(f"the page crashed during {action.text()}")
         return await self._keep_on_site(before)
@@ -222,7 +228,7 @@ class WebEnv:
         try:
             await self.live_page.wait_for_load_state("domcontentloaded", timeout=self.settings.web_load_timeout_ms)
         except Exception as exc:
-            await (await self._cdp()).send("Page.stopLoading")  # keep the page that was there
+            await self._stop_loading()  # keep the page that was there
             raise ActionError(
                 f"the page did not load within {self.settings.web_load_timeout_ms / 1000:g} s ({_first_line(exc)})"
             ) from exc
@@ -306,7 +312,7 @@ class WebEnv:
         try:
             await act
         except PlaywrightTimeout as exc:
-            await (await self._cdp()).send("Page.stopLoading")
+            await self._stop_loading()
             raise ActionError(
                 f"the page did not load within {self._navigation_ms() / 1000:g} s ({_first_line(exc)})"
             ) from exc
@@ -368,6 +374,28 @@ class WebEnv:
             tree=tree,
         )
         return self.observation
+
+    async def _await_error_page(self) -> None:
+        """Wait (1 s at most) for Chromium's error page after a navigation that failed (a refused URL, a server not
+        answering): it commits a moment after Playwright's goto has raised (under 0.3 s here), and an agent left on
+        it (chrome-error://) is off the task's site, which _keep_on_site then undoes."""
+        from playwright.async_api import Error as PlaywrightError
+
+        with contextlib.suppress(PlaywrightError):
+            await self.live_page.wait_for_url(
+                lambda url: url.startswith("chrome-error://"), wait_until="commit", timeout=1000
+            )
+
+    async def _stop_loading(self) -> None:
+        """Stop the page's pending load, if it still has one. A navigation that failed to an error page (the headless
+        shell refuses chrome:// URLs with ERR_INVALID_URL) detaches the page's CDP session for a moment ("Not
+        attached to an active page"); there is nothing left to stop then, and the next observation reads the page."""
+        from playwright.async_api import Error as PlaywrightError
+
+        try:
+            await (await self._cdp()).send("Page.stopLoading")
+        except PlaywrightError as exc:
+            log.info("nothing to stop loading", fields={"episode": self.episode_id, "error": _first_line(exc)})
 
     async def _cdp(self):
         if self.live_page not in self._cdp_sessions:
