@@ -188,6 +188,51 @@ def test_concurrent_sessions_stay_apart_and_train(gateway, tmp_path):
     assert sorted(map(str, (row["prompt"] for row in bc))) == sorted(map(str, recorded))
 
 
+def test_an_agent_of_ones_own_plays_miniwob_through_the_task_server_and_the_gateway(
+    gateway, redis_url, chromium, settings_for
+):
+    """Issue 28 item 1's gateway, AReaL's online mode on a public benchmark: an agent's own loop takes MiniWoB++'s
+    pages from the Task Server (the browsergym kind) and asks the model through the gateway; MiniWoB's own reward
+    becomes the session's, and the stored session holds every call token-exact (what `train rl --from_run` takes)."""
+    from fastapi.testclient import TestClient
+
+    from loraloop.task_registry import load_registry
+    from loraloop.taskserver.app import create_app, open_states
+
+    registry = load_registry("configs/tasks/miniwob")
+    task = registry.get("train-miniwob.click-button")
+    settings = settings_for(broker_url=redis_url)
+    app = create_app(registry, "byo-miniwob", settings, run_id="mw", states=open_states(settings, "byo-miniwob"))
+    session = gateway.session(task.index, experiment="byo-miniwob", run_id="mw")
+    client = gateway.client(session["api_key"])
+    with TestClient(app) as env:
+        start = env.post("/api/episode/start", json={"sample_id": task.index, "config": {"seed": 0}})
+        assert start.status_code == 200, start.text
+        first = start.json()["observation"]["content"]  # the prompt as loraloop builds it: system and the page
+        messages, calls, reply = first, 0, None
+        assert "# Accessibility tree" in messages[-1]["content"]
+        for _ in range(2):
+            text = client.chat.completions.create(model=BASE, messages=messages, max_tokens=24, temperature=1.0)
+            answer = text.choices[0].message.content or ""
+            calls += 1
+            reply = env.post(
+                "/api/episode/step", json={"episode_id": start.json()["episode_id"], "action": {"content": answer}}
+            ).json()
+            if reply["done"]:
+                break
+            page = {"role": "user", "content": reply["observation"]["content"]}
+            messages = [*messages, {"role": "assistant", "content": answer}, page]
+    assert gateway.rl("set_reward", session["api_key"], {"reward": reply["reward"]}).status_code == 200
+    ended = gateway.rl("end_session", session["api_key"], {}).json()
+    assert ended["steps"] == calls and ended["reward"] == reply["reward"]
+    episode = gateway.episode(ended["episode_key"])
+    for step in episode.steps:
+        assert step.prompt_token_ids and len(step.logprobs) == len(step.completion_token_ids) > 0
+    assert episode.steps[0].messages == first  # what the agent sent: the Task Server's first observation
+    [played] = iter_episodes(open_store(settings=settings), "trajectories/byo-miniwob/mw/")  # the env's own record
+    assert played.start.env == "browsergym" and played.start.events[0]["seed"] == 0 and len(played.steps) == calls
+
+
 def test_bad_input_is_refused_and_loses_no_recorded_call(gateway):
     session = gateway.session("bad", experiment="byo", run_id="bad")
     key = session["api_key"]

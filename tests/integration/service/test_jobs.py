@@ -1,5 +1,6 @@
 """The rollout service: jobs over a real Redis, real Celery workers, the HTTP API, no trajectory lost."""
 
+import html
 import json
 import os
 import signal
@@ -277,6 +278,36 @@ def test_cli_submits_to_the_api_and_two_workers_share_the_job(service):
         env,
     )
     assert "job api had ended (16/16 done, 16 solved): nothing left to play" in again.stderr.replace("\n", " ")
+
+
+def test_a_miniwob_job_runs_on_a_worker_and_its_episodes_open_in_the_viewer(service, chromium):
+    """The browsergym kind through the rollout service (issue 28 item 1): a MiniWoB++ job submitted to the API is
+    played by a Celery worker (its own Chromium and MiniWoB server), stored as typed records with the seed each
+    episode played, counted in the metrics, and the viewer lists the run and shows an episode's goal and actions."""
+    service.add_worker(concurrency=2)
+    env = {**service.env, "LORALOOP_API_URL": service.url}
+    args = ["rollout", "--experiment", "miniwob_teacher", "--task_registry", "configs/tasks/miniwob",
+            "--subset", "train+click-button,enter-text", "--rollouts_per_task", "2", "--run_id", "mw"]  # fmt: skip
+    proc = cli(args, env)
+    assert proc.returncode == 0, proc.stderr[-2000:] + service.log_tails()
+    out = proc.stderr.replace("\n", " ")
+    assert "submitted job mw: 4 episodes queued" in out and "4/4 solved" in out, out
+    keys = episodes(service.store, "miniwob_teacher", "mw")
+    assert len(keys) == 4
+    for path in keys:
+        episode = parse_episode(str(path), path.read_bytes())
+        assert episode.start.env == "browsergym" and episode.end.reward == 1.0 and episode.start.goal
+        assert episode.start.events[0]["seed"] == episode.start.seed % 50  # the train seed the rollout seed picks
+    metrics = service.http("GET", "/metrics", token=None).text
+    assert 'loraloop_episodes_total{status="completed"} 4.0' in metrics
+    run = service.http("GET", "/ui/runs/miniwob_teacher/mw")
+    assert run.status_code == 200 and run.text.count("train-miniwob.") >= 4, run.text[:2000]
+    key = keys[0].relative_to(service.store).as_posix()
+    page = service.http("GET", "/ui/episode", params={"key": key})
+    first = parse_episode(str(keys[0]), keys[0].read_bytes())
+    assert page.status_code == 200 and first.steps and first.steps[0].action_text in html.unescape(page.text)
+    goal = first.steps[0].observation.split("\n")[1]  # MiniWoB's own utterance, under "# Goal"
+    assert goal and goal in html.unescape(page.text) and "/miniwob/" in page.text
 
 
 def test_api_rejects_bad_input_with_the_value(service):
