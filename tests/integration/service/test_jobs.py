@@ -293,9 +293,9 @@ def test_a_miniwob_job_runs_on_a_worker_and_its_episodes_open_in_the_viewer(serv
     out = proc.stderr.replace("\n", " ")
     assert "submitted job mw: 4 episodes queued" in out and "4/4 solved" in out, out
     keys = episodes(service.store, "miniwob_teacher", "mw")
-    assert len(keys) == 4
-    for path in keys:
-        episode = parse_episode(str(path), path.read_bytes())
+    played = [parse_episode(str(path), path.read_bytes()) for path in keys]
+    assert len(played) == 4
+    for episode in played:
         assert episode.start.env == "browsergym" and episode.end.reward == 1.0 and episode.start.goal
         assert episode.start.events[0]["seed"] == episode.start.seed % 50  # the train seed the rollout seed picks
     metrics = service.http("GET", "/metrics", token=None).text
@@ -304,7 +304,7 @@ def test_a_miniwob_job_runs_on_a_worker_and_its_episodes_open_in_the_viewer(serv
     assert run.status_code == 200 and run.text.count("train-miniwob.") >= 4, run.text[:2000]
     key = keys[0].relative_to(service.store).as_posix()
     page = service.http("GET", "/ui/episode", params={"key": key})
-    first = parse_episode(str(keys[0]), keys[0].read_bytes())
+    first = played[0]
     assert page.status_code == 200 and first.steps and first.steps[0].action_text in html.unescape(page.text)
     goal = first.steps[0].observation.split("\n")[1]  # MiniWoB's own utterance, under "# Goal"
     assert goal and goal in html.unescape(page.text) and "/miniwob/" in page.text
