@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from loraloop.envs.browsergym.teacher import SOLVED, Node, goal_of, nodes, solve
 from loraloop.envs.web.observe import flatten_axtree
@@ -141,6 +143,26 @@ def test_static_text_carries_its_hidden_elements_bid_only_when_asked():
         "[0] RootWebArea 'T'\n\tStaticText 'Carlynne'\n\t[21] button 'Go'\n\t\tStaticText 'Go now'"
     )
     assert flatten_axtree(ax, bids, text_bids=True).splitlines()[1] == "\t[20] StaticText 'Carlynne'"
+
+
+def _ax(root_name: str, *texts: str) -> list[dict]:
+    """A page titled `root_name` whose texts each sit in an unnamed span (MiniWoB's captcha letters)."""
+    spans = [str(10 + i) for i in range(len(texts))]
+    ax = [{"nodeId": "1", "role": {"value": "RootWebArea"}, "name": {"value": root_name}, "childIds": spans}]
+    for i, (span, text) in enumerate(zip(spans, texts)):
+        ax.append({"nodeId": span, "parentId": "1", "role": {"value": "generic"}, "name": {"value": ""},
+                   "childIds": [f"t{i}"], "backendDOMNodeId": 100 + i})  # fmt: skip
+        ax.append({"nodeId": f"t{i}", "parentId": span, "role": {"value": "StaticText"}, "name": {"value": text}})
+    return ax
+
+
+@given(st.lists(st.text(alphabet="abcTest xyz", max_size=6), max_size=6))
+def test_a_static_text_is_dropped_only_when_empty_or_part_of_its_own_parents_name(texts):
+    """BrowserGym's rule (flatten_axtree_to_str): the parent is the node right above, not the nearest one shown, so
+    text-transform's letter 'e' under an unnamed span stays though the title 'Text Task' holds it; an empty
+    StaticText is never a line."""
+    lines = flatten_axtree(_ax("Text Task", *texts), {}).splitlines()
+    assert lines == ["RootWebArea 'Text Task'"] + [f"\tStaticText {t.strip()!r}" for t in texts if t.strip()]
 
 
 OBSERVATION = """# Goal

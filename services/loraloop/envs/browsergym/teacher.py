@@ -353,6 +353,16 @@ def odd_or_even(goal, page, turn, history):
     return picks[turn] if turn < len(picks) else submit(page)
 
 
+def text_transform(goal, page, turn, history):
+    """text-transform: the one-letter texts before the box (the distorted captcha, letter by letter) into it, as
+    they are, then Submit."""
+    box = next(iter(boxes(page)), None)
+    if box is None:
+        return None
+    letters = "".join(n.name for n in page[: page.index(box)] if n.role == "StaticText" and len(n.name) == 1)
+    return fill_then(box, letters, lambda: submit(page), history) if letters else None
+
+
 WIDGET_ROLES = {"button": ("button",), "checkbox": ("checkbox",), "radio": ("radio",)}
 
 
@@ -409,6 +419,7 @@ STRATEGIES: dict[str, Strategy] = {
     "click-scroll-list": scroll_list,
     "odd-or-even": odd_or_even,
     "click-widget": click_widget,
+    "text-transform": text_transform,
     **navigation_strategies(email),
 }
 SOLVED = tuple(sorted(STRATEGIES))

@@ -275,6 +275,57 @@ def social_media_some(goal, page, turn, history):
     return left[0] if left else submit(page) or press_last(page, ("submit",))
 
 
+def post_nodes(page: list[Node], user: str) -> list[Node]:
+    """The first post by `user`: its nodes, from its handle to the next post's name (the line before the next
+    handle), its menu's items included once the menu is open."""
+    handles = [i for i, n in enumerate(page) if n.role == "StaticText" and n.name.startswith("@")]
+    for start, end in zip(handles, handles[1:] + [len(page) + 1]):
+        if page[start].name == user:
+            return page[start : end - 1]
+    return []
+
+
+def social_media(goal, page, turn, history):
+    """social-media: the user's first post's Reply, Retweet or Like icon; the other buttons (Share via DM, Mute
+    @user...) are items of the post's menu, opened by its fourth icon. A menu item's text has no bid: its list
+    item (the line before) has."""
+    wanted = fields("social-media", goal)
+    if wanted is None:
+        return None
+    post = post_nodes(page, wanted["user"])
+    icons = [n for n in post if n.role == "image" and n.bid]
+    button = wanted["button"].lower()
+    if button in ("reply", "retweet", "like"):
+        index = POST_ICONS[button]
+        return click(icons[index]) if len(icons) > index else None
+    for item, text in zip(post, post[1:]):
+        if item.role == "listitem" and item.bid and text.name.lower().startswith(button):
+            return click(item)
+    return click(icons[3]) if len(icons) > 3 and click(icons[3]) not in history else None
+
+
+def navigate_tree(goal, page, turn, history):
+    """navigate-tree: the item named in the goal once it shows, else the next folder not opened yet (a click on a
+    file ends the episode). A folder's item has its expander between it and its name, so in the tree the name's
+    bid is not the item's bid + 1, as a file's is."""
+    wanted = fields("navigate-tree", goal)
+    if wanted is None:
+        return None
+    target = find(page, wanted["target"], ("StaticText",))
+    if target is not None:
+        return click(target)
+    for item, name in zip(page, page[1:]):
+        folder = item.role == "listitem" and item.bid and name.bid and name.role == "StaticText"
+        if folder and name.bid != _next_bid(item.bid) and click(name) not in history:
+            return click(name)
+    return None
+
+
+def _next_bid(bid: str) -> str | None:
+    """The bid BrowserGym gives the element after `bid` (a number one more), or None for a bid of another form."""
+    return str(int(bid) + 1) if bid.isdigit() else None
+
+
 def navigation_strategies(email: Strategy) -> dict[str, Strategy]:
     """This module's strategies by MiniWoB type (`email` is teacher.py's email-inbox strategy, which the
     natural-language forward reuses)."""
@@ -289,4 +340,6 @@ def navigation_strategies(email: Strategy) -> dict[str, Strategy]:
         "phone-book": phone_book,
         "email-inbox-forward-nl": forward_nl(email),
         "social-media-some": social_media_some,
+        "social-media": social_media,
+        "navigate-tree": navigate_tree,
     }

@@ -87,7 +87,9 @@ def _line(node: dict, bid: str | None, text_bid: str | None = None) -> str | Non
 def flatten_axtree(
     ax_nodes: list[dict], bids: dict[int, str], max_chars: int | None = None, text_bids: bool = False
 ) -> str:
-    """BrowserGym's text form of the AX tree; a StaticText repeating its parent's name is dropped.
+    """BrowserGym's text form of the AX tree; a StaticText that is empty or part of its parent's name is dropped,
+    as BrowserGym's `flatten_axtree_to_str` does (the parent is the node above it in the AX tree, printed or not:
+    a letter of a captcha under an unnamed span stays, though the page's title holds it).
 
     With `text_bids`, a StaticText whose element is not shown (an unnamed span or div: a `generic` node) carries
     that element's bid, `[12] StaticText 'Carlynne'`: MiniWoB's clickable spans and divs have a bid in the DOM but
@@ -104,7 +106,7 @@ def flatten_axtree(
         line = _line(node, bid, hidden_bid if text_bids else None)
         name = str(_value(node.get("name")) or "").strip()
         role = _value(node.get("role"))
-        if line is not None and role == "StaticText" and name and name in parent_name:
+        if line is not None and role == "StaticText" and name in parent_name:
             line = None
         if line is not None:
             text = "\t" * depth + line
@@ -114,11 +116,10 @@ def flatten_axtree(
                 break
             lines.append(text)
         child_depth = depth + (line is not None)
-        child_parent = name if line is not None else parent_name
         child_hidden = None if line is not None else (bid if bid is not None else hidden_bid)
         for child in reversed(node.get("childIds") or ()):
             if child in by_id:
-                stack.append((by_id[child], child_depth, child_parent, child_hidden))
+                stack.append((by_id[child], child_depth, name, child_hidden))
     return "\n".join(lines)
 
 
