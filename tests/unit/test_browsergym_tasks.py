@@ -145,10 +145,10 @@ def test_static_text_carries_its_hidden_elements_bid_only_when_asked():
     assert flatten_axtree(ax, bids, text_bids=True).splitlines()[1] == "\t[20] StaticText 'Carlynne'"
 
 
-def _ax(root_name: str, *texts: str) -> list[dict]:
+def _ax(root_name: str, *texts: str, root_role: str = "RootWebArea") -> list[dict]:
     """A page titled `root_name` whose texts each sit in an unnamed span (MiniWoB's captcha letters)."""
     spans = [str(10 + i) for i in range(len(texts))]
-    ax = [{"nodeId": "1", "role": {"value": "RootWebArea"}, "name": {"value": root_name}, "childIds": spans}]
+    ax = [{"nodeId": "1", "role": {"value": root_role}, "name": {"value": root_name}, "childIds": spans}]
     for i, (span, text) in enumerate(zip(spans, texts)):
         ax.append({"nodeId": span, "parentId": "1", "role": {"value": "generic"}, "name": {"value": ""},
                    "childIds": [f"t{i}"], "backendDOMNodeId": 100 + i})  # fmt: skip
@@ -157,12 +157,16 @@ def _ax(root_name: str, *texts: str) -> list[dict]:
 
 
 @given(st.lists(st.text(alphabet="abcTest xyz", max_size=6), max_size=6))
-def test_a_static_text_is_dropped_only_when_empty_or_part_of_its_own_parents_name(texts):
-    """BrowserGym's rule (flatten_axtree_to_str): the parent is the node right above, not the nearest one shown, so
-    text-transform's letter 'e' under an unnamed span stays though the title 'Text Task' holds it; an empty
-    StaticText is never a line."""
+def test_a_static_text_is_dropped_when_empty_or_part_of_the_name_it_is_shown_under_but_not_the_title(texts):
+    """text-transform's letter 'e' under an unnamed span stays though the page's title 'Text Task' holds it; under
+    a link named 'Text Task' (a mail's row: its spans' texts make its name) it is dropped; an empty StaticText is
+    never a line (as BrowserGym's flatten_axtree_to_str)."""
     lines = flatten_axtree(_ax("Text Task", *texts), {}).splitlines()
     assert lines == ["RootWebArea 'Text Task'"] + [f"\tStaticText {t.strip()!r}" for t in texts if t.strip()]
+    in_link = flatten_axtree(_ax("Text Task", *texts, root_role="link"), {}).splitlines()
+    assert in_link == ["link 'Text Task'"] + [
+        f"\tStaticText {t.strip()!r}" for t in texts if t.strip() and t.strip() not in "Text Task"
+    ]
 
 
 OBSERVATION = """# Goal

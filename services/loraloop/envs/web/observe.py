@@ -87,9 +87,10 @@ def _line(node: dict, bid: str | None, text_bid: str | None = None) -> str | Non
 def flatten_axtree(
     ax_nodes: list[dict], bids: dict[int, str], max_chars: int | None = None, text_bids: bool = False
 ) -> str:
-    """BrowserGym's text form of the AX tree; a StaticText that is empty or part of its parent's name is dropped,
-    as BrowserGym's `flatten_axtree_to_str` does (the parent is the node above it in the AX tree, printed or not:
-    a letter of a captcha under an unnamed span stays, though the page's title holds it).
+    """BrowserGym's text form of the AX tree; a StaticText that is empty or part of the name of the element it is
+    shown under is dropped. BrowserGym's `flatten_axtree_to_str` compares with the node right above, which is an
+    unnamed span in a link such as a mail's row, so its texts come twice; here it is the nearest line shown, but
+    never the page itself: its title is not the page's text (text-transform's captcha letters are in its title).
 
     With `text_bids`, a StaticText whose element is not shown (an unnamed span or div: a `generic` node) carries
     that element's bid, `[12] StaticText 'Carlynne'`: MiniWoB's clickable spans and divs have a bid in the DOM but
@@ -116,10 +117,11 @@ def flatten_axtree(
                 break
             lines.append(text)
         child_depth = depth + (line is not None)
+        child_parent = name if line is not None and role != "RootWebArea" else parent_name
         child_hidden = None if line is not None else (bid if bid is not None else hidden_bid)
         for child in reversed(node.get("childIds") or ()):
             if child in by_id:
-                stack.append((by_id[child], child_depth, name, child_hidden))
+                stack.append((by_id[child], child_depth, child_parent, child_hidden))
     return "\n".join(lines)
 
 
