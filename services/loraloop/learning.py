@@ -196,6 +196,7 @@ def _one_seed(
                     seed=seed,
                     batch_size=plan.batch_size,
                     whole_episodes=plan.whole_episodes,
+                    group_by_length=plan.group_by_length,
                     save_steps=BC_SAVE_STEPS,
                     resume=any((folder / "bc_lora").glob("checkpoint-*")),
                 )

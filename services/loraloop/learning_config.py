@@ -53,6 +53,7 @@ class LearningPlan:
     bc_lr: float = option(5e-4, "BC learning rate")
     batch_size: int = option(4, "BC batch size")
     whole_episodes: bool = option(True, "BC on one sequence per episode (every turn in the loss)")
+    group_by_length: bool = option(True, "BC batches of like length (less padding trained through)")
     rl_iterations: int = option(4, "RL iterations (rollout, train, publish)")
     rl_tasks: int = option(8, "train tasks per RL iteration (with --rl_rollouts 8: 64 episodes an iteration)")
     rl_rollouts: int = option(

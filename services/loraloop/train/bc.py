@@ -20,7 +20,12 @@ def train_bc(cfg: BCConfig) -> dict:
     from trl import SFTConfig, SFTTrainer
 
     model, tokenizer, peft_config = load_model(cfg)
-    args = SFTConfig(**common_args(cfg), max_length=cfg.max_length, completion_only_loss=True)
+    args = SFTConfig(
+        **common_args(cfg),
+        max_length=cfg.max_length,
+        completion_only_loss=True,
+        train_sampling_strategy="group_by_length" if cfg.group_by_length else "random",  # "random": the default
+    )
     data = episode_sequences(rows, tokenizer) if cfg.whole_episodes else rows
     trainer = SFTTrainer(
         model=model,

@@ -59,6 +59,11 @@ class BCConfig(LoraTrainConfig):
     """Behavioural cloning (TRL SFTTrainer) on prompt/completion rows."""
 
     whole_episodes: bool = flag(False, "bc: one sequence per episode, every turn in the loss (train/episode_rows.py)")
+    group_by_length: bool = flag(
+        False,
+        "bc: batches of sequences of like length, so less padding is trained through (transformers' "
+        "train_sampling_strategy='group_by_length'; the order is still seeded)",
+    )
 
 
 @dataclass

@@ -42,4 +42,4 @@ def test_miniwob_teacher_rollout_stores_episodes_and_exports_bc(tmp_path, chromi
     assert manifest["rows"]["bc"] == len(rows) == sum(len(e.steps) for e in episodes)
     prompt = rows[0]["prompt"][-1]["content"]  # the web prompt layout: goal, past actions, current page
     assert prompt.startswith("# Goal\n") and "# Accessibility tree" in prompt
-    assert "can be clicked like any element" in rows[0]["prompt"][0]["content"]
+    assert "StaticText with a bid can be clicked" in rows[0]["prompt"][0]["content"]
