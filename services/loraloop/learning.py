@@ -197,6 +197,7 @@ def _one_seed(
                     batch_size=plan.batch_size,
                     whole_episodes=plan.whole_episodes,
                     group_by_length=plan.group_by_length,
+                    max_length=plan.bc_max_length,
                     save_steps=BC_SAVE_STEPS,
                     resume=any((folder / "bc_lora").glob("checkpoint-*")),
                 )

@@ -54,6 +54,9 @@ class LearningPlan:
     batch_size: int = option(4, "BC batch size")
     whole_episodes: bool = option(True, "BC on one sequence per episode (every turn in the loss)")
     group_by_length: bool = option(True, "BC batches of like length (less padding trained through)")
+    bc_max_length: int = option(
+        2048, "tokens a BC row is cut to: vLLM's context here (BC's 1,024 cut 39 of MiniWoB's 1,211 rows' replies off)"
+    )
     rl_iterations: int = option(4, "RL iterations (rollout, train, publish)")
     rl_tasks: int = option(8, "train tasks per RL iteration (with --rl_rollouts 8: 64 episodes an iteration)")
     rl_rollouts: int = option(
@@ -76,6 +79,7 @@ class LearningPlan:
             "bc_lr",
             "rl_lr",
             "batch_size",
+            "bc_max_length",
             "max_tokens",
             "rl_rollouts",
             "rl_tasks",

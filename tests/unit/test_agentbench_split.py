@@ -141,9 +141,9 @@ def test_a_transfer_subset_that_overlaps_the_train_subset_is_refused(registry):
     assert check_split(registry, LearningPlan(transfer_subset="")) == check_split(registry, LearningPlan())
 
 
-@pytest.mark.parametrize("field", ["teacher_rollouts", "eval_rollouts"])
+@pytest.mark.parametrize("field", ["teacher_rollouts", "eval_rollouts", "bc_max_length"])
 @pytest.mark.parametrize("value", [0, -1])
-def test_a_plan_with_no_rollouts_per_task_is_refused_naming_the_field(field, value):
+def test_a_plan_with_no_rollouts_per_task_or_no_bc_tokens_is_refused_naming_the_field(field, value):
     for plan in (LearningPlan, MiniWobPlan):
         with pytest.raises(ConfigError, match=f"{field} must be positive, got {value}"):
             plan(**{field: value})
