@@ -4,8 +4,8 @@ its longest row, so random batches train through more than the rows hold).
 
     PYTHONPATH=services .venv/bin/python bench/bc_padding.py volumes/reports/miniwob/datasets/bc.jsonl --rows 64 --out
 
-MiniWoB's BC rows differ in length from 449 to 1,540 tokens, so random batches of 4 train through a quarter more
-tokens than the rows hold. It always exits 0: a measurement, not a gate.
+MiniWoB's BC rows differ in length several times over (bench/results/bc_padding.md has their spread), so random
+batches train through more tokens than the rows hold. It always exits 0: a measurement, not a gate.
 """
 
 from __future__ import annotations

@@ -250,14 +250,17 @@ def forward_nl(email: Strategy) -> Strategy:
 
 
 def posts(page: list[Node], user: str) -> list[list[Node]]:
-    """Each post by `user`: its icons (images with a bid) in page order (reply, retweet, like, share), read from
-    the handle to the next post's handle."""
+    """Each post by `user`: its nodes, from its handle to the next post's name (the line before the next handle),
+    its menu's items included once the menu is open."""
     handles = [i for i, n in enumerate(page) if n.role == "StaticText" and n.name.startswith("@")]
-    out = []
-    for start, end in zip(handles, handles[1:] + [len(page)]):
-        if page[start].name == user:
-            out.append([n for n in page[start:end] if n.role == "image" and n.bid])
-    return out
+    return [
+        page[start : end - 1] for start, end in zip(handles, handles[1:] + [len(page) + 1]) if page[start].name == user
+    ]
+
+
+def icons(post: list[Node]) -> list[Node]:
+    """A post's icons (images with a bid) in page order: reply, retweet, like, share (social-media's menu)."""
+    return [n for n in post if n.role == "image" and n.bid]
 
 
 POST_ICONS = {"reply": 0, "retweet": 1, "like": 2, "share": 3}
@@ -269,20 +272,10 @@ def social_media_some(goal, page, turn, history):
     if wanted is None or wanted["button"].lower() not in POST_ICONS:
         return None
     index = POST_ICONS[wanted["button"].lower()]
-    todo = [click(icons[index]) for icons in posts(page, wanted["user"]) if len(icons) > index]
+    todo = [click(shown[index]) for post in posts(page, wanted["user"]) if len(shown := icons(post)) > index]
     todo = todo[: int(wanted["amount"])]
     left = [action for action in todo if action not in history]
     return left[0] if left else submit(page) or press_last(page, ("submit",))
-
-
-def post_nodes(page: list[Node], user: str) -> list[Node]:
-    """The first post by `user`: its nodes, from its handle to the next post's name (the line before the next
-    handle), its menu's items included once the menu is open."""
-    handles = [i for i, n in enumerate(page) if n.role == "StaticText" and n.name.startswith("@")]
-    for start, end in zip(handles, handles[1:] + [len(page) + 1]):
-        if page[start].name == user:
-            return page[start : end - 1]
-    return []
 
 
 def social_media(goal, page, turn, history):
@@ -292,16 +285,16 @@ def social_media(goal, page, turn, history):
     wanted = fields("social-media", goal)
     if wanted is None:
         return None
-    post = post_nodes(page, wanted["user"])
-    icons = [n for n in post if n.role == "image" and n.bid]
+    post = next(iter(posts(page, wanted["user"])), [])
+    shown = icons(post)
     button = wanted["button"].lower()
     if button in ("reply", "retweet", "like"):
         index = POST_ICONS[button]
-        return click(icons[index]) if len(icons) > index else None
+        return click(shown[index]) if len(shown) > index else None
     for item, text in zip(post, post[1:]):
         if item.role == "listitem" and item.bid and text.name.lower().startswith(button):
             return click(item)
-    return click(icons[3]) if len(icons) > 3 and click(icons[3]) not in history else None
+    return click(shown[3]) if len(shown) > 3 and click(shown[3]) not in history else None
 
 
 def navigate_tree(goal, page, turn, history):
