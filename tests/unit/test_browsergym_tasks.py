@@ -191,3 +191,39 @@ def test_the_solver_reads_the_goal_and_the_tree():
     assert solve("login-user", goal, OBSERVATION, 1, ["fill('16', 'cierra')"]) == "fill('19', '11L')"
     assert solve("login-user", goal, OBSERVATION, 2, ["fill('19', '11L')"]) == "click('20')"  # a password shows none
     assert solve("bisect-angle", "", OBSERVATION, 0, []).startswith("report_infeasible('no scripted strategy")
+
+
+TREE = """# Accessibility tree
+RootWebArea 'Navigate Tree Task', focused
+\t[16] list ''
+\t\t[17] listitem '', level=1
+\t\t\t[19] StaticText 'Michel'
+\t\t[21] listitem '', level=1
+\t\t\t[22] StaticText 'Riley'
+\t\t[31] listitem '', level=1
+\t\t\t[33] StaticText 'Keli'"""  # after navigate-tree seed 1: a folder has an expander (18, 32) before its name
+
+
+def test_the_solver_opens_folders_never_files_until_the_name_shows():
+    goal = 'Navigate through the file tree. Find and click on the folder or file named "Augus".'
+    assert solve("navigate-tree", goal, TREE, 0, []) == "click('19')"  # Michel: a folder; Riley (22) is a file
+    assert solve("navigate-tree", goal, TREE, 1, ["click('19')"]) == "click('33')"
+    assert solve("navigate-tree", goal, TREE, 2, ["click('19')", "click('33')"]).startswith("report_infeasible(")
+    shown = TREE + "\n\t\t\t\t[40] StaticText 'Augus'"
+    assert solve("navigate-tree", goal, shown, 2, ["click('19')", "click('33')"]) == "click('40')"
+
+
+@pytest.mark.parametrize("letters", ["", "L", "LO4e"])
+def test_the_solver_types_the_captcha_letter_by_letter(letters):
+    page = "\n".join(
+        ["# Accessibility tree", "RootWebArea 'Text Transform Task', focused"]
+        + [f"\t[{14 + i}] StaticText {c!r}" for i, c in enumerate(letters)]
+        + ["\t[19] textbox ''", "\t[20] button 'Submit'"]
+    )
+    goal = "Type the text below into the text field and press Submit."
+    action = solve("text-transform", goal, page, 0, [])
+    if not letters:  # no captcha on the page: nothing to type
+        assert action.startswith("report_infeasible(")
+        return
+    assert action == f"fill('19', {letters!r})"
+    assert solve("text-transform", goal, page, 1, [action]) == "click('20')"
