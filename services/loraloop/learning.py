@@ -183,7 +183,9 @@ def run_learning(settings: Settings, out: Path, plan: LearningPlan) -> Path:
 def _one_seed(
     settings: Settings, evaluating: Settings, folder: Path, plan: LearningPlan, seed: int, progress: Progress, rollout
 ) -> None:
-    """BC, its evaluation, RL from it and BC+RL's evaluation, for one training seed."""
+    """BC, its held-out evaluation, RL from it and BC+RL's, for one training seed; then both models on the transfer
+    subset. The targets' figures (held out) come first: a run stopped late has them and lacks only transfer's,
+    which the report shows apart and which cost a set of episodes a model (65 on MiniWoB++)."""
     with progress.stage(f"train BC (seed {seed})") as due:
         if due:  # checkpoints every BC_SAVE_STEPS: a run stopped in BC goes on from the newest one
             train_bc(
@@ -202,35 +204,44 @@ def _one_seed(
                     resume=any((folder / "bc_lora").glob("checkpoint-*")),
                 )
             )
-    _evaluate(
-        progress, plan, rollout, "bc", seed, lambda: _served(settings, folder / "bc_lora", plan.run_id("bc", seed))
-    )
+
+    def bc() -> str:
+        return _served(settings, folder / "bc_lora", plan.run_id("bc", seed))
+
+    def rl() -> str:  # RL's newest stored version, loaded again into vLLM (a run going on after a restart)
+        return _served(settings, folder / "rl" / "adapter", plan.run_id("rl", seed))
+
+    _evaluate(progress, plan, rollout, "bc", seed, bc, transfer=False)
     with progress.stage(f"RL (seed {seed})") as due:
         if due:
             run_rl(_rl_config(settings, folder, plan, seed), evaluating)
-    # BC+RL: RL's newest stored version, loaded again into vLLM (a run going on after a restart)
-    _evaluate(
-        progress,
-        plan,
-        rollout,
-        "rl",
-        seed,
-        lambda: _served(settings, folder / "rl" / "adapter", plan.run_id("rl", seed)),
-    )
+    _evaluate(progress, plan, rollout, "rl", seed, rl, transfer=False)
+    _evaluate(progress, plan, rollout, "bc", seed, bc, heldout=False)
+    _evaluate(progress, plan, rollout, "rl", seed, rl, heldout=False)
 
 
 STAGE_LABEL = {"base": "base", "bc": "BC", "rl": "BC+RL"}
 
 
-def _evaluate(progress: Progress, plan: LearningPlan, rollout, model: str, seed: int | None, served) -> None:
-    """A model's greedy evaluation on the held-out subset and, when the plan has one, on the transfer subset (run
-    `<run id>-transfer`), each a stage of its own; `served()` gives the served name, asked only when a stage is due
-    (publishing or loading the adapter)."""
+def _evaluate(
+    progress: Progress,
+    plan: LearningPlan,
+    rollout,
+    model: str,
+    seed: int | None,
+    served,
+    *,
+    heldout: bool = True,
+    transfer: bool = True,
+) -> None:
+    """A model's greedy evaluation on the held-out subset (`heldout`) and, when the plan has one, on the transfer
+    subset (`transfer`; run `<run id>-transfer`), each a stage of its own; `served()` gives the served name, asked
+    only when a stage is due (publishing or loading the adapter)."""
     label = STAGE_LABEL[model] + (f" (seed {seed})" if seed is not None else "")
     name: str | None = None
     for subset, suffix, stage in (
-        (plan.heldout_subset, "", f"eval {label}"),
-        (plan.transfer_subset, TRANSFER, f"eval {label}, transfer"),
+        (plan.heldout_subset if heldout else "", "", f"eval {label}"),
+        (plan.transfer_subset if transfer else "", TRANSFER, f"eval {label}, transfer"),
     ):
         if not subset:
             continue

@@ -43,9 +43,9 @@ def test_miniwob_learning_runs_every_stage_with_a_transfer_set(tmp_path, vllm_ur
         "eval base, transfer",
         "train BC (seed 1)",
         "eval BC (seed 1)",
-        "eval BC (seed 1), transfer",
         "RL (seed 1)",
         "eval BC+RL (seed 1)",
+        "eval BC (seed 1), transfer",  # the held-out figures (the targets') first, transfer's after
         "eval BC+RL (seed 1), transfer",
     ]
     store = tmp_path / "store" / "trajectories"
