@@ -18,6 +18,8 @@ the training seed (the teacher is scripted, evaluation is greedy): they are made
 from __future__ import annotations
 
 import json
+import os
+import platform
 import re
 import time
 from collections import Counter, defaultdict
@@ -42,6 +44,7 @@ from loraloop.evaluate.report import (
     viewer_address,
     write_csv,
 )
+from loraloop.hardware import choose_dtype, cpu_has_bf16
 from loraloop.kinds.registry import env_kind
 from loraloop.learning_config import LearningPlan
 from loraloop.models.prepare import prepare
@@ -177,7 +180,20 @@ def run_learning(settings: Settings, out: Path, plan: LearningPlan) -> Path:
         _evaluate(progress, plan, rollout, "base", None, lambda: settings.base_model_name)
         for seed in plan.seed_list():
             _one_seed(settings, evaluating, out / f"seed-{seed}", plan, seed, progress, rollout)
-    return write_learning(store, out, plan, progress.stages, viewer_address(settings), registry)
+    return write_learning(
+        store, out, plan, progress.stages, viewer_address(settings), registry, machine=machine_record(settings)
+    )
+
+
+def machine_record(settings: Settings) -> dict:
+    """What summary.json says of the machine: seeds run on different machines are compared knowing that one was
+    computed in float32 and another in bfloat16 (LORALOOP_DTYPE=auto picks by the CPU's flags)."""
+    return {
+        "dtype": choose_dtype(settings.dtype),
+        "cpu_bf16": cpu_has_bf16(),
+        "cpus": os.cpu_count(),
+        "machine": platform.machine(),
+    }
 
 
 def _one_seed(
@@ -345,7 +361,14 @@ def _pooled(label: str, rows: list[Row]) -> Row:
 
 
 def write_learning(
-    store, out: Path, plan: LearningPlan, stages: dict[str, float], viewer_url: str, registry: Registry
+    store,
+    out: Path,
+    plan: LearningPlan,
+    stages: dict[str, float],
+    viewer_url: str,
+    registry: Registry,
+    *,
+    machine: dict | None = None,
 ) -> Path:
     """report.md over what is evaluated so far (a seed shows once its BC is evaluated; a model not evaluated yet
     is a dash), with report.csv, learning.png, success.png and success_by_family.png; summary.json beside them."""
@@ -360,6 +383,8 @@ def write_learning(
         f"Plan: {json.dumps(asdict(plan))}",
         "",
     ]
+    if machine:  # the machine that wrote this report (a run resumed elsewhere: the stages before were not)
+        lines += [f"Machine: {json.dumps(machine)}", ""]
     if seeds:
         lines += _over_seeds_section(out, per_seed, seeds)
         lines += _pooled_sections(store, out, plan, base, per_seed, seeds)
@@ -375,6 +400,7 @@ def write_learning(
     summary = {
         "plan": asdict(plan),
         "stages_s": stages,
+        "machine": machine or {},
         "seeds": _rates_json(per_seed, seeds),
         "transfer": _rates_json(transfer, transfer_seeds),
     }
