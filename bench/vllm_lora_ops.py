@@ -29,7 +29,7 @@ HIDDEN, RANK, OUT, SLOTS = 576, 16, 1536, 4  # SmolLM2-135M's hidden size and ML
 
 def load_ops() -> tuple[dict, dict]:
     """(shipped, patched) namespaces of the installed lora_ops.py."""
-    text = patcher.ops_file(None).read_text()
+    text = patcher.vllm_file(None, "lora", "ops", "torch_ops", "lora_ops.py").read_text()
     if patcher.MARKER not in text:
         sys.exit("bench/vllm_lora_ops.py: the installed vLLM is not patched: run `make setup`")
     shipped_text = text.split(f"\n\n{patcher.MARKER}", 1)[0]

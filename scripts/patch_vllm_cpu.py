@@ -1,5 +1,6 @@
-"""Fix vLLM's CPU LoRA ops in an installed vllm-cpu: base-model tokens get no adapter's delta, and LoRA costs a
-matmul per adapter in the batch instead of a copy of the adapter's weights per token.
+"""Fix two defects of an installed vllm-cpu: its CPU LoRA ops (base-model tokens get no adapter's delta, and LoRA
+costs a matmul per adapter in the batch instead of a copy of the adapter's weights per token), and its engine's
+crash on a seeded, sampled request whose prompt is prefilled in chunks.
 
 Why a patch (vllm-cpu 0.32.0, vllm/lora/ops/torch_ops/lora_ops.py, the ops the CPU build runs):
 - Wrong outputs. vLLM marks a token that uses no adapter with the index -1. Its Triton kernels (GPU) skip such
@@ -11,8 +12,19 @@ Why a patch (vllm-cpu 0.32.0, vllm/lora/ops/torch_ops/lora_ops.py, the ops the C
   einsum), so a prefill of T tokens copies T × rank × hidden weights per layer and projection: LoRA took 93 of
   the 108 CPU-seconds of model forward in the RL test (py-spy). Here tokens are grouped by slot, one matmul each.
 The three bgmv ops are defined again at the end of the module (the sgmv ops and `torch_ops/__init__` pick
-them up by name); the originals stay in the file, unused. Drop this script once a vllm-cpu release has both
-fixes; it fails, naming the file, when the code it overrides has changed.
+them up by name); the originals stay in the file, unused.
+
+Why the second (vllm-cpu 0.32.0, vllm/v1/worker/gpu_model_runner.py, which the CPU model runner inherits): a
+request still in prefill after a step (its prompt split over steps by the 2,048-token step budget, as when RL's
+episodes send long prompts at once) gets a token sampled and thrown away, and vLLM rewinds that request's own
+generator (a `seed`) with `gen.set_offset(gen.get_offset() - 4)`, an offset only CUDA's Philox generator has: on
+the CPU it raises "CPU Generator does not use offset" and the engine dies (an RL run's rollouts then all fail:
+2026-12-02, `loraloop miniwob` seed 2's RL). Here a CPU generator's state is kept before the step's sampling and
+put back instead, so the thrown-away token leaves the seeded stream as it was (what the CUDA rewind does);
+CUDA generators keep vLLM's own rewind.
+
+Drop this script once a vllm-cpu release has these fixes; it fails, naming the file, when the code it overrides
+has changed.
 
 Usage: python scripts/patch_vllm_cpu.py [SITE_PACKAGES]   (default: the running interpreter's vllm)
 Idempotent: a patched file is left as it is."""
@@ -93,16 +105,52 @@ def bgmv_expand_slice(
 """
 
 
-def ops_file(site_packages: str | None) -> Path:
-    """The installed lora_ops.py: under SITE_PACKAGES, else where the running interpreter imports vllm from."""
+# The second patch: the rewind vLLM does, and where its sampling starts (a CPU generator's state is kept there)
+REWIND = """            if gen is not None:
+                gen.set_offset(gen.get_offset() - 4)
+"""
+REWOUND = """            if gen is not None:
+                _loraloop_rewind(self, int(i), gen)
+"""
+SAMPLE = """        sampling_metadata = self.input_batch.sampling_metadata
+"""
+KEPT = """        sampling_metadata = self.input_batch.sampling_metadata
+        _loraloop_keep_states(self)
+"""
+SAMPLER_MARKER = "# loraloop: a seeded request's CPU generator put back, not rewound by an offset"
+SAMPLER_HELPERS = f"""
+
+{SAMPLER_MARKER}, written by loraloop's
+# scripts/patch_vllm_cpu.py, which says why.
+def _loraloop_keep_states(runner) -> None:
+    num_reqs = runner.input_batch.num_reqs
+    runner._loraloop_states = {{
+        int(i): gen.get_state()
+        for i in np.nonzero(runner.discard_request_mask.np[:num_reqs])[0]
+        if (gen := runner.input_batch.generators.get(int(i))) is not None and gen.device.type == "cpu"
+    }}
+
+
+def _loraloop_rewind(runner, i: int, gen) -> None:
+    if gen.device.type != "cpu":
+        gen.set_offset(gen.get_offset() - 4)  # vLLM's own rewind of CUDA's Philox offset
+        return
+    state = getattr(runner, "_loraloop_states", {{}}).get(i)
+    if state is not None:
+        gen.set_state(state)
+"""
+
+
+def vllm_file(site_packages: str | None, *parts: str) -> Path:
+    """A file of the installed vllm: under SITE_PACKAGES, else where the running interpreter imports vllm from."""
     if site_packages:
-        return Path(site_packages) / "vllm" / "lora" / "ops" / "torch_ops" / "lora_ops.py"
+        return Path(site_packages, "vllm", *parts)
     import importlib.util
 
     spec = importlib.util.find_spec("vllm")
     if spec is None or not spec.submodule_search_locations:
         sys.exit("patch_vllm_cpu: vllm is not installed in this interpreter")
-    return Path(list(spec.submodule_search_locations)[0]) / "lora" / "ops" / "torch_ops" / "lora_ops.py"
+    return Path(list(spec.submodule_search_locations)[0], *parts)
 
 
 def patch(path: Path) -> str:
@@ -122,6 +170,30 @@ def patch(path: Path) -> str:
     return "patched"
 
 
+def patch_sampler(path: Path) -> str:
+    """Patch the model runner at `path` in place (the CPU generator's rewind); 'patched' or 'already patched'.
+    Exits naming the file when the rewind or the sampling's start is not there once, as in vllm-cpu 0.32.0."""
+    if not path.is_file():
+        sys.exit(f"patch_vllm_cpu: {path} does not exist (is this vLLM's v1 engine?)")
+    text = path.read_text()
+    if SAMPLER_MARKER in text:
+        return "already patched"
+    for code, what in ((REWIND, "the generator rewind"), (SAMPLE, "the sampling's start")):
+        if text.count(code) != 1:
+            sys.exit(
+                f"patch_vllm_cpu: {path} has {text.count(code)} copies of {what} this patch changes (one expected): "
+                "this vLLM's model runner changed; check whether it still rewinds a CPU generator by an offset "
+                "and drop or update the patch"
+            )
+    text = text.replace(REWIND, REWOUND, 1).replace(SAMPLE, KEPT, 1)
+    path.write_text(text.rstrip("\n") + "\n" + SAMPLER_HELPERS)
+    return "patched"
+
+
 if __name__ == "__main__":
-    target = ops_file(sys.argv[1] if len(sys.argv) > 1 else None)
-    print(f"patch_vllm_cpu: {target}: {patch(target)}")
+    where = sys.argv[1] if len(sys.argv) > 1 else None
+    for target, apply in (
+        (vllm_file(where, "lora", "ops", "torch_ops", "lora_ops.py"), patch),
+        (vllm_file(where, "v1", "worker", "gpu_model_runner.py"), patch_sampler),
+    ):
+        print(f"patch_vllm_cpu: {target}: {apply(target)}")

