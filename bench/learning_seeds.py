@@ -7,7 +7,7 @@ this reads only those, refuses plans that differ in anything but their seeds (th
 model each seed's rate, the mean and sd over seeds and the seeds' episodes pooled with a Wilson interval, for the
 held-out set and the transfer set; `--out DIR` writes report.md and learning.png there.
 
-    python bench/learning_seeds.py bench/results/miniwob/summary.json bench/results/miniwob/seed-2/summary.json
+    python bench/learning_seeds.py machine-a/summary.json machine-b/summary.json --out DIR
 """
 
 from __future__ import annotations
